@@ -1,0 +1,130 @@
+package otelomni_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+
+	"github.com/otelomni/otelomni/otelomni"
+)
+
+// recorded is a provider whose spans land in a recorder, and the
+// instrumenter that uses it.
+type recorded struct {
+	rec *tracetest.SpanRecorder
+	tp  *sdktrace.TracerProvider
+	in  *otelomni.Instrumenter
+}
+
+func newRecorded(t testing.TB, opts ...otelomni.Option) *recorded {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	in := otelomni.New(append([]otelomni.Option{otelomni.WithTracerProvider(tp)}, opts...)...)
+	r := &recorded{rec: rec, tp: tp, in: in}
+	t.Cleanup(func() { assertNoNegativeSpan(t, r.rec.Ended()) })
+	return r
+}
+
+// assertNoNegativeSpan is checked after every test that records: a negative
+// duration must never reach an exporter.
+func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	for _, s := range ss {
+		if s.EndTime().Before(s.StartTime()) {
+			t.Errorf("span %s has a negative duration: %v", s.Name(), s.EndTime().Sub(s.StartTime()))
+		}
+		if s.StartTime().IsZero() || s.EndTime().IsZero() {
+			t.Errorf("span %s has a zero time", s.Name())
+		}
+	}
+}
+
+// byName groups ended spans by name.
+func byName(ss []sdktrace.ReadOnlySpan) map[string][]sdktrace.ReadOnlySpan {
+	m := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range ss {
+		m[s.Name()] = append(m[s.Name()], s)
+	}
+	return m
+}
+
+// one returns the only span named name, failing the test otherwise.
+func one(t testing.TB, ss []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	got := byName(ss)[name]
+	if len(got) != 1 {
+		t.Fatalf("want exactly one %s span, got %d (spans: %v)", name, len(got), names(ss))
+	}
+	return got[0]
+}
+
+func names(ss []sdktrace.ReadOnlySpan) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Name()
+	}
+	return out
+}
+
+// attr returns the value of key on s, and whether it is there.
+func attr(s sdktrace.ReadOnlySpan, key attribute.Key) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if kv.Key == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// parentName returns the name of s's parent among ss, or "" for a root.
+func parentName(ss []sdktrace.ReadOnlySpan, s sdktrace.ReadOnlySpan) string {
+	if !s.Parent().IsValid() {
+		return ""
+	}
+	for _, p := range ss {
+		if p.SpanContext().SpanID() == s.Parent().SpanID() {
+			return p.Name()
+		}
+	}
+	return "<missing parent>"
+}
+
+// base is a fixed wall-clock time for records.
+var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func at(ms float64) time.Time { return base.Add(time.Duration(ms * float64(time.Millisecond))) }
+
+// countingProvider counts the spans started through it, to prove that
+// otelomni starts none.
+type countingProvider struct {
+	embedded.TracerProvider
+	tp     trace.TracerProvider
+	starts atomic.Int64
+}
+
+func (c *countingProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return &countingTracer{Tracer: c.tp.Tracer(name, opts...), n: &c.starts}
+}
+
+type countingTracer struct {
+	trace.Tracer
+	n *atomic.Int64
+}
+
+func (c *countingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	c.n.Add(1)
+	return c.Tracer.Start(ctx, name, opts...)
+}
+
+func traceSpanID(ctx context.Context) trace.SpanID {
+	return trace.SpanContextFromContext(ctx).SpanID()
+}

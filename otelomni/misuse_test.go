@@ -1,0 +1,244 @@
+package otelomni_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+var sharedRecord = fullRecord()
+
+// fivePhases runs one request with the five phases of the benchmark, on the
+// live path and the record path.
+func fivePhases(in *otelomni.Instrumenter) {
+	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m"})
+	pre := req.StartPhase(spans.Preprocess)
+	pre.End()
+	exec := req.StartPhase(spans.Exec)
+	req.StartPhase(spans.QueueWait).End()
+	exec.End()
+	req.StartPhase(spans.OutputReadyWait).End()
+	_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+	_ = req.Record(sharedRecord)
+	req.End(nil)
+}
+
+func TestNoopProviderStartsNothingAndAllocatesNothing(t *testing.T) {
+	for name, in := range map[string]*otelomni.Instrumenter{
+		"noop.NewTracerProvider": otelomni.New(otelomni.WithTracerProvider(noop.NewTracerProvider())),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if n := testing.AllocsPerRun(100, func() { fivePhases(in) }); n != 0 {
+				t.Errorf("a request with its phases allocated %.0f times, want 0", n)
+			}
+		})
+	}
+}
+
+// TestGlobalProviderBeforeAndAfterSDK is the only test of this package that
+// touches the global provider.
+func TestGlobalProviderBeforeAndAfterSDK(t *testing.T) {
+	in := otelomni.New()
+	var zero otelomni.Instrumenter
+	for _, in := range []*otelomni.Instrumenter{in, &zero} {
+		if n := testing.AllocsPerRun(100, func() { fivePhases(in) }); n != 0 {
+			t.Errorf("before an SDK is installed: %.0f allocations per request, want 0", n)
+		}
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	fivePhases(in)
+	if got := len(byName(rec.Ended())[spans.RequestSpanName]); got != 1 {
+		t.Fatalf("after otel.SetTracerProvider the same instrumenter should record: %d request spans", got)
+	}
+}
+
+func TestUnsampledRequestStartsNoPhaseSpan(t *testing.T) {
+	cp := &countingProvider{tp: sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))}
+	in := otelomni.New(otelomni.WithTracerProvider(cp))
+	fivePhases(in)
+	if n := cp.starts.Load(); n != 1 {
+		t.Fatalf("Start was called %d times; want 1 (the request, for the sampling decision)", n)
+	}
+}
+
+func TestManyConcurrentRequestsMakeCorrectTrees(t *testing.T) {
+	r := newRecorded(t, otelomni.WithDenoiseSteps(true))
+	const goroutines, perG = 16, 50
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < perG; i++ {
+				ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: fmt.Sprintf("g%d-%d", g, i)})
+				var wg2 sync.WaitGroup
+				wg2.Add(1)
+				// The scheduler reports the queue wait from another goroutine.
+				go func() {
+					defer wg2.Done()
+					req.StartPhase(spans.QueueWait).End()
+				}()
+				req.StartPhase(spans.Preprocess).End()
+				exec := req.StartPhase(spans.Exec)
+				fwd := req.StartPhase(spans.Forward)
+				for s := 0; s < 3; s++ {
+					req.StartStep(s).End()
+				}
+				fwd.End()
+				req.StartPhase(spans.VAEDecode).End()
+				exec.End()
+				wg2.Wait()
+				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+				req.End(nil)
+			}
+		}(g)
+	}
+	wg.Wait()
+
+	ended := r.rec.Ended()
+	traces := map[[16]byte][]sdktrace.ReadOnlySpan{}
+	for _, s := range ended {
+		tid := s.SpanContext().TraceID()
+		traces[tid] = append(traces[tid], s)
+	}
+	if len(traces) != goroutines*perG {
+		t.Fatalf("%d traces, want %d", len(traces), goroutines*perG)
+	}
+	for _, ss := range traces {
+		if len(ss) != 10 {
+			t.Fatalf("a trace has %d spans, want 10: %v", len(ss), names(ss))
+		}
+		for _, s := range ss {
+			if got := parentName(ss, s); got != wantParent[s.Name()] {
+				t.Fatalf("%s: parent %q, want %q", s.Name(), got, wantParent[s.Name()])
+			}
+		}
+	}
+}
+
+func TestMisuseDoesNotPanic(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "misuse"})
+
+	p := req.StartPhase(spans.Preprocess)
+	p.End()
+	p.End() // ended twice
+
+	late := req.StartPhase(spans.Exec)
+	req.End(nil)
+	req.End(nil) // request ended twice
+	late.End()   // a phase ended after its request (which ended it)
+	req.StartPhase(spans.Postprocess).End()
+	if err := req.Record(fullRecord()); !errors.Is(err, otelomni.ErrRequestEnded) {
+		t.Errorf("Record after End: %v, want ErrRequestEnded", err)
+	}
+	_ = req.EndAt(at(1), nil)
+	req.StartPhase(spans.Phase(200)).End()
+	req.StartPhase(spans.Phase(0)).End()
+
+	// Zero values and nils.
+	var zr otelomni.Request
+	zr.StartPhase(spans.Exec).End()
+	zr.End(errors.New("x"))
+	_ = zr.Record(fullRecord())
+	var nr *otelomni.Request
+	nr.StartPhase(spans.Exec).End()
+	nr.End(nil)
+	_ = nr.Run(ctx, spans.Exec, func(context.Context) error { return nil })
+	var za otelomni.ActivePhase
+	za.End()
+	za.EndError(errors.New("x"))
+	za.SetAttributes(attrs.BatchSize(1))
+	//lint:ignore SA1012 a nil context is the misuse under test
+	_, nilCtxReq := r.in.Start(nil, otelomni.RequestInfo{ID: "nil-ctx"}) //nolint:staticcheck
+	nilCtxReq.End(nil)
+	_ = req.Record(nil)
+
+	got := byName(r.rec.Ended())
+	if len(got[spans.Preprocess.SpanName()]) != 1 {
+		t.Error("preprocess ended twice must make one span")
+	}
+	if len(got[spans.Exec.SpanName()]) != 1 {
+		t.Error("the exec still open at the request's end must be ended with it, once")
+	}
+	if len(got[spans.Postprocess.SpanName()]) != 0 {
+		t.Error("a phase started after its request ended must make no span")
+	}
+	if len(got[spans.RequestSpanName]) != 2 {
+		t.Errorf("%d request spans, want 2", len(got[spans.RequestSpanName]))
+	}
+	if s := r.in.Stats(); s.Misuse < 5 {
+		t.Errorf("misuse counted %d times, want at least 5", s.Misuse)
+	}
+}
+
+func TestOpenPhasesEndWithTheRequestChildrenFirst(t *testing.T) {
+	r := newRecorded(t)
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "disconnect"})
+	req.StartPhase(spans.Exec)
+	req.StartPhase(spans.Forward)
+	req.End(otelomni.ErrClientDisconnect)
+	ss := r.rec.Ended()
+	if len(ss) != 3 {
+		t.Fatalf("spans %v", names(ss))
+	}
+	if ss[0].Name() != spans.Forward.SpanName() || ss[1].Name() != spans.Exec.SpanName() || ss[2].Name() != spans.RequestSpanName {
+		t.Errorf("end order %v, want forward, exec, request", names(ss))
+	}
+	if ss[1].EndTime().After(ss[2].EndTime()) {
+		t.Error("exec ends after its request")
+	}
+}
+
+func TestPanicInsideRunEndsPhaseWithErrorAndIsReRaised(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "panics"})
+	func() {
+		defer func() {
+			if v := recover(); v != "vae exploded" {
+				t.Errorf("recovered %v, want the original panic value", v)
+			}
+		}()
+		_ = req.Run(ctx, spans.VAEDecode, func(context.Context) error { panic("vae exploded") })
+	}()
+	req.End(nil)
+	s := one(t, r.rec.Ended(), spans.VAEDecode.SpanName())
+	if s.Status().Code != codes.Error || s.Status().Description != "panic: vae exploded" {
+		t.Errorf("status %+v", s.Status())
+	}
+}
+
+func TestRunReturnsAndRecordsTheError(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "err"})
+	boom := errors.New("preprocessor failed")
+	var inner context.Context
+	err := req.Run(ctx, spans.Preprocess, func(c context.Context) error { inner = c; return boom })
+	req.End(err)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run returned %v", err)
+	}
+	s := one(t, r.rec.Ended(), spans.Preprocess.SpanName())
+	if s.Status().Code != codes.Error {
+		t.Errorf("status %+v", s.Status())
+	}
+	if sc := traceSpanID(inner); sc != s.SpanContext().SpanID() {
+		t.Error("fn's context should hold the phase span")
+	}
+}

@@ -1,0 +1,101 @@
+package otelomni
+
+import (
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// Record turns a timing record, as an engine that timed itself reports it,
+// into the request's phase spans, with the record's own start and end
+// times: the same spans as the live path. Phases the record did not measure
+// make no span. A bad measurement (end before start, zero time) makes no
+// span and is reported in the returned error, which names each bad phase
+// ([*spans.PhaseError]); the other phases are still recorded.
+func (r *Request) Record(rec *spans.DiffusionRecord) error {
+	if !r.recording() || rec == nil {
+		return nil
+	}
+	var buf [16]spans.PlannedSpan
+	plan, err := rec.Plan(buf[:0], spans.PlanOptions{DenoiseSteps: r.in.cfg.denoiseSteps})
+	if err != nil {
+		r.countRejects(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		r.in.stats.misused("a record was handed to a request that had already ended")
+		return errors.Join(ErrRequestEnded, err)
+	}
+	for i := range plan {
+		ps := &plan[i]
+		r.emitLocked(ps.Phase, ps.Start, ps.End, ps.Output, ps.Final, ps.Step, rec.Reconstructed, nil)
+	}
+	return err
+}
+
+// RecordPhase records one phase measured elsewhere (the scheduler's queue
+// wait, say) as a span with the interval's own start and end. An interval
+// that was not measured makes no span and no error; a bad one makes no span
+// and returns a [*spans.PhaseError].
+func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
+	if !r.recording() || !iv.Measured() {
+		return nil
+	}
+	if !p.Valid() || p.Parent() == spans.ParentTransfer {
+		r.in.stats.misused("RecordPhase with an invalid phase")
+		return ErrInvalidPhase
+	}
+	if err := iv.Validate(); err != nil {
+		err = &spans.PhaseError{Phase: p, Output: -1, Step: -1, Interval: iv, Err: err}
+		r.in.stats.reject(err)
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		r.in.stats.misused("a phase was recorded on a request that had already ended")
+		return ErrRequestEnded
+	}
+	r.emitLocked(p, iv.Start(), iv.End(), -1, false, -1, false, kv)
+	return nil
+}
+
+// emitLocked starts and ends the span of one phase with explicit times.
+func (r *Request) emitLocked(p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
+	r.startOpt[0] = trace.WithTimestamp(start)
+	ctx, span := r.tracer.Start(r.parentLocked(p.Parent()), p.SpanName(), r.startOpt[:1]...)
+	a := append(r.attrBuf[:0], r.pattrs.of(p)...)
+	if output >= 0 {
+		a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
+	}
+	if step >= 0 {
+		a = append(a, attrs.Step(step))
+	}
+	if reconstructed {
+		a = append(a, attrs.Reconstructed(true))
+	}
+	span.SetAttributes(append(a, kv...)...)
+	r.nestLocked(p, ctx)
+	r.endOpt[0] = trace.WithTimestamp(end)
+	span.End(r.endOpt[:]...)
+	if end.After(r.lastEnd) {
+		r.lastEnd = end
+	}
+}
+
+// countRejects counts each bad phase of a record's error.
+func (r *Request) countRejects(err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			r.in.stats.reject(e)
+		}
+		return
+	}
+	r.in.stats.reject(err)
+}

@@ -1,0 +1,44 @@
+package otelomni
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+)
+
+// Stats counts what otelomni refused instead of exporting it wrong. Every
+// count is also logged once, through the OpenTelemetry error handler
+// (otel.Handle), the first time it happens.
+type Stats struct {
+	// RejectedIntervals counts measurements that made no span because they
+	// were bad: an end before its start, or a zero time.Time.
+	RejectedIntervals uint64
+	// Misuse counts calls that did nothing because the API was misused: a
+	// phase started or recorded on a request that had already ended, a
+	// request ended twice, an invalid phase, a nil context.
+	Misuse uint64
+}
+
+type counters struct {
+	rejected, misuse         atomic.Uint64
+	loggedReject, loggedMisu atomic.Bool
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{RejectedIntervals: c.rejected.Load(), Misuse: c.misuse.Load()}
+}
+
+func (c *counters) reject(err error) {
+	c.rejected.Add(1)
+	if c.loggedReject.CompareAndSwap(false, true) {
+		otel.Handle(fmt.Errorf("otelomni: rejected a bad measurement (logged once; see Instrumenter.Stats): %w", err))
+	}
+}
+
+func (c *counters) misused(what string) {
+	c.misuse.Add(1)
+	if c.loggedMisu.CompareAndSwap(false, true) {
+		otel.Handle(fmt.Errorf("otelomni: %s (logged once; see Instrumenter.Stats)", what))
+	}
+}
