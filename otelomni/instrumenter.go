@@ -80,7 +80,9 @@ func (in *Instrumenter) tracer() *tracerState {
 
 // deprecatedNoop is the no-op provider of trace.NewNoopTracerProvider, which
 // some programs still install.
-var deprecatedNoop = trace.NewNoopTracerProvider() //nolint:staticcheck // recognised, not used
+//
+//lint:ignore SA1019 recognised so that it costs nothing, not used
+var deprecatedNoop = trace.NewNoopTracerProvider()
 
 // isNoop reports whether tp records nothing, so that otelomni never calls
 // Start on it: the no-op providers and the global provider before any SDK is

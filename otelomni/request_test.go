@@ -82,7 +82,7 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 				}
 				p, _ := spans.LookupSpanName(s.Name())
 				if v, ok := attr(s, attrs.PhaseKey); !ok || v.AsString() != p.ID() {
-					t.Errorf("%s: omni.phase = %v, want %q", s.Name(), v.Emit(), p.ID())
+					t.Errorf("%s: omni.phase = %v, want %q", s.Name(), v.String(), p.ID())
 				}
 				if v, _ := attr(s, attrs.RequestModelKey); v.AsString() != "Qwen/Qwen-Image" {
 					t.Errorf("%s: gen_ai.request.model = %q", s.Name(), v.AsString())
@@ -229,7 +229,7 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 			i, _ := attr(p, attrs.OutputIndexKey)
 			final, ok := attr(p, attrs.OutputFinalKey)
 			if !ok || final.AsBool() != (i.AsInt64() == 1) {
-				t.Errorf("output %d: omni.output.final = %v", i.AsInt64(), final.Emit())
+				t.Errorf("output %d: omni.output.final = %v", i.AsInt64(), final.String())
 			}
 		}
 	}
@@ -303,7 +303,7 @@ func TestRequestIDIsKeptExactly(t *testing.T) {
 		req.End(nil)
 		s := one(t, r.rec.Ended(), spans.RequestSpanName)
 		if v, ok := attr(s, attrs.RequestIDKey); !ok || v.Type().String() != "STRING" || v.AsString() != id {
-			t.Errorf("omni.request.id = %v (%s), want %q as a string", v.Emit(), v.Type(), id)
+			t.Errorf("omni.request.id = %v (%s), want %q as a string", v.String(), v.Type(), id)
 		}
 	}
 }

@@ -1,0 +1,187 @@
+package otelomni_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// discard is an exporter that drops everything, so that a benchmark measures
+// the instrumentation and the SDK, not a network.
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
+// benchProvider is an SDK provider whose batch processor blocks rather than
+// drops, so every span of every iteration is really processed.
+func benchProvider(b *testing.B, opts ...sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
+	tp := sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{
+		sdktrace.WithBatcher(discard{}, sdktrace.WithBlocking()),
+	}, opts...)...)
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
+}
+
+const (
+	benchID    = "chatcmpl-ac59cea85b422f04"
+	benchModel = "Qwen/Qwen-Image"
+)
+
+var benchInfo = otelomni.RequestInfo{ID: benchID, Model: benchModel}
+
+// otelomniRequest is the benchmark's request on the live path: its span and
+// five diffusion phases, started and ended around the engine's calls.
+func otelomniRequest(in *otelomni.Instrumenter) {
+	_, req := in.Start(context.Background(), benchInfo)
+	p := req.StartPhase(spans.Preprocess)
+	p.End()
+	exec := req.StartPhase(spans.Exec)
+	q := req.StartPhase(spans.QueueWait)
+	q.End()
+	exec.End()
+	w := req.StartPhase(spans.OutputReadyWait)
+	w.End()
+	post := req.StartPhase(spans.Postprocess)
+	post.End()
+	req.End(nil)
+}
+
+// handwrittenRequest makes the same spans as otelomniRequest the way a user
+// would with the raw API, with exactly the attributes otelomni emits.
+func handwrittenRequest(tracer trace.Tracer) {
+	ctx, req := tracer.Start(context.Background(), "omni.request",
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attrs.RequestID(benchID),
+			attrs.OperationName(attrs.OperationGenerateContent),
+			attrs.RequestModel(benchModel)))
+	_, p := tracer.Start(ctx, "omni.diffusion.preprocess",
+		trace.WithAttributes(attrs.Phase("preprocess"), attrs.RequestModel(benchModel)))
+	p.End()
+	_, exec := tracer.Start(ctx, "omni.diffusion.exec",
+		trace.WithAttributes(attrs.Phase("exec"), attrs.RequestModel(benchModel)))
+	_, q := tracer.Start(ctx, "omni.diffusion.queue_wait",
+		trace.WithAttributes(attrs.Phase("queue_wait"), attrs.RequestModel(benchModel)))
+	q.End()
+	exec.End()
+	_, w := tracer.Start(ctx, "omni.diffusion.output_ready_wait",
+		trace.WithAttributes(attrs.Phase("output_ready_wait"), attrs.RequestModel(benchModel)))
+	w.End()
+	_, post := tracer.Start(ctx, "omni.diffusion.postprocess",
+		trace.WithAttributes(attrs.Phase("postprocess"), attrs.RequestModel(benchModel)))
+	post.End()
+	req.End()
+}
+
+func BenchmarkRequest(b *testing.B) {
+	b.Run("otelomni", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRequest(in)
+		}
+	})
+	b.Run("handwritten", func(b *testing.B) {
+		tracer := benchProvider(b).Tracer(otelomni.ScopeName, trace.WithInstrumentationVersion(otelomni.Version))
+		b.ReportAllocs()
+		for b.Loop() {
+			handwrittenRequest(tracer)
+		}
+	})
+	b.Run("unsampled", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample()))))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRequest(in)
+		}
+	})
+	b.Run("disabled", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(noop.NewTracerProvider()))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRequest(in)
+		}
+	})
+}
+
+// benchRecord is the benchmark's request as a timing record.
+var (
+	benchArrival = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	benchEnd     = benchArrival.Add(2200 * time.Millisecond)
+	benchRecord  = spans.DiffusionRecord{
+		Preprocess:      spans.Between(benchArrival.Add(1*time.Millisecond), benchArrival.Add(10*time.Millisecond)),
+		Exec:            spans.Between(benchArrival.Add(10*time.Millisecond), benchArrival.Add(2110*time.Millisecond)),
+		QueueWait:       spans.Between(benchArrival.Add(11*time.Millisecond), benchArrival.Add(23*time.Millisecond)),
+		OutputReadyWait: spans.Between(benchArrival.Add(2110*time.Millisecond), benchArrival.Add(2115*time.Millisecond)),
+		Postprocess:     spans.Between(benchArrival.Add(2115*time.Millisecond), benchArrival.Add(2160*time.Millisecond)),
+	}
+	benchRecordInfo = otelomni.RequestInfo{ID: benchID, Model: benchModel, Start: benchArrival}
+)
+
+func otelomniRecord(in *otelomni.Instrumenter) {
+	_, req := in.Start(context.Background(), benchRecordInfo)
+	_ = req.Record(&benchRecord)
+	_ = req.EndAt(benchEnd, nil)
+}
+
+func handwrittenRecord(tracer trace.Tracer) {
+	ctx, req := tracer.Start(context.Background(), "omni.request",
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(benchArrival),
+		trace.WithAttributes(
+			attrs.RequestID(benchID),
+			attrs.OperationName(attrs.OperationGenerateContent),
+			attrs.RequestModel(benchModel)))
+	phase := func(parent context.Context, p spans.Phase, iv spans.Interval) context.Context {
+		c, s := tracer.Start(parent, p.SpanName(), trace.WithTimestamp(iv.Start()),
+			trace.WithAttributes(attrs.Phase(p.ID()), attrs.RequestModel(benchModel)))
+		s.End(trace.WithTimestamp(iv.End()))
+		return c
+	}
+	phase(ctx, spans.Preprocess, benchRecord.Preprocess)
+	phase(ctx, spans.Exec, benchRecord.Exec)
+	phase(ctx, spans.QueueWait, benchRecord.QueueWait)
+	phase(ctx, spans.OutputReadyWait, benchRecord.OutputReadyWait)
+	phase(ctx, spans.Postprocess, benchRecord.Postprocess)
+	req.End(trace.WithTimestamp(benchEnd))
+}
+
+func BenchmarkRecord(b *testing.B) {
+	b.Run("otelomni", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRecord(in)
+		}
+	})
+	b.Run("handwritten", func(b *testing.B) {
+		tracer := benchProvider(b).Tracer(otelomni.ScopeName, trace.WithInstrumentationVersion(otelomni.Version))
+		b.ReportAllocs()
+		for b.Loop() {
+			handwrittenRecord(tracer)
+		}
+	})
+	b.Run("unsampled", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample()))))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRecord(in)
+		}
+	})
+	b.Run("disabled", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(noop.NewTracerProvider()))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRecord(in)
+		}
+	})
+}
