@@ -111,6 +111,15 @@ func BenchmarkRequest(b *testing.B) {
 			otelomniRequest(in)
 		}
 	})
+	// The SDK's own cost of one unsampled span: the floor under "unsampled".
+	b.Run("sdk-unsampled-span", func(b *testing.B) {
+		tracer := benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample())).Tracer(otelomni.ScopeName)
+		b.ReportAllocs()
+		for b.Loop() {
+			_, s := tracer.Start(context.Background(), "omni.request", trace.WithSpanKind(trace.SpanKindServer))
+			s.End()
+		}
+	})
 }
 
 // benchRecord is the benchmark's request as a timing record.

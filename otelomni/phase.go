@@ -24,9 +24,12 @@ type ActivePhase struct {
 // End ends the phase now. Ending it twice, or after its request ended (which
 // ended it), does nothing.
 func (a ActivePhase) End() {
-	if a.r == nil {
-		return
+	if a.r != nil {
+		a.end()
 	}
+}
+
+func (a ActivePhase) end() {
 	a.r.mu.Lock()
 	mine := a.r.open.remove(a.span)
 	a.r.mu.Unlock()
@@ -80,6 +83,10 @@ func (r *Request) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActivePhas
 	if !r.recording() {
 		return ActivePhase{}
 	}
+	return r.startLive(p, kv)
+}
+
+func (r *Request) startLive(p spans.Phase, kv []attribute.KeyValue) ActivePhase {
 	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
 		r.in.stats.misused(fmt.Sprintf("StartPhase(%v) on a request: use StartStep for denoise steps and a transfer for its parts", p))
 		return ActivePhase{}

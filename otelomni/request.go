@@ -79,7 +79,7 @@ type Request struct {
 	// Buffers reused under mu, so that a phase costs no allocation beyond
 	// the SDK's own.
 	attrBuf  [16]attribute.KeyValue
-	startOpt [2]trace.SpanStartOption
+	startOpt [1]trace.SpanStartOption
 	endOpt   [1]trace.SpanEndOption
 }
 
@@ -93,28 +93,25 @@ var (
 	startInternal = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 )
 
-func (in *Instrumenter) start(ctx context.Context, tracer trace.Tracer, info RequestInfo) (context.Context, *Request) {
+func (in *Instrumenter) start(ctx context.Context, tracer trace.Tracer, info *RequestInfo) (context.Context, *Request) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	opts := startServer
 	if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
 		opts = startInternal
 	}
-	var r *Request
 	if !info.Start.IsZero() {
-		r = &Request{}
-		r.startOpt[0] = opts[0]
-		r.startOpt[1] = trace.WithTimestamp(info.Start)
-		opts = r.startOpt[:2]
+		opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(info.Start)}
 	}
 	ctx, span := tracer.Start(ctx, spans.RequestSpanName, opts...)
 	if !span.IsRecording() {
 		return ctx, noRequest
 	}
-	if r == nil {
-		r = &Request{}
-	}
+	r := &Request{}
 	r.in, r.tracer, r.span, r.ctx, r.id = in, tracer, span, ctx, info.ID
 	r.pattrs = in.models.get(info.Model)
-	span.SetAttributes(r.requestAttrs(&info)...)
+	span.SetAttributes(r.requestAttrs(info)...)
 	return ctx, r
 }
 
