@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Instrumenter makes the spans; nil uses otelomni.New() (the global
+	// provider).
+	Instrumenter *otelomni.Instrumenter
+	// Slots is how many requests the scheduler runs at once (default 2);
+	// the rest wait in its queue.
+	Slots int
+	// TimeScale multiplies every simulated duration (default 1).
+	TimeScale float64
+	// Replica names this engine replica.
+	Replica string
+}
+
+// Engine is a simulated diffusion stage: a scheduler with a few slots, a
+// worker that runs the denoising loop, and a server that post-processes
+// outputs.
+type Engine struct {
+	in       *otelomni.Instrumenter
+	slots    chan struct{}
+	priority chan struct{}
+	scale    float64
+	replica  string
+}
+
+// New returns an engine.
+func New(cfg Config) *Engine {
+	if cfg.Instrumenter == nil {
+		cfg.Instrumenter = otelomni.New()
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = 2
+	}
+	if cfg.TimeScale <= 0 {
+		cfg.TimeScale = 1
+	}
+	if cfg.Replica == "" {
+		cfg.Replica = "dit-0"
+	}
+	return &Engine{
+		in: cfg.Instrumenter, slots: make(chan struct{}, cfg.Slots), priority: make(chan struct{}, 1),
+		scale: cfg.TimeScale, replica: cfg.Replica,
+	}
+}
+
+// ErrOutOfMemory is the failure of the "failed" scenario.
+var ErrOutOfMemory = errors.New("CUDA out of memory while denoising")
+
+// Serve serves one request of scenario s, with id as its request id. seed
+// makes its simulated durations repeatable.
+func (e *Engine) Serve(ctx context.Context, id string, s Scenario, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 0x6f6d6e69))
+	gs := s.Guidance
+	info := otelomni.RequestInfo{
+		ID: id, Model: s.Model, Modality: s.Modality, NumInferenceSteps: s.Steps, GuidanceScale: &gs,
+		Height: s.Height, Width: s.Width, NumFrames: s.Frames,
+		Stage: otelomni.StageInfo{ID: 0, Name: "dit", Type: attrs.StageDiffusion, ReplicaID: e.replica},
+	}
+	ctx, req := e.in.Start(ctx, info)
+	err := e.serve(ctx, req, s, rng)
+	req.End(err)
+	return err
+}
+
+func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, rng *rand.Rand) error {
+	if s.Preprocessor {
+		// The model's pre-processor: decode and resize the input image.
+		if err := req.Run(ctx, spans.Preprocess, e.cpu(rng, 6, 14)); err != nil {
+			return err
+		}
+	}
+	if s.AbortBeforeAdmission {
+		// The client disconnects while the request waits for admission:
+		// it is never scheduled, so it has no queue wait and no exec.
+		return fmt.Errorf("request withdrawn before admission: %w", otelomni.ErrClientAbort)
+	}
+
+	exec := req.StartPhase(spans.Exec)
+	release, err := e.admit(ctx, req, s)
+	if err != nil {
+		exec.EndError(err)
+		return err
+	}
+	err = e.run(ctx, req, s, rng)
+	release()
+	if err != nil {
+		exec.EndError(err)
+		return fmt.Errorf("%w: %w", otelomni.ErrStageError, err)
+	}
+
+	// Intermediate outputs of a streaming request arrive during exec; the
+	// final one ends it.
+	for i, o := range s.Outputs {
+		last := i == len(s.Outputs)-1
+		if last {
+			exec.End()
+		}
+		e.output(ctx, req, rng, o, i, last, len(s.Outputs) > 1)
+		if !last {
+			e.sleep(rng, 30, 60) // the next chunk's denoising
+		}
+	}
+	return nil
+}
+
+// admit waits for a scheduler slot. The scheduler stamps the request when
+// it accepts it and when it first runs it; a priority request is run in the
+// step that accepts it, so both stamps are the same instant: a real 0.
+func (e *Engine) admit(ctx context.Context, req *otelomni.Request, s Scenario) (func(), error) {
+	if s.Priority {
+		e.priority <- struct{}{}
+		now := time.Now()
+		_ = req.RecordPhase(spans.QueueWait, spans.Between(now, now))
+		return func() { <-e.priority }, nil
+	}
+	accepted := time.Now()
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
+	return func() { <-e.slots }, nil
+}
+
+// run is the worker: receive upstream KV, run the denoising loop, decode
+// latents. With the profiler off, forward and VAE decode still run but are
+// not measured, so they make no span.
+func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng *rand.Rand) error {
+	if s.UpstreamKV {
+		start := time.Now()
+		e.sleep(rng, 4, 9)
+		_ = req.RecordPhase(spans.KVRecv, spans.Between(start, time.Now()))
+	}
+	perStep := 6.0
+	if s.Modality == attrs.ModalityVideo {
+		perStep = 12
+	}
+	denoise := func(context.Context) error {
+		for i := 0; i < s.Steps; i++ {
+			step := req.StartStep(i)
+			e.sleep(rng, perStep*0.9, perStep*1.1)
+			step.End()
+			if s.Fail && i == s.Steps/2 {
+				return ErrOutOfMemory
+			}
+		}
+		return nil
+	}
+	decode := e.sleepFn(rng, 15, 40)
+	if !s.Profiler {
+		if err := denoise(ctx); err != nil {
+			return err
+		}
+		return decode(ctx)
+	}
+	if err := req.Run(ctx, spans.Forward, denoise); err != nil {
+		return err
+	}
+	return req.Run(ctx, spans.VAEDecode, decode)
+}
+
+// output hands one output back: wait for an asynchronous copy, then
+// post-process. Each output's wait is its own: a synchronous output after
+// an asynchronous one has none.
+func (e *Engine) output(ctx context.Context, req *otelomni.Request, rng *rand.Rand, o Output, i int, final, streaming bool) {
+	var tags []attribute.KeyValue
+	if streaming {
+		tags = []attribute.KeyValue{attrs.OutputIndex(i), attrs.OutputFinal(final)}
+	}
+	if o == Async {
+		w := req.StartPhase(spans.OutputReadyWait, tags...)
+		e.sleep(rng, 2, 8)
+		w.End()
+	}
+	p := req.StartPhase(spans.Postprocess, tags...)
+	_ = e.cpu(rng, 4, 12)(ctx)
+	p.End()
+}
+
+// sleep waits a uniformly random time between lo and hi milliseconds,
+// scaled.
+func (e *Engine) sleep(rng *rand.Rand, lo, hi float64) {
+	d := lo + rng.Float64()*(hi-lo)
+	time.Sleep(time.Duration(d * e.scale * float64(time.Millisecond)))
+}
+
+func (e *Engine) sleepFn(rng *rand.Rand, lo, hi float64) func(context.Context) error {
+	d := lo + rng.Float64()*(hi-lo)
+	return func(context.Context) error {
+		time.Sleep(time.Duration(d * e.scale * float64(time.Millisecond)))
+		return nil
+	}
+}
+
+// cpu burns CPU for about a third of the time (hashing, as image encoding
+// would) and sleeps for the rest.
+func (e *Engine) cpu(rng *rand.Rand, lo, hi float64) func(context.Context) error {
+	d := time.Duration((lo + rng.Float64()*(hi-lo)) * e.scale * float64(time.Millisecond))
+	return func(context.Context) error {
+		end := time.Now().Add(d / 3)
+		buf := make([]byte, 4096)
+		for time.Now().Before(end) {
+			sum := sha256.Sum256(buf)
+			buf[0] = sum[0]
+		}
+		time.Sleep(d - d/3)
+		return nil
+	}
+}

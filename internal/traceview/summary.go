@@ -1,0 +1,200 @@
+package traceview
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// Summary aggregates many requests per phase: how many requests measured
+// it, how many spans, and percentiles of the spans' durations. It never
+// adds phases together; "exec per step" is a ratio of one span's duration
+// to the request's step count. Safe for concurrent use.
+type Summary struct {
+	mu       sync.Mutex
+	requests int
+	rows     map[string]*summaryRow
+}
+
+type summaryRow struct {
+	label    string
+	rank     [3]int
+	requests int
+	durs     []time.Duration
+	ratio    bool
+}
+
+// Add adds the requests (omni.request trees) of one trace.
+func (s *Summary) Add(trace []Span) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rows == nil {
+		s.rows = map[string]*summaryRow{}
+	}
+	for _, root := range Trees(trace) {
+		if root.Span.Name != spans.RequestSpanName {
+			continue
+		}
+		s.requests++
+		seen := map[string]bool{}
+		add := func(label string, rank [3]int, d time.Duration, ratio bool) {
+			r := s.rows[label]
+			if r == nil {
+				r = &summaryRow{label: label, rank: rank, ratio: ratio}
+				s.rows[label] = r
+			}
+			r.durs = append(r.durs, d)
+			if !seen[label] {
+				seen[label] = true
+				r.requests++
+			}
+		}
+		s.expect("request", [3]int{-1, 0, 0})
+		add("request", [3]int{-1, 0, 0}, root.Span.Duration(), false)
+		s.walk(root, "", 0, add)
+		if steps, ok := root.Span.Int(string(attrs.NumInferenceStepsKey)); ok && steps > 0 {
+			for _, e := range findAll(root, spans.Exec.SpanName()) {
+				add("exec per step (ratio)", [3]int{99, 0, 0}, e.Span.Duration()/time.Duration(steps), true)
+			}
+		}
+	}
+}
+
+// expect makes sure a row exists, so that a phase no request measured shows
+// as 0, not as missing.
+func (s *Summary) expect(label string, rank [3]int) {
+	if s.rows[label] == nil {
+		s.rows[label] = &summaryRow{label: label, rank: rank}
+	}
+}
+
+func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [3]int, time.Duration, bool)) {
+	k := kindOf(n)
+	if k == kindMulti {
+		for _, c := range n.Children {
+			switch c.Span.Name {
+			case spans.StageSpanName:
+				id, _ := c.Span.Int(string(attrs.StageIDKey))
+				name := c.Span.Str(string(attrs.StageNameKey))
+				r := [3]int{int(id) * 2, 0, 0}
+				label := "stage " + name
+				s.expect(label, r)
+				add(label, r, c.Span.Duration(), false)
+				s.walk(c, name+" ", int(id)*2, add)
+			case spans.TransferSpanName:
+				from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
+				to, _ := c.Span.Int(string(attrs.TransferToStageKey))
+				label := fmt.Sprintf("transfer %d->%d", from, to)
+				r := [3]int{int(from)*2 + 1, 0, 0}
+				s.expect(label, r)
+				add(label, r, c.Span.Duration(), false)
+				s.phases(c, transferParts, label+" ", r[0], add)
+			}
+		}
+		return
+	}
+	s.phases(n, scopePhases(k), prefix, stageRank, add)
+	for _, c := range n.Named(spans.OutputSpanName) {
+		r := [3]int{stageRank, spans.NumPhases, 0}
+		s.expect(prefix+"output", r)
+		add(prefix+"output", r, c.Span.Duration(), false)
+	}
+}
+
+func (s *Summary) phases(n *Node, expected []spans.Phase, prefix string, stageRank int, add func(string, [3]int, time.Duration, bool)) {
+	for _, p := range expected {
+		label := prefix + p.ID()
+		r := [3]int{stageRank, int(p), 0}
+		if p != spans.DenoiseStep {
+			s.expect(label, r)
+		}
+		for _, c := range n.Named(p.SpanName()) {
+			add(label, r, c.Span.Duration(), false)
+			if nested := nestedPhases(p); nested != nil {
+				s.phases(c, nested, prefix, stageRank, add)
+			}
+		}
+	}
+}
+
+func findAll(n *Node, name string) []*Node {
+	var out []*Node
+	for _, c := range n.Children {
+		if c.Span.Name == name {
+			out = append(out, c)
+		}
+		out = append(out, findAll(c, name)...)
+	}
+	return out
+}
+
+// Requests returns the number of requests added.
+func (s *Summary) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+// Spans returns, per row label (a phase id, "stage thinker", ...), the
+// number of spans measured.
+func (s *Summary) Spans() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.rows))
+	for k, r := range s.rows {
+		if !r.ratio {
+			out[k] = len(r.durs)
+		}
+	}
+	return out
+}
+
+// Write prints the table: per phase, the requests that measured it out of
+// all, the spans, and p50, p90, p99 and max in ms; "-" where nothing was
+// measured.
+func (s *Summary) Write(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := make([]*summaryRow, 0, len(s.rows))
+	for _, r := range s.rows {
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].rank != rows[j].rank {
+			a, b := rows[i].rank, rows[j].rank
+			for k := range a {
+				if a[k] != b[k] {
+					return a[k] < b[k]
+				}
+			}
+		}
+		return rows[i].label < rows[j].label
+	})
+	fmt.Fprintf(w, "%-34s %10s %6s %10s %10s %10s %10s\n", "phase", "measured", "spans", "p50 ms", "p90 ms", "p99 ms", "max ms")
+	for _, r := range rows {
+		d := append([]time.Duration(nil), r.durs...)
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		measured := fmt.Sprintf("%d/%d", r.requests, s.requests)
+		if len(d) == 0 {
+			fmt.Fprintf(w, "%-34s %10s %6d %10s %10s %10s %10s\n", r.label, measured, 0, "-", "-", "-", "-")
+			continue
+		}
+		fmt.Fprintf(w, "%-34s %10s %6d %10.3f %10.3f %10.3f %10.3f\n", r.label, measured, len(d),
+			ms(Percentile(d, 0.50)), ms(Percentile(d, 0.90)), ms(Percentile(d, 0.99)), ms(d[len(d)-1]))
+	}
+}
+
+// Percentile returns the nearest-rank q-quantile of sorted durations.
+func Percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

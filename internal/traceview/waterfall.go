@@ -1,0 +1,249 @@
+package traceview
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// WaterfallWidth is the width of the timeline, in characters.
+const WaterfallWidth = 48
+
+// labelWidth is the width of the row labels.
+const labelWidth = 30
+
+// Waterfall writes one waterfall per omni.request tree of a trace: one row
+// per expected phase in tree order, a bar placed on the request's own
+// timeline, and the phase's duration in ms, or "not measured" where the
+// phase has no span. Phases are never added together.
+func Waterfall(w io.Writer, trace []Span) {
+	for _, root := range Trees(trace) {
+		if root.Span.Name != spans.RequestSpanName {
+			continue
+		}
+		wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
+		for _, s := range trace {
+			if d := s.End.Sub(wf.t0); d > wf.total {
+				wf.total = d
+			}
+		}
+		wf.header(root.Span)
+		wf.scope(root, 1)
+		fmt.Fprintln(w)
+	}
+}
+
+type waterfall struct {
+	w     io.Writer
+	t0    time.Time
+	total time.Duration
+}
+
+func (wf *waterfall) header(s *Span) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %q", s.Name, s.Str(string(attrs.RequestIDKey)))
+	for _, k := range []string{string(attrs.OutputModalityKey), string(attrs.RequestModelKey)} {
+		if v := s.Str(k); v != "" {
+			fmt.Fprintf(&b, " %s", v)
+		}
+	}
+	fmt.Fprintf(&b, "  %.3f ms", ms(s.Duration()))
+	if s.StatusCode == codes.Error {
+		fmt.Fprintf(&b, "  ERROR %s: %s", s.Str(string(attrs.ErrorTypeKey)), s.StatusMessage)
+	}
+	fmt.Fprintln(wf.w, b.String())
+	fmt.Fprintf(wf.w, "  %-*s |%s| %12s\n", labelWidth-2, "phase", timelineLabel(wf.total), "ms")
+}
+
+func timelineLabel(total time.Duration) string {
+	l := fmt.Sprintf("0 .. %.0f ms", ms(total))
+	if len(l) >= WaterfallWidth {
+		return l[:WaterfallWidth]
+	}
+	return l + strings.Repeat(" ", WaterfallWidth-len(l))
+}
+
+// scope writes the rows under a request or stage span.
+func (wf *waterfall) scope(n *Node, depth int) {
+	k := kindOf(n)
+	if k == kindMulti {
+		for _, c := range n.Children {
+			switch c.Span.Name {
+			case spans.StageSpanName:
+				label := fmt.Sprintf("stage %s (%s)", c.Span.Str(string(attrs.StageNameKey)), c.Span.Str(string(attrs.StageTypeKey)))
+				wf.row(depth, label, c.Span)
+				wf.scope(c, depth+1)
+			case spans.TransferSpanName:
+				from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
+				to, _ := c.Span.Int(string(attrs.TransferToStageKey))
+				wf.row(depth, fmt.Sprintf("transfer %d->%d", from, to), c.Span)
+				wf.phases(c, transferParts, depth+1)
+			default:
+				wf.other(c, depth)
+			}
+		}
+		return
+	}
+	wf.phases(n, scopePhases(k), depth)
+	for _, c := range n.Named(spans.OutputSpanName) {
+		wf.other(c, depth)
+	}
+}
+
+// phases writes a row per expected phase under n, "not measured" for one
+// with no span, and recurses into the phases that others nest in.
+func (wf *waterfall) phases(n *Node, expected []spans.Phase, depth int) {
+	perOutput := outputIndices(n)
+	for _, p := range expected {
+		if perOutput != nil && p.PerOutput() {
+			if p == spans.OutputReadyWait {
+				wf.outputs(n, perOutput, depth)
+			}
+			continue
+		}
+		found := n.Named(p.SpanName())
+		if p == spans.DenoiseStep {
+			wf.steps(found, depth)
+			continue
+		}
+		if len(found) == 0 {
+			wf.absent(depth, p.ID())
+			continue
+		}
+		for _, c := range found {
+			wf.row(depth, phaseLabel(p, c.Span), c.Span)
+			if nested := nestedPhases(p); nested != nil {
+				wf.phases(c, nested, depth+1)
+			}
+		}
+	}
+}
+
+// outputIndices returns the output indices that n's per-output phases
+// carry, in order, or nil when they carry none (a single-output request).
+func outputIndices(n *Node) []int64 {
+	seen := map[int64]bool{}
+	var out []int64
+	for _, c := range n.Children {
+		if p, ok := spans.LookupSpanName(c.Span.Name); ok && p.PerOutput() {
+			if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok && !seen[i] {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// outputs writes, output by output, its wait and its postprocess, so that
+// a synchronous output shows that it had no wait.
+func (wf *waterfall) outputs(n *Node, indices []int64, depth int) {
+	for _, i := range indices {
+		for _, p := range []spans.Phase{spans.OutputReadyWait, spans.Postprocess} {
+			var found []*Node
+			for _, c := range n.Named(p.SpanName()) {
+				if j, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok && j == i {
+					found = append(found, c)
+				}
+			}
+			if len(found) == 0 {
+				wf.absent(depth, fmt.Sprintf("%s #%d", p.ID(), i))
+			}
+			for _, c := range found {
+				wf.row(depth, phaseLabel(p, c.Span), c.Span)
+			}
+		}
+	}
+}
+
+// steps writes per-step spans (opt-in): one row each for a few, a summary
+// row for many.
+func (wf *waterfall) steps(found []*Node, depth int) {
+	if len(found) <= 4 {
+		for _, c := range found {
+			wf.row(depth, phaseLabel(spans.DenoiseStep, c.Span), c.Span)
+		}
+		return
+	}
+	first, last := found[0].Span, found[len(found)-1].Span
+	agg := Span{Start: first.Start, End: last.End}
+	wf.row(depth, fmt.Sprintf("denoise_step x%d", len(found)), &agg)
+}
+
+func phaseLabel(p spans.Phase, s *Span) string {
+	label := p.ID()
+	if i, ok := s.Int(string(attrs.OutputIndexKey)); ok {
+		label += fmt.Sprintf(" #%d", i)
+		if f, _ := s.Bool(string(attrs.OutputFinalKey)); f {
+			label += " final"
+		}
+	}
+	if i, ok := s.Int(string(attrs.StepKey)); ok {
+		label += fmt.Sprintf(" @%d", i)
+	}
+	return label
+}
+
+func (wf *waterfall) other(c *Node, depth int) {
+	label := c.Span.Name
+	if c.Span.Name == spans.OutputSpanName {
+		label = "output"
+		if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
+			label += fmt.Sprintf(" #%d", i)
+		}
+		if f, _ := c.Span.Bool(string(attrs.OutputFinalKey)); f {
+			label += " final"
+		}
+	}
+	wf.row(depth, label, c.Span)
+}
+
+func (wf *waterfall) absent(depth int, label string) {
+	fmt.Fprintf(wf.w, "  %-*s  %-*s %12s\n", labelWidth-2, indent(depth-1)+label, WaterfallWidth, "", "not measured")
+}
+
+func (wf *waterfall) row(depth int, label string, s *Span) {
+	mark := ""
+	if s.StatusCode == codes.Error {
+		mark = "  !"
+	}
+	fmt.Fprintf(wf.w, "  %-*s |%s| %12.3f%s\n", labelWidth-2, indent(depth-1)+label, wf.bar(s), ms(s.Duration()), mark)
+}
+
+// bar places s on the request's timeline. A zero-length span is a thin
+// mark at its place; any other span is at least one full cell.
+func (wf *waterfall) bar(s *Span) string {
+	cells := []rune(strings.Repeat("·", WaterfallWidth))
+	if wf.total <= 0 {
+		return string(cells)
+	}
+	pos := func(t time.Time) float64 {
+		f := float64(t.Sub(wf.t0)) / float64(wf.total) * WaterfallWidth
+		return min(max(f, 0), WaterfallWidth)
+	}
+	a, b := pos(s.Start), pos(s.End)
+	i, j := int(a), int(b+0.999)
+	if s.End.Equal(s.Start) {
+		cells[min(i, WaterfallWidth-1)] = '│'
+		return string(cells)
+	}
+	if j <= i {
+		j = i + 1
+	}
+	for k := i; k < j && k < WaterfallWidth; k++ {
+		cells[k] = '█'
+	}
+	return string(cells)
+}
+
+func indent(depth int) string { return strings.Repeat("  ", max(depth, 0)) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
