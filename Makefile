@@ -8,7 +8,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit bench jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit bench jaeger jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
@@ -27,12 +27,19 @@ vet:
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
 
-unit:
-	$(GO) test -race -count=1 ./...
+# The end-to-end tests need Jaeger; OTELOMNI_REQUIRE_JAEGER makes them fail,
+# not skip, if it is missing.
+unit: $(JAEGER)
+	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./otelomni
+
+## jaeger: build Jaeger once, start it on loopback, run the demo into it,
+## read every trace back from its API and print it. KEEP=1 keeps it running.
+jaeger: $(JAEGER)
+	$(GO) run ./examples/jaeger $(if $(KEEP),-keep)
 
 ## jaeger-bin: build Jaeger v1.76.0 from the tools module (about 4 min cold).
 jaeger-bin: $(JAEGER)

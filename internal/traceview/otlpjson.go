@@ -179,7 +179,7 @@ func (v otlpValue) value() attribute.Value {
 	case v.Array != nil:
 		ss := make([]string, len(v.Array.Values))
 		for i, e := range v.Array.Values {
-			ss[i] = e.value().Emit()
+			ss[i] = e.value().String()
 		}
 		return attribute.StringSliceValue(ss)
 	}

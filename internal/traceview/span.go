@@ -35,7 +35,7 @@ func (s *Span) Str(key string) string {
 	if !ok {
 		return ""
 	}
-	return v.Emit()
+	return v.String()
 }
 
 // Int returns an integer attribute and whether it is there.

@@ -1,0 +1,107 @@
+package jaeger
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/otelomni/otelomni/internal/traceview"
+)
+
+// Client reads traces from a Jaeger query API.
+type Client struct {
+	// Base is the API's base URL, such as "http://127.0.0.1:16686".
+	Base string
+	HTTP *http.Client
+}
+
+// Client returns a client of j's query API.
+func (j *Jaeger) Client() *Client { return &Client{Base: "http://" + j.Query} }
+
+func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, int, error) {
+	u := c.Base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	return b, resp.StatusCode, err
+}
+
+// Trace returns the spans of one trace; none, and no error, when Jaeger
+// does not have it (yet).
+func (c *Client) Trace(ctx context.Context, traceID string) ([]traceview.Span, error) {
+	b, code, err := c.get(ctx, "/api/v3/traces/"+traceID, nil)
+	if err != nil {
+		return nil, err
+	}
+	if code == http.StatusNotFound {
+		return nil, nil
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("jaeger: trace %s: HTTP %d: %s", traceID, code, b)
+	}
+	return traceview.ParseOTLPJSON(bytes.NewReader(b))
+}
+
+// Search returns the spans of up to limit traces of service that started
+// between from and to.
+func (c *Client) Search(ctx context.Context, service string, from, to time.Time, limit int) ([]traceview.Span, error) {
+	q := url.Values{
+		"query.service_name":   {service},
+		"query.start_time_min": {from.UTC().Format(time.RFC3339Nano)},
+		"query.start_time_max": {to.UTC().Format(time.RFC3339Nano)},
+		"query.num_traces":     {strconv.Itoa(limit)},
+	}
+	b, code, err := c.get(ctx, "/api/v3/traces", q)
+	if err != nil {
+		return nil, err
+	}
+	if code == http.StatusNotFound {
+		return nil, nil
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("jaeger: search %s: HTTP %d: %s", service, code, b)
+	}
+	return traceview.ParseOTLPJSON(bytes.NewReader(b))
+}
+
+// WaitTraces searches until at least want traces of service are there, or
+// the deadline passes (the batch processors on both sides delay arrival),
+// and returns what it found last.
+func (c *Client) WaitTraces(ctx context.Context, service string, from, to time.Time, want int, within time.Duration) (map[string][]traceview.Span, error) {
+	deadline := time.Now().Add(within)
+	var last map[string][]traceview.Span
+	for {
+		ss, err := c.Search(ctx, service, from, to, want*2+10)
+		if err != nil {
+			return last, err
+		}
+		last = traceview.ByTrace(ss)
+		if len(last) >= want || time.Now().After(deadline) {
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

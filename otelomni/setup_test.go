@@ -1,0 +1,297 @@
+package otelomni_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// clearOTelEnv unsets every OTEL_* variable for the test.
+func clearOTelEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// keptExporter keeps its spans at Shutdown (tracetest's own clears them),
+// so a test can read what a Shutdown flushed.
+type keptExporter struct{ *tracetest.InMemoryExporter }
+
+func (keptExporter) Shutdown(context.Context) error { return nil }
+
+func newKept() keptExporter { return keptExporter{tracetest.NewInMemoryExporter()} }
+
+// setupWithMemory sets up with an in-memory exporter, without touching the
+// globals, and returns the exporter.
+func setupWithMemory(t *testing.T, opts ...otelomni.SetupOption) (*otelomni.Telemetry, keptExporter) {
+	t.Helper()
+	exp := newKept()
+	tel, err := otelomni.Setup(context.Background(), append([]otelomni.SetupOption{
+		otelomni.WithSpanExporter(exp), otelomni.WithoutGlobal()}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel, exp
+}
+
+func flushOne(t *testing.T, tel *otelomni.Telemetry, exp keptExporter, info otelomni.RequestInfo) tracetest.SpanStub {
+	t.Helper()
+	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
+	_, req := in.Start(context.Background(), info)
+	req.End(nil)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ss := exp.GetSpans()
+	if len(ss) != 1 {
+		t.Fatalf("%d spans exported, want 1", len(ss))
+	}
+	return ss[0]
+}
+
+func TestSetupResourceHasServiceHostProcessButNoCommandLine(t *testing.T) {
+	clearOTelEnv(t)
+	tel, exp := setupWithMemory(t, otelomni.WithServiceName("dit-engine"))
+	s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: "r"})
+	res := map[string]attribute.Value{}
+	for _, kv := range s.Resource.Attributes() {
+		res[string(kv.Key)] = kv.Value
+	}
+	for _, k := range []string{"service.name", "service.instance.id", "telemetry.sdk.name", "telemetry.sdk.version",
+		"telemetry.distro.name", "telemetry.distro.version", "host.name", "process.pid", "process.executable.name"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("resource lacks %s: %v", k, res)
+		}
+	}
+	if res["service.name"].AsString() != "dit-engine" || res["telemetry.distro.version"].AsString() != otelomni.Version {
+		t.Errorf("service.name %q distro version %q", res["service.name"].AsString(), res["telemetry.distro.version"].AsString())
+	}
+	for k := range res {
+		if strings.HasPrefix(k, "process.command") {
+			t.Errorf("resource carries %s: command lines can hold secrets", k)
+		}
+	}
+}
+
+func TestSetupServiceNameFromEnvironmentWins(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_SERVICE_NAME", "from-env")
+	tel, exp := setupWithMemory(t, otelomni.WithServiceName("from-code"))
+	s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: "r"})
+	if v, _ := s.Resource.Set().Value("service.name"); v.AsString() != "from-env" {
+		t.Errorf("service.name %q, want the variable's", v.AsString())
+	}
+}
+
+func TestSetupBoundsAttributeValueLength(t *testing.T) {
+	huge := strings.Repeat("x", 10<<20)
+	cases := []struct {
+		env  string
+		want int
+	}{{"", otelomni.DefaultAttributeValueLengthLimit}, {"100", 100}}
+	for _, tc := range cases {
+		t.Run("limit="+tc.env, func(t *testing.T) {
+			clearOTelEnv(t)
+			if tc.env != "" {
+				t.Setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", tc.env)
+			}
+			tel, exp := setupWithMemory(t)
+			s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: huge})
+			for _, kv := range s.Attributes {
+				if kv.Value.Type() == attribute.STRING && len(kv.Value.AsString()) > tc.want {
+					t.Errorf("%s is %d bytes, want at most %d", kv.Key, len(kv.Value.AsString()), tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestSetupFromEnvironment(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		enabled bool
+		desc    string
+	}{
+		{"sdk disabled", map[string]string{"OTEL_SDK_DISABLED": "true"}, false, "none"},
+		{"exporter none", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false, "none"},
+		{"console", map[string]string{"OTEL_TRACES_EXPORTER": "console"}, true, "console"},
+		{"otlp grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true,
+			"otlp (grpc) to http://127.0.0.1:1"},
+		{"otlp http traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, true,
+			"otlp (http/protobuf) to http://127.0.0.1:1/v1/traces"},
+		{"nothing set, fallback none", map[string]string{}, false, "none"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clearOTelEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
+			if tel.Enabled() != tc.enabled || !strings.HasPrefix(tel.Exporter(), tc.desc) {
+				t.Errorf("Enabled %v Exporter %q, want %v %q", tel.Enabled(), tel.Exporter(), tc.enabled, tc.desc)
+			}
+			if !tc.enabled {
+				// A disabled setup costs nothing: the instrumenter allocates nothing.
+				in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
+				if n := testing.AllocsPerRun(50, func() { fivePhases(in) }); n != 0 {
+					t.Errorf("%v allocations per request with tracing off", n)
+				}
+			}
+		})
+	}
+}
+
+func TestSetupMalformedVariableGivesErrorAndNoopTelemetry(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
+	tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal())
+	if err == nil || tel == nil || tel.Enabled() {
+		t.Fatalf("err %v, tel %v: want an error and a usable no-op Telemetry", err, tel)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSetupSamplerFromEnvironment(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	tel, exp := setupWithMemory(t)
+	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
+	fivePhases(in)
+	_ = tel.Shutdown(context.Background())
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d spans exported under always_off", n)
+	}
+	// The same setup without the variable exports them: the check can fail.
+	os.Unsetenv("OTEL_TRACES_SAMPLER")
+	tel2, exp2 := setupWithMemory(t)
+	fivePhases(otelomni.New(otelomni.WithTracerProvider(tel2.TracerProvider())))
+	_ = tel2.Shutdown(context.Background())
+	if len(exp2.GetSpans()) == 0 {
+		t.Error("no spans without the sampler variable either")
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUnreachableCollectorBlocksNeitherStartNorRequests(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(proto, func(t *testing.T) {
+			clearOTelEnv(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+closedPort(t))
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
+			t0 := time.Now()
+			tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(),
+				otelomni.WithShutdownTimeout(500*time.Millisecond),
+				otelomni.WithBatchOptions(sdktrace.WithBatchTimeout(10*time.Millisecond)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Bounds far above the real figures (microseconds), so the test
+			// cannot flake, yet far below a network timeout.
+			if d := time.Since(t0); d > 2*time.Second {
+				t.Errorf("Setup took %v with a dead collector", d)
+			}
+			in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
+			var worst time.Duration
+			for i := 0; i < 300; i++ {
+				s := time.Now()
+				fivePhases(in)
+				worst = max(worst, time.Since(s))
+				if i%50 == 0 {
+					time.Sleep(20 * time.Millisecond) // let exports to the dead collector be tried
+				}
+			}
+			if worst > 10*time.Millisecond {
+				t.Errorf("a request's instrumentation took %v with a dead collector", worst)
+			}
+			t0 = time.Now()
+			_ = tel.Shutdown(context.Background())
+			if d := time.Since(t0); d > 3*time.Second {
+				t.Errorf("Shutdown took %v with a dead collector; its timeout is 500ms", d)
+			}
+		})
+	}
+}
+
+func TestShutdownIsIdempotentAndNilSafe(t *testing.T) {
+	clearOTelEnv(t)
+	tel, _ := setupWithMemory(t)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var nilTel *otelomni.Telemetry
+	if err := nilTel.Shutdown(context.Background()); err != nil || nilTel.Enabled() || nilTel.Exporter() != "none" {
+		t.Error("a nil Telemetry must be a safe no-op")
+	}
+	nilTel.TracerProvider().Tracer("x")
+}
+
+// TestSetupInstallsGlobals runs in a child process: installing the global
+// provider cannot be undone, and other tests need the global untouched.
+func TestSetupInstallsGlobals(t *testing.T) {
+	if os.Getenv("OTELOMNI_CHILD") == t.Name() {
+		clearOTelEnv(t)
+		exp := newKept()
+		tel, err := otelomni.Setup(context.Background(), otelomni.WithSpanExporter(exp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if otel.GetTracerProvider() != tel.TracerProvider() {
+			t.Fatal("the global provider is not Setup's")
+		}
+		if f := otel.GetTextMapPropagator().Fields(); !strings.Contains(strings.Join(f, ","), "traceparent") {
+			t.Fatalf("global propagator fields %v lack traceparent", f)
+		}
+		in := otelomni.New() // follows the global
+		_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "g"})
+		req.StartPhase(spans.Exec).End()
+		req.End(nil)
+		_ = tel.Shutdown(context.Background())
+		if n := len(exp.GetSpans()); n != 2 {
+			t.Fatalf("%d spans exported through the global provider, want 2", n)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "OTELOMNI_CHILD="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
