@@ -12,7 +12,7 @@ BENCHCOUNT  ?= 5
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
-	$(GO) run ./examples/minimal
+	$(GO) run ./examples/diffusion
 
 ## test: vet, staticcheck and every test under the race detector.
 test: lint unit
