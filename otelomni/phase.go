@@ -16,7 +16,7 @@ import (
 // elapsed), so a step of the wall clock cannot make it negative. The zero
 // ActivePhase, returned when nothing is recorded, is safe to use.
 type ActivePhase struct {
-	r    *Request
+	r    *scope
 	span trace.Span
 	ctx  context.Context
 }
@@ -79,14 +79,14 @@ func (a ActivePhase) Recording() bool { return a.r != nil }
 // A phase that is never started makes no span. A phase still open when the
 // request ends is ended with it. Denoise steps are started with
 // [Request.StartStep].
-func (r *Request) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
+func (r *scope) startPhaseAPI(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	if !r.recording() {
 		return ActivePhase{}
 	}
 	return r.startLive(p, kv)
 }
 
-func (r *Request) startLive(p spans.Phase, kv []attribute.KeyValue) ActivePhase {
+func (r *scope) startLive(p spans.Phase, kv []attribute.KeyValue) ActivePhase {
 	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
 		r.in.stats.misused(fmt.Sprintf("StartPhase(%v) on a request: use StartStep for denoise steps and a transfer for its parts", p))
 		return ActivePhase{}
@@ -96,14 +96,14 @@ func (r *Request) startLive(p spans.Phase, kv []attribute.KeyValue) ActivePhase 
 
 // StartStep starts the span of denoise step i (from 0) under forward. It
 // does nothing unless per-step spans are on ([WithDenoiseSteps]).
-func (r *Request) StartStep(i int) ActivePhase {
+func (r *scope) startStepAPI(i int) ActivePhase {
 	if !r.recording() || !r.in.cfg.denoiseSteps {
 		return ActivePhase{}
 	}
 	return r.startPhase(spans.DenoiseStep, i, nil)
 }
 
-func (r *Request) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) ActivePhase {
+func (r *scope) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) ActivePhase {
 	r.mu.Lock()
 	if r.ended {
 		r.mu.Unlock()
@@ -125,7 +125,7 @@ func (r *Request) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) A
 // parentLocked returns the context of the span that a phase with parent
 // kind k hangs under. Without its exec (or forward) span, a phase hangs
 // under the next span up rather than being lost.
-func (r *Request) parentLocked(k spans.Parent) context.Context {
+func (r *scope) parentLocked(k spans.Parent) context.Context {
 	switch k {
 	case spans.ParentForward:
 		if r.forward != nil {
@@ -141,7 +141,7 @@ func (r *Request) parentLocked(k spans.Parent) context.Context {
 }
 
 // nestLocked keeps the context of a span that other phases nest in.
-func (r *Request) nestLocked(p spans.Phase, ctx context.Context) {
+func (r *scope) nestLocked(p spans.Phase, ctx context.Context) {
 	switch p {
 	case spans.Exec:
 		r.exec = ctx
@@ -154,11 +154,11 @@ func (r *Request) nestLocked(p spans.Phase, ctx context.Context) {
 // returns. fn gets ctx with the phase span in it. An error from fn marks the
 // phase failed and is returned. A panic in fn marks the phase failed, ends
 // it, and is re-raised.
-func (r *Request) Run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
+func (r *scope) run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	a := r.StartPhase(p)
+	a := r.startPhaseAPI(p)
 	if a.r != nil {
 		ctx = trace.ContextWithSpan(ctx, a.span)
 		defer func() {

@@ -1,6 +1,7 @@
 package otelomni
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // make no span. A bad measurement (end before start, zero time) makes no
 // span and is reported in the returned error, which names each bad phase
 // ([*spans.PhaseError]); the other phases are still recorded.
-func (r *Request) Record(rec *spans.DiffusionRecord) error {
+func (r *scope) record(rec *spans.DiffusionRecord) error {
 	if !r.recording() || rec == nil {
 		return nil
 	}
@@ -43,7 +44,7 @@ func (r *Request) Record(rec *spans.DiffusionRecord) error {
 // wait, say) as a span with the interval's own start and end. An interval
 // that was not measured makes no span and no error; a bad one makes no span
 // and returns a [*spans.PhaseError].
-func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
+func (r *scope) recordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
@@ -67,9 +68,15 @@ func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.
 }
 
 // emitLocked starts and ends the span of one phase with explicit times.
-func (r *Request) emitLocked(p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
+func (r *scope) emitLocked(p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
+	r.emitUnderLocked(r.parentLocked(p.Parent()), p, start, end, output, final, step, reconstructed, kv)
+}
+
+// emitUnderLocked starts and ends the span of one phase under parent, with
+// explicit times.
+func (r *scope) emitUnderLocked(parent context.Context, p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
 	r.startOpt[0] = trace.WithTimestamp(start)
-	ctx, span := r.tracer.Start(r.parentLocked(p.Parent()), p.SpanName(), r.startOpt[:1]...)
+	ctx, span := r.tracer.Start(parent, p.SpanName(), r.startOpt[:1]...)
 	a := append(r.attrBuf[:0], r.pattrs.of(p)...)
 	if output >= 0 {
 		a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
@@ -90,12 +97,19 @@ func (r *Request) emitLocked(p spans.Phase, start, end time.Time, output int, fi
 }
 
 // countRejects counts each bad phase of a record's error.
-func (r *Request) countRejects(err error) {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			r.in.stats.reject(e)
-		}
-		return
+func (r *scope) countRejects(err error) {
+	for _, e := range flatten(err) {
+		r.in.stats.reject(e)
 	}
-	r.in.stats.reject(err)
+}
+
+// flatten returns the errors an errors.Join holds, or err itself.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

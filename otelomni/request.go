@@ -53,13 +53,26 @@ type StageInfo struct {
 	Type string
 	// ReplicaID names the replica of the stage that served the request.
 	ReplicaID string
+	// Model is the model this stage runs; it is repeated on the stage's
+	// phase spans (gen_ai.request.model). Optional.
+	Model string
 }
 
-// Request is the span of one request and the phases recorded under it.
-// Its methods are safe for concurrent use, and safe (doing nothing) on the
-// Request that [Instrumenter.Start] returns when tracing is off or the
-// request is not sampled, on a nil *Request and on the zero Request.
+// Request is the span of one request (omni.request) and the phases
+// recorded under it: in a single-stage pipeline, every phase; in a
+// multi-stage one, the stages and transfers hang under it (see [Stage]).
+// Its methods, those of [Scope], are safe for concurrent use, and safe
+// (doing nothing) on the Request that [Instrumenter.Start] returns when
+// tracing is off or the request is not sampled, on a nil *Request and on the
+// zero Request.
 type Request struct {
+	scope
+}
+
+// scope is a span that phases hang under: a request's, or a stage's. It
+// holds the live path and the record path; [Request] and [Stage] expose its
+// methods, nil-safe.
+type scope struct {
 	in     *Instrumenter
 	tracer trace.Tracer
 	span   trace.Span
@@ -76,6 +89,11 @@ type Request struct {
 	open          openSpans
 	// lastEnd is the latest explicit end among recorded phases.
 	lastEnd time.Time
+	llm     llmState
+	// outputs counts the omni.output spans made, and lastOutput is when
+	// the last one ended.
+	outputs    int
+	lastOutput time.Time
 	// Buffers reused under mu, so that a phase costs no allocation beyond
 	// the SDK's own.
 	attrBuf  [16]attribute.KeyValue
@@ -109,10 +127,14 @@ func (in *Instrumenter) start(ctx context.Context, tracer trace.Tracer, info *Re
 		return ctx, noRequest
 	}
 	r := &Request{}
-	r.in, r.tracer, r.span, r.ctx, r.id = in, tracer, span, ctx, info.ID
-	r.pattrs = in.models.get(info.Model)
+	r.init(in, tracer, span, ctx, info.ID, info.Model)
 	span.SetAttributes(r.requestAttrs(info)...)
 	return ctx, r
+}
+
+func (r *scope) init(in *Instrumenter, tracer trace.Tracer, span trace.Span, ctx context.Context, id, model string) {
+	r.in, r.tracer, r.span, r.ctx, r.id = in, tracer, span, ctx, id
+	r.pattrs = in.models.get(model)
 }
 
 // requestAttrs builds the request span's attributes in r.attrBuf; r is not
@@ -161,11 +183,11 @@ func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
 }
 
 // recording reports whether r makes spans at all.
-func (r *Request) recording() bool { return r != nil && r.span != nil }
+func (r *scope) recording() bool { return r != nil && r.span != nil }
 
 // Span returns the request span; a non-recording span when nothing is
 // recorded.
-func (r *Request) Span() trace.Span {
+func (r *scope) spanOrNoop() trace.Span {
 	if !r.recording() {
 		return trace.SpanFromContext(context.Background())
 	}
@@ -174,30 +196,30 @@ func (r *Request) Span() trace.Span {
 
 // SetAttributes records kv on the request span, such as token counts known
 // only at the end.
-func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
+func (r *scope) setAttributes(kv ...attribute.KeyValue) {
 	if r.recording() {
 		r.span.SetAttributes(kv...)
 	}
 }
 
-// End ends the request span now. A non-nil err marks it failed: status Error
+// End ends the span now. A non-nil err marks it failed: status Error
 // with err's message, and error.type (see [ErrClientAbort] and friends; other
 // errors carry their own type). Phases still open are ended first, at the
 // same moment (the request was, say, aborted during exec). Ending a request
 // twice does nothing more.
-func (r *Request) End(err error) {
+func (r *scope) endNow(err error) {
 	if !r.recording() {
 		return
 	}
 	r.end(time.Time{}, err)
 }
 
-// EndAt ends the request span at t, for a request whose timing is handed
+// EndAt ends the span at t, for a request whose timing is handed
 // over after the fact (see [Request.Record]). A zero t, or one before a phase
 // recorded with explicit times ended, would make the tree inconsistent: the
 // request then ends at its latest recorded phase end and EndAt returns an
 // error.
-func (r *Request) EndAt(t time.Time, err error) error {
+func (r *scope) endAt(t time.Time, err error) error {
 	if !r.recording() {
 		return nil
 	}
@@ -215,7 +237,7 @@ func (r *Request) EndAt(t time.Time, err error) error {
 	return bad
 }
 
-func (r *Request) end(at time.Time, err error) {
+func (r *scope) end(at time.Time, err error) {
 	r.mu.Lock()
 	if r.ended {
 		r.mu.Unlock()

@@ -18,15 +18,18 @@ type Stats struct {
 	// phase started or recorded on a request that had already ended, a
 	// request ended twice, an invalid phase, a nil context.
 	Misuse uint64
+	// ClockSkew counts parts computed across two hosts' clocks (a
+	// transfer's in-flight time) that came out negative and were left out.
+	ClockSkew uint64
 }
 
 type counters struct {
-	rejected, misuse         atomic.Uint64
-	loggedReject, loggedMisu atomic.Bool
+	rejected, misuse, skew               atomic.Uint64
+	loggedReject, loggedMisu, loggedSkew atomic.Bool
 }
 
 func (c *counters) snapshot() Stats {
-	return Stats{RejectedIntervals: c.rejected.Load(), Misuse: c.misuse.Load()}
+	return Stats{RejectedIntervals: c.rejected.Load(), Misuse: c.misuse.Load(), ClockSkew: c.skew.Load()}
 }
 
 func (c *counters) reject(err error) {
@@ -40,5 +43,12 @@ func (c *counters) misused(what string) {
 	c.misuse.Add(1)
 	if c.loggedMisu.CompareAndSwap(false, true) {
 		otel.Handle(fmt.Errorf("otelomni: %s (logged once; see Instrumenter.Stats)", what))
+	}
+}
+
+func (c *counters) skewed(err error) {
+	c.skew.Add(1)
+	if c.loggedSkew.CompareAndSwap(false, true) {
+		otel.Handle(fmt.Errorf("otelomni: left out a part skewed across two clocks (logged once; see Instrumenter.Stats): %w", err))
 	}
 }

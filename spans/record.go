@@ -84,14 +84,7 @@ func (r *DiffusionRecord) Plan(dst []PlannedSpan, opts PlanOptions) ([]PlannedSp
 	}
 	var errs []error
 	add := func(p Phase, iv Interval, output int, final bool, step int) {
-		if !iv.measured {
-			return
-		}
-		if err := iv.Validate(); err != nil {
-			errs = append(errs, &PhaseError{Phase: p, Output: output, Step: step, Interval: iv, Err: err})
-			return
-		}
-		dst = append(dst, PlannedSpan{Phase: p, Start: iv.start, End: iv.end, Output: output, Final: final, Step: step})
+		dst, errs = planOne(dst, errs, p, iv, output, final, step)
 	}
 	add(QueueWait, r.QueueWait, -1, false, -1)
 	add(Preprocess, r.Preprocess, -1, false, -1)

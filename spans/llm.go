@@ -1,0 +1,68 @@
+package spans
+
+import (
+	"errors"
+	"time"
+)
+
+// LLMRecord is the timing of one request at one LLM stage. Each interval is
+// measured only when both of its ends were observed; build it from the
+// stage's events with [LLMFromEvents], or set the intervals directly.
+type LLMRecord struct {
+	// Queue runs from the queued event to the first scheduled event.
+	Queue Interval
+	// Prefill runs from the first scheduled event to the first token. A
+	// re-schedule after preemption does not move its start.
+	Prefill Interval
+	// Decode runs from the first token to the last token.
+	Decode Interval
+	// Reconstructed marks records whose start times were placed by the
+	// phase order rather than read from a clock.
+	Reconstructed bool
+}
+
+// LLMFromEvents builds a record from the times an LLM stage saw a request's
+// events; a zero time is an event that was not seen, and every interval
+// that lacks an end is left unmeasured. scheduled is the first schedule,
+// even when the request was preempted and scheduled again.
+func LLMFromEvents(queued, scheduled, firstToken, lastToken time.Time) LLMRecord {
+	var r LLMRecord
+	if !queued.IsZero() && !scheduled.IsZero() {
+		r.Queue = Between(queued, scheduled)
+	}
+	if !scheduled.IsZero() && !firstToken.IsZero() {
+		r.Prefill = Between(scheduled, firstToken)
+	}
+	if !firstToken.IsZero() && !lastToken.IsZero() {
+		r.Decode = Between(firstToken, lastToken)
+	}
+	return r
+}
+
+// Plan appends one [PlannedSpan] per measured and valid phase, in order
+// (queue, prefill, decode), and reports each bad one in the error.
+func (r *LLMRecord) Plan(dst []PlannedSpan) ([]PlannedSpan, error) {
+	if r == nil {
+		return dst, nil
+	}
+	var errs []error
+	for _, x := range []struct {
+		p  Phase
+		iv Interval
+	}{{LLMQueue, r.Queue}, {LLMPrefill, r.Prefill}, {LLMDecode, r.Decode}} {
+		dst, errs = planOne(dst, errs, x.p, x.iv, -1, false, -1)
+	}
+	return dst, errors.Join(errs...)
+}
+
+// planOne appends the span of one phase when its interval was measured and
+// is valid, and its error when it is bad.
+func planOne(dst []PlannedSpan, errs []error, p Phase, iv Interval, output int, final bool, step int) ([]PlannedSpan, []error) {
+	if !iv.measured {
+		return dst, errs
+	}
+	if err := iv.Validate(); err != nil {
+		return dst, append(errs, &PhaseError{Phase: p, Output: output, Step: step, Interval: iv, Err: err})
+	}
+	return append(dst, PlannedSpan{Phase: p, Start: iv.start, End: iv.end, Output: output, Final: final, Step: step}), errs
+}
