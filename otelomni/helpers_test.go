@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/otelomni"
 )
@@ -128,3 +129,7 @@ func (c *countingTracer) Start(ctx context.Context, name string, opts ...trace.S
 func traceSpanID(ctx context.Context) trace.SpanID {
 	return trace.SpanContextFromContext(ctx).SpanID()
 }
+
+func attributeKey(k string) attribute.Key { return attribute.Key(k) }
+
+func noopTP() trace.TracerProvider { return noop.NewTracerProvider() }

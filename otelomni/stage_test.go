@@ -1,0 +1,372 @@
+package otelomni_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// twoProcesses is a request process and a stage process, each with its own
+// provider, joined only through a carrier, as two OS processes are.
+type twoProcesses struct {
+	gw, st *recorded
+}
+
+func newTwoProcesses(t *testing.T) *twoProcesses {
+	return &twoProcesses{gw: newRecorded(t), st: newRecorded(t)}
+}
+
+// all returns both processes' spans.
+func (p *twoProcesses) all() []sdktrace.ReadOnlySpan {
+	return append(p.gw.rec.Ended(), p.st.rec.Ended()...)
+}
+
+// handOver injects the request context at the gateway and extracts it in
+// the stage process, through a message struct's Carrier field.
+func (p *twoProcesses) handOver(ctx context.Context) context.Context {
+	var msg struct {
+		Payload string
+		Trace   otelomni.Carrier
+	}
+	p.gw.in.Inject(ctx, &msg.Trace)
+	return p.st.in.Extract(context.Background(), &msg.Trace)
+}
+
+func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
+	p := newTwoProcesses(t)
+	ctx, req := p.gw.in.Start(context.Background(), otelomni.RequestInfo{ID: "speech-1"})
+	rctx := p.handOver(ctx)
+	_, st := p.st.in.StartStage(rctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, ReplicaID: "0", Model: "Qwen/Qwen2.5-Omni-7B"})
+	st.SetUsage(512, 128)
+	st.StartPhase(spans.Preprocess).End()
+	st.End(nil)
+	req.End(nil)
+
+	all := p.all()
+	stage := one(t, all, spans.StageSpanName)
+	request := one(t, all, spans.RequestSpanName)
+	if stage.Parent().SpanID() != request.SpanContext().SpanID() || !stage.Parent().IsRemote() {
+		t.Fatalf("stage's parent %v (remote %v), want the request span %v", stage.Parent().SpanID(), stage.Parent().IsRemote(), request.SpanContext().SpanID())
+	}
+	if stage.SpanKind() != trace.SpanKindServer {
+		t.Errorf("a stage under a remote parent is SERVER, got %v", stage.SpanKind())
+	}
+	want := map[string]any{"omni.stage.id": int64(0), "omni.stage.name": "thinker", "omni.stage.type": "llm",
+		"omni.replica.id": "0", "gen_ai.usage.input_tokens": int64(512), "gen_ai.usage.output_tokens": int64(128)}
+	for k, v := range want {
+		if got, _ := attr(stage, attributeKey(k)); got.AsInterface() != v {
+			t.Errorf("%s = %v, want %v", k, got.AsInterface(), v)
+		}
+	}
+	pre := one(t, all, spans.Preprocess.SpanName())
+	if pre.Parent().SpanID() != stage.SpanContext().SpanID() {
+		t.Error("a stage's phase must hang under the stage span")
+	}
+	if v, _ := attr(pre, attrs.RequestModelKey); v.AsString() != "Qwen/Qwen2.5-Omni-7B" {
+		t.Errorf("the stage's model on its phase: %q", v.AsString())
+	}
+}
+
+func TestNoopPropagatorFallsBackToW3C(t *testing.T) {
+	r := newRecorded(t)
+	// The configured propagator is an empty composite: it carries nothing.
+	in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators(propagation.NewCompositeTextMapPropagator()))
+	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
+	defer req.End(nil)
+	c := propagation.MapCarrier{}
+	in.Inject(ctx, c)
+	if c["traceparent"] == "" {
+		t.Fatalf("no traceparent injected: %v", c)
+	}
+	got := trace.SpanContextFromContext(in.Extract(context.Background(), c))
+	if got.TraceID() != req.Span().SpanContext().TraceID() {
+		t.Error("round trip lost the trace id")
+	}
+
+	// A real propagator is used as configured.
+	b3like := propagation.Baggage{}
+	in2 := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators(b3like))
+	c2 := propagation.MapCarrier{}
+	in2.Inject(ctx, c2)
+	if _, ok := c2["traceparent"]; ok {
+		t.Error("a configured propagator must not be replaced")
+	}
+}
+
+func TestUnsampledContextStillPropagates(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	in := otelomni.New(otelomni.WithTracerProvider(tp))
+	ctx, _ := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
+	c := otelomni.Carrier{}
+	in.Inject(ctx, &c)
+	if c["traceparent"] == "" || c["traceparent"][len(c["traceparent"])-2:] != "00" {
+		t.Errorf("an unsampled request must propagate its not-sampled decision: %v", c)
+	}
+}
+
+func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
+	base := time.Now()
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	cases := []struct {
+		name   string
+		events []struct {
+			e otelomni.LLMEvent
+			t time.Time
+		}
+		want map[spans.Phase]time.Duration
+	}{
+		{"all seen", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
+			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+		{"queued never seen: only decode", evs(otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
+			map[spans.Phase]time.Duration{spans.LLMDecode: 250 * time.Millisecond}},
+		{"re-schedule after preemption keeps the prefill start",
+			evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMPreempted, ms(20), otelomni.LLMScheduled, ms(30),
+				otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
+			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+		{"still decoding at the end", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50)),
+			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorded(t)
+			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
+			_, st := r.in.StartStage(ctx, otelomni.StageInfo{Name: "thinker", Type: attrs.StageLLM})
+			for _, e := range tc.events {
+				if err := st.MarkLLMAt(e.e, e.t); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st.End(nil)
+			req.End(nil)
+			got := byName(r.rec.Ended())
+			for _, p := range []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode} {
+				d, want := tc.want[p]
+				ss := got[p.SpanName()]
+				if !want {
+					if len(ss) != 0 {
+						t.Errorf("%v: %d spans, want none (an end was never seen)", p, len(ss))
+					}
+					continue
+				}
+				if len(ss) != 1 || ss[0].EndTime().Sub(ss[0].StartTime()) != d {
+					t.Errorf("%v: %d spans, want one lasting %v", p, len(ss), d)
+					continue
+				}
+				if parentName(r.rec.Ended(), ss[0]) != spans.StageSpanName {
+					t.Errorf("%v hangs under %s", p, parentName(r.rec.Ended(), ss[0]))
+				}
+			}
+		})
+	}
+}
+
+type llmEv = struct {
+	e otelomni.LLMEvent
+	t time.Time
+}
+
+func evs(args ...any) []llmEv {
+	var out []llmEv
+	for i := 0; i < len(args); i += 2 {
+		out = append(out, llmEv{args[i].(otelomni.LLMEvent), args[i+1].(time.Time)})
+	}
+	return out
+}
+
+func TestLLMEventsRejectBadInput(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM})
+	now := time.Now()
+	if err := st.MarkLLMAt(otelomni.LLMQueued, time.Time{}); !errors.Is(err, spans.ErrZeroTime) {
+		t.Errorf("zero time: %v", err)
+	}
+	_ = st.MarkLLMAt(otelomni.LLMFirstToken, now)
+	if err := st.MarkLLMAt(otelomni.LLMLastToken, now.Add(-time.Second)); !errors.Is(err, spans.ErrEndBeforeStart) {
+		t.Errorf("last token before first: %v", err)
+	}
+	st.End(nil)
+	req.End(nil)
+	if n := len(byName(r.rec.Ended())[spans.LLMDecode.SpanName()]); n != 0 {
+		t.Errorf("a negative decode made %d spans", n)
+	}
+}
+
+func TestRecordLLM(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM})
+	rec := spans.LLMFromEvents(time.Time{}, at(5), at(50), at(300))
+	rec.Reconstructed = true
+	if err := st.RecordLLM(&rec); err != nil {
+		t.Fatal(err)
+	}
+	st.End(nil)
+	req.End(nil)
+	got := byName(r.rec.Ended())
+	if len(got[spans.LLMQueue.SpanName()]) != 0 || len(got[spans.LLMPrefill.SpanName()]) != 1 || len(got[spans.LLMDecode.SpanName()]) != 1 {
+		t.Errorf("spans %v", names(r.rec.Ended()))
+	}
+	if v, _ := attr(got[spans.LLMDecode.SpanName()][0], attrs.ReconstructedKey); !v.AsBool() {
+		t.Error("a reconstructed record's spans carry omni.timing.reconstructed")
+	}
+}
+
+func TestTransferAcrossProcesses(t *testing.T) {
+	cases := []struct {
+		name    string
+		header  func(h spans.TransferHeader) spans.TransferHeader
+		parts   []spans.Phase
+		skewed  uint64
+		wantErr bool
+	}{
+		{"all parts", func(h spans.TransferHeader) spans.TransferHeader { return h },
+			[]spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}, 0, false},
+		{"connector reports no send times: no tx, no in flight", func(h spans.TransferHeader) spans.TransferHeader {
+			h.TxStart, h.TxEnd = 0, 0
+			return h
+		}, []spans.Phase{spans.TransferRxDecode}, 0, false},
+		{"sender's clock 10s ahead: in flight left out and counted", func(h spans.TransferHeader) spans.TransferHeader {
+			h.TxStart += int64(10 * time.Second)
+			h.TxEnd += int64(10 * time.Second)
+			return h
+		}, []spans.Phase{spans.TransferTx, spans.TransferRxDecode}, 1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTwoProcesses(t)
+			ctx, req := p.gw.in.Start(context.Background(), otelomni.RequestInfo{ID: "img-1"})
+			send := spans.StartSend(0, "mooncake")
+			time.Sleep(2 * time.Millisecond)
+			hdr := tc.header(send.Done(8 << 20))
+			time.Sleep(time.Millisecond)
+			_, st := p.st.in.StartStage(p.handOver(ctx), otelomni.StageInfo{ID: 1, Name: "dit", Type: attrs.StageDiffusion})
+			rx := st.StartReceive(hdr)
+			time.Sleep(time.Millisecond)
+			if err := rx.End(); (err != nil) != tc.wantErr {
+				t.Fatalf("err %v", err)
+			}
+			st.End(nil)
+			req.End(nil)
+
+			all := p.all()
+			tr := one(t, all, spans.TransferSpanName)
+			if parentName(all, tr) != spans.RequestSpanName {
+				t.Errorf("transfer hangs under %s, want omni.request", parentName(all, tr))
+			}
+			for k, v := range map[string]any{"omni.transfer.from_stage": int64(0), "omni.transfer.to_stage": int64(1),
+				"omni.transfer.bytes": int64(8 << 20), "omni.transfer.connector": "mooncake"} {
+				if got, _ := attr(tr, attributeKey(k)); got.AsInterface() != v {
+					t.Errorf("%s = %v, want %v", k, got.AsInterface(), v)
+				}
+			}
+			got := byName(all)
+			for _, part := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
+				want := 0
+				for _, q := range tc.parts {
+					if q == part {
+						want = 1
+					}
+				}
+				if n := len(got[part.SpanName()]); n != want {
+					t.Errorf("%v: %d spans, want %d", part, n, want)
+				}
+				for _, s := range got[part.SpanName()] {
+					if s.Parent().SpanID() != tr.SpanContext().SpanID() {
+						t.Errorf("%v hangs outside its transfer", part)
+					}
+					if s.StartTime().Before(tr.StartTime()) || s.EndTime().After(tr.EndTime()) {
+						t.Errorf("%v lies outside its transfer span", part)
+					}
+				}
+			}
+			if s := p.st.in.Stats(); s.ClockSkew != tc.skewed {
+				t.Errorf("ClockSkew = %d, want %d", s.ClockSkew, tc.skewed)
+			}
+		})
+	}
+}
+
+func TestTransferWithNothingMeasuredMakesNoSpan(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
+	err := st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 10})
+	if !errors.Is(err, spans.ErrNoTransferPart) {
+		t.Errorf("err %v, want ErrNoTransferPart", err)
+	}
+	err = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Tx: spans.Between(at(5), at(1))})
+	if !errors.Is(err, spans.ErrEndBeforeStart) {
+		t.Errorf("err %v, want ErrEndBeforeStart", err)
+	}
+	st.End(nil)
+	req.End(nil)
+	if n := len(byName(r.rec.Ended())[spans.TransferSpanName]); n != 0 {
+		t.Errorf("%d transfer spans, want 0", n)
+	}
+}
+
+func TestOutputSpansAtANonDiffusionStage(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "tts"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav", Type: attrs.StageOther})
+	for i := 0; i < 4; i++ {
+		time.Sleep(time.Millisecond)
+		if got := st.EmitOutput(i == 3); got != i {
+			t.Fatalf("EmitOutput returned %d, want %d", got, i)
+		}
+	}
+	st.End(nil)
+	req.End(nil)
+	all := r.rec.Ended()
+	outs := byName(all)[spans.OutputSpanName]
+	if len(outs) != 4 {
+		t.Fatalf("%d output spans", len(outs))
+	}
+	stage := one(t, all, spans.StageSpanName)
+	prevEnd := stage.StartTime()
+	for i, o := range outs {
+		idx, _ := attr(o, attrs.OutputIndexKey)
+		final, _ := attr(o, attrs.OutputFinalKey)
+		if idx.AsInt64() != int64(i) || final.AsBool() != (i == 3) || o.Parent().SpanID() != stage.SpanContext().SpanID() {
+			t.Errorf("output %d: index %d final %v", i, idx.AsInt64(), final.AsBool())
+		}
+		if !o.StartTime().Equal(prevEnd) {
+			t.Errorf("output %d starts at %v, want the previous output's end %v", i, o.StartTime(), prevEnd)
+		}
+		prevEnd = o.EndTime()
+	}
+}
+
+func TestDisabledStageAllocatesNothing(t *testing.T) {
+	for _, in := range []*otelomni.Instrumenter{otelomni.New(otelomni.WithTracerProvider(noopTP()))} {
+		n := testing.AllocsPerRun(100, func() {
+			ctx, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
+			_ = ctx
+			_ = st.MarkLLM(otelomni.LLMQueued)
+			st.StartPhase(spans.LLMDecode).End()
+			st.EmitOutput(false)
+			_ = st.StartReceive(spans.TransferHeader{}).End()
+			st.End(nil)
+		})
+		if n != 0 {
+			t.Errorf("%v allocations", n)
+		}
+	}
+	var nilStage *otelomni.Stage
+	nilStage.StartPhase(spans.Exec).End()
+	nilStage.End(nil)
+	_ = nilStage.RecordTransfer(spans.TransferRecord{})
+	var zero otelomni.Stage
+	zero.EmitOutput(true)
+	_ = zero.MarkLLM(otelomni.LLMFirstToken)
+}
