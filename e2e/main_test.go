@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		for _, name := range []string{"diffusion"} {
+		for _, name := range []string{"diffusion", "omni"} {
 			out := filepath.Join(dir, name)
 			cmd := exec.Command("go", "build", "-o", out, "./examples/"+name)
 			cmd.Dir = root

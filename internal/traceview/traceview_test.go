@@ -169,3 +169,37 @@ func TestParseOTLPJSON(t *testing.T) {
 		t.Error("a malformed time must be an error")
 	}
 }
+
+func TestOTLPJSONRoundTrip(t *testing.T) {
+	tr := record(t, otelomni.RequestInfo{ID: "0_501f96ba-7c1d", NumInferenceSteps: 4}, &spans.DiffusionRecord{
+		Exec: spans.Between(at(0), at(100)), QueueWait: spans.Between(at(1), at(1)),
+	}, at(100))
+	tr[0].Service, tr[0].PID = "svc", 7
+	var b bytes.Buffer
+	if err := WriteOTLPJSON(&b, tr); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseOTLPJSON(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(tr) {
+		t.Fatalf("%d spans back, want %d", len(back), len(tr))
+	}
+	byID := map[string]Span{}
+	for _, s := range back {
+		byID[s.SpanID] = s
+	}
+	for _, s := range tr {
+		g := byID[s.SpanID]
+		if g.Name != s.Name || g.ParentID != s.ParentID || !g.Start.Equal(s.Start) || !g.End.Equal(s.End) ||
+			g.Service != s.Service || g.PID != s.PID || len(g.Attrs) != len(s.Attrs) {
+			t.Errorf("%s: got %+v, want %+v", s.Name, g, s)
+		}
+		for k, v := range s.Attrs {
+			if g.Attrs[k] != v {
+				t.Errorf("%s: %s = %v, want %v", s.Name, k, g.Attrs[k], v)
+			}
+		}
+	}
+}

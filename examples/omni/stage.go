@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/examples/omni/pipeline"
+	"github.com/otelomni/otelomni/internal/traceview"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// encoder writes one message per line, from many goroutines.
+type encoder struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (e *encoder) send(m pipeline.Message) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.enc.Encode(m)
+}
+
+// spanPipe is the span exporter of a stage process in the embedded mode:
+// it sends the spans to the gateway, which shows every process's spans
+// together.
+type spanPipe struct{ out *encoder }
+
+func (p spanPipe) ExportSpans(_ context.Context, ss []sdktrace.ReadOnlySpan) error {
+	var b bytes.Buffer
+	if err := traceview.WriteOTLPJSON(&b, traceview.FromSDK(ss)); err != nil {
+		return err
+	}
+	return p.out.send(pipeline.Message{Type: "spans", OTLP: b.Bytes()})
+}
+
+func (spanPipe) Shutdown(context.Context) error { return nil }
+
+// runStage is a stage process: it serves the messages on stdin, one
+// goroutine each, and answers on stdout.
+func runStage(pipe, name string, seed uint64) error {
+	var st pipeline.Stage
+	stages := pipeline.Pipelines[pipe]
+	for _, s := range stages {
+		if s.Name == name {
+			st = s
+		}
+	}
+	if st.Name == "" {
+		return fmt.Errorf("no stage %q in pipeline %q", name, pipe)
+	}
+	out := &encoder{enc: json.NewEncoder(os.Stdout)}
+	ctx := context.Background()
+	tel, err := otelomni.Setup(ctx, otelomni.WithServiceName("omni-"+name), otelomni.WithFallbackExporter(spanPipe{out}))
+	if err != nil {
+		return err
+	}
+	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
+	s := &stageServer{in: in, st: st, last: st.ID == stages[len(stages)-1].ID, out: out, seed: seed}
+
+	var wg sync.WaitGroup
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var m pipeline.Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			_ = out.send(pipeline.Message{Type: "error", Error: "bad message: " + err.Error()})
+			continue
+		}
+		wg.Go(func() { s.serve(m) })
+	}
+	wg.Wait()
+	return tel.Shutdown(ctx)
+}
+
+type stageServer struct {
+	in   *otelomni.Instrumenter
+	st   pipeline.Stage
+	last bool
+	out  *encoder
+	seed uint64
+}
+
+func (s *stageServer) serve(m pipeline.Message) {
+	rng := rand.New(rand.NewPCG(s.seed, uint64(len(m.ID))*7919+uint64(s.st.ID)))
+	for _, c := range m.ID {
+		rng = rand.New(rand.NewPCG(rng.Uint64(), uint64(c)))
+	}
+	sleep := func(lo, hi float64) {
+		time.Sleep(time.Duration((lo + rng.Float64()*(hi-lo)) * float64(time.Millisecond)))
+	}
+
+	// The request span lives in the gateway's process: the stage message
+	// carries its context.
+	ctx := s.in.Extract(context.Background(), &m.Trace)
+	sctx, st := s.in.StartStage(ctx, otelomni.StageInfo{
+		ID: s.st.ID, Name: s.st.Name, Type: s.st.Type, ReplicaID: s.st.Name + "-0", Model: s.st.Model,
+	})
+	if m.Transfer != nil {
+		rx := st.StartReceive(*m.Transfer)
+		sleep(1, 3) // receive and decode the payload
+		_ = rx.End()
+	}
+
+	switch s.st.Type {
+	case attrs.StageLLM:
+		if !(m.Special == pipeline.NoQueuedEvent && s.st.Name == "talker") {
+			_ = st.MarkLLM(otelomni.LLMQueued)
+			sleep(2, 10)
+			_ = st.MarkLLM(otelomni.LLMScheduled)
+		}
+		sleep(15, 35)
+		_ = st.MarkLLM(otelomni.LLMFirstToken)
+		sleep(40, 90)
+		_ = st.MarkLLM(otelomni.LLMLastToken)
+		st.SetUsage(200+rng.IntN(400), 64+rng.IntN(192))
+	case attrs.StageDiffusion:
+		exec := st.StartPhase(spans.Exec)
+		accepted := time.Now()
+		sleep(0, 4)
+		_ = st.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
+		kv := time.Now()
+		sleep(3, 8)
+		_ = st.RecordPhase(spans.KVRecv, spans.Between(kv, time.Now()))
+		_ = st.Run(sctx, spans.Forward, func(context.Context) error { sleep(80, 120); return nil })
+		_ = st.Run(sctx, spans.VAEDecode, func(context.Context) error { sleep(10, 25); return nil })
+		exec.End()
+		_ = st.Run(sctx, spans.Postprocess, func(context.Context) error { sleep(3, 8); return nil })
+	default:
+		// code2wav: about 80 ms of audio per codec frame, streamed in chunks.
+		for i := 0; i < pipeline.AudioChunks; i++ {
+			sleep(10, 20)
+			st.EmitOutput(i == pipeline.AudioChunks-1)
+		}
+	}
+
+	reply := pipeline.Message{Type: "result", ID: m.ID, Pipeline: m.Pipeline, Special: m.Special}
+	if !s.last {
+		send := spans.StartSend(s.st.ID, s.st.Connector)
+		sleep(1, 4) // serialise and send
+		size := int64(2<<20 + rng.IntN(1<<20))
+		if s.st.Connector == "mooncake" {
+			size = int64(48<<20 + rng.IntN(16<<20)) // a KV cache
+		}
+		h := send.Done(size)
+		if m.Special == pipeline.NoTxTimes {
+			h.TxStart, h.TxEnd = 0, 0
+		}
+		reply.Transfer = &h
+	}
+	st.End(nil)
+	// Forward the request's context, not the stage's: the next stage hangs
+	// under omni.request.
+	s.in.Inject(ctx, &reply.Trace)
+	_ = s.out.send(reply)
+}
