@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 }
 
 // cleanEnv is the environment without any OTEL_* variable, so that a
-// developer's own settings cannot change what a test sends where.
+// developer's own settings cannot change what a test sends where, and with
+// metrics off (Jaeger takes traces only) unless extra says otherwise: for
+// os/exec, a later duplicate wins.
 func cleanEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -53,5 +55,6 @@ func cleanEnv(extra ...string) []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, "OTEL_METRICS_EXPORTER=none")
 	return append(env, extra...)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -29,6 +30,14 @@ func benchProvider(b *testing.B, opts ...sdktrace.TracerProviderOption) *sdktrac
 	}, opts...)...)
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	return tp
+}
+
+// benchMeterProvider is an SDK meter provider with a reader that is never
+// collected: the cost of recording, as between two exports.
+func benchMeterProvider(b *testing.B) *sdkmetric.MeterProvider {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return mp
 }
 
 const (
@@ -85,6 +94,13 @@ func handwrittenRequest(tracer trace.Tracer) {
 func BenchmarkRequest(b *testing.B) {
 	b.Run("otelomni", func(b *testing.B) {
 		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRequest(in)
+		}
+	})
+	b.Run("otelomni+metrics", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)), otelomni.WithMeterProvider(benchMeterProvider(b)))
 		b.ReportAllocs()
 		for b.Loop() {
 			otelomniRequest(in)

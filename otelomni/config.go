@@ -1,6 +1,7 @@
 package otelomni
 
 import (
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -12,6 +13,7 @@ const ScopeName = "github.com/otelomni/otelomni/otelomni"
 // at call time.
 type config struct {
 	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
 	propagators    propagation.TextMapPropagator
 	denoiseSteps   bool
 }
@@ -32,6 +34,18 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
 		if tp != nil {
 			c.tracerProvider = tp
+		}
+	})
+}
+
+// WithMeterProvider makes the instrumenter record its histograms (see
+// docs/metrics.md) through mp. Without it, or with a nil mp, the global
+// provider is read at each call, so installing a metrics SDK later turns the
+// histograms on. Metrics count every request, sampled or not.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) {
+		if mp != nil {
+			c.meterProvider = mp
 		}
 	})
 }

@@ -20,6 +20,9 @@ type Instrumenter struct {
 	fixed *tracerState
 	// global caches the tracer of the last global provider seen.
 	global atomic.Pointer[tracerState]
+	// fixedMeter and globalMeter are the same for metrics.
+	fixedMeter  *meterState
+	globalMeter atomic.Pointer[meterState]
 	// models caches the phase attribute tables per model.
 	models modelCache
 	stats  counters
@@ -35,6 +38,9 @@ func New(opts ...Option) *Instrumenter {
 	}
 	if tp := in.cfg.tracerProvider; tp != nil && !isGlobalDelegate(tp) {
 		in.fixed = newTracerState(tp)
+	}
+	if mp := in.cfg.meterProvider; mp != nil && !isGlobalMeterDelegate(mp) {
+		in.fixedMeter = newMeterState(mp)
 	}
 	return in
 }
@@ -129,8 +135,9 @@ func isGlobalDelegate(tp trace.TracerProvider) bool {
 func (in *Instrumenter) Start(ctx context.Context, info RequestInfo) (context.Context, *Request) {
 	// Kept small enough to inline, so that a disabled request costs a few
 	// nanoseconds and copies nothing.
-	if ts := in.tracer(); ts.enabled {
-		return in.start(ctx, ts.tracer, &info)
+	ts, ms := in.tracer(), in.meters()
+	if ts.enabled || ms.inst != nil {
+		return in.start(ctx, ts, ms, &info)
 	}
 	if ctx == nil {
 		ctx = context.Background()

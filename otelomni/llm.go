@@ -81,7 +81,7 @@ func (r *scope) markLLM(e LLMEvent, t time.Time) error {
 		p, from = spans.LLMDecode, st.first
 	case LLMPreempted:
 		st.preemptions++
-		r.span.SetAttributes(attrs.NumPreemptions(st.preemptions))
+		r.setAttributes(attrs.NumPreemptions(st.preemptions))
 		return nil
 	default:
 		r.in.stats.misused("an unknown LLM event")

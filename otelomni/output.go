@@ -24,7 +24,7 @@ func (r *scope) emitOutput(final bool) int {
 	}
 	start := r.lastOutput
 	if start.IsZero() {
-		start = r.startTimeLocked(now)
+		start = r.startTime(now)
 	}
 	i := r.outputs
 	r.outputOnLocked(i, spans.Between(start, now), final)
@@ -53,15 +53,22 @@ func (r *scope) recordOutput(i int, iv spans.Interval, final bool) error {
 }
 
 func (r *scope) outputOnLocked(i int, iv spans.Interval, final bool) {
-	r.startOpt[0] = trace.WithTimestamp(iv.Start())
-	_, span := r.tracer.Start(r.ctx, spans.OutputSpanName, r.startOpt[:1]...)
-	kv := append(r.attrBuf[:0], attrs.OutputIndex(i), attrs.OutputFinal(final))
-	if r.pattrs.n > 1 {
-		kv = append(kv, attrs.RequestModel(r.pattrs.model))
+	ctx := r.ctx
+	if r.span != nil {
+		r.startOpt[0] = trace.WithTimestamp(iv.Start())
+		var span trace.Span
+		ctx, span = r.tracer.Start(r.ctx, spans.OutputSpanName, r.startOpt[:1]...)
+		kv := append(r.attrBuf[:0], attrs.OutputIndex(i), attrs.OutputFinal(final))
+		if r.pattrs.model != "" {
+			kv = append(kv, attrs.RequestModel(r.pattrs.model))
+		}
+		span.SetAttributes(kv...)
+		r.endOpt[0] = trace.WithTimestamp(iv.End())
+		span.End(r.endOpt[:]...)
 	}
-	span.SetAttributes(kv...)
-	r.endOpt[0] = trace.WithTimestamp(iv.End())
-	span.End(r.endOpt[:]...)
+	if i == 0 {
+		r.firstOutput(ctx, iv.End())
+	}
 	if i >= r.outputs {
 		r.outputs = i + 1
 	}
@@ -71,14 +78,4 @@ func (r *scope) outputOnLocked(i int, iv spans.Interval, final bool) {
 	if iv.End().After(r.lastEnd) {
 		r.lastEnd = iv.End()
 	}
-}
-
-// startTimeLocked returns the scope span's start, as the SDK recorded it.
-func (r *scope) startTimeLocked(fallback time.Time) time.Time {
-	if s, ok := r.span.(interface{ StartTime() time.Time }); ok {
-		if t := s.StartTime(); !t.IsZero() {
-			return t
-		}
-	}
-	return fallback
 }

@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -11,12 +12,13 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// ActivePhase is a phase span started on the live path. End it when the
-// phase ends; its end time comes from the monotonic clock (start plus
-// elapsed), so a step of the wall clock cannot make it negative. The zero
-// ActivePhase, returned when nothing is recorded, is safe to use.
+// ActivePhase is a phase started on the live path. End it when the phase
+// ends; its end time comes from the monotonic clock (start plus elapsed), so
+// a step of the wall clock cannot make it negative. The zero ActivePhase,
+// returned when nothing is recorded, is safe to use.
 type ActivePhase struct {
 	r    *scope
+	id   uint64
 	span trace.Span
 	ctx  context.Context
 }
@@ -25,40 +27,36 @@ type ActivePhase struct {
 // ended it), does nothing.
 func (a ActivePhase) End() {
 	if a.r != nil {
-		a.end()
-	}
-}
-
-func (a ActivePhase) end() {
-	a.r.mu.Lock()
-	mine := a.r.open.remove(a.span)
-	a.r.mu.Unlock()
-	if mine {
-		a.span.End()
+		a.end(nil)
 	}
 }
 
 // EndError ends the phase now, marked failed with err (status Error and
 // error.type) when err is not nil.
 func (a ActivePhase) EndError(err error) {
-	if a.r == nil {
+	if a.r != nil {
+		a.end(err)
+	}
+}
+
+func (a ActivePhase) end(err error) {
+	now := time.Now()
+	a.r.mu.Lock()
+	o, mine := a.r.open.remove(a.id)
+	a.r.mu.Unlock()
+	if !mine {
 		return
 	}
-	if err != nil {
-		a.r.mu.Lock()
-		open := a.r.open.contains(a.span)
-		a.r.mu.Unlock()
-		if open {
-			markError(a.span, err)
-		}
+	if err != nil && o.span != nil {
+		markError(o.span, err)
 	}
-	a.End()
+	a.r.finish(&o, now)
 }
 
 // SetAttributes records kv on the phase span, such as attrs.BatchSize on
 // exec.
 func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
-	if a.r != nil {
+	if a.span != nil {
 		a.span.SetAttributes(kv...)
 	}
 }
@@ -67,18 +65,30 @@ func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
 // inside the phase; nil when nothing is recorded.
 func (a ActivePhase) Context() context.Context { return a.ctx }
 
-// Recording reports whether the phase makes a span.
+// Recording reports whether the phase makes a span or a measurement.
 func (a ActivePhase) Recording() bool { return a.r != nil }
 
-// StartPhase starts phase p now, under its parent in the tree: kv_recv,
-// forward and vae_decode under exec (once exec has started), queue wait and
-// the others under the request span. kv adds attributes, such as
-// attrs.OutputIndex and attrs.OutputFinal for one output of a streaming
-// request.
-//
-// A phase that is never started makes no span. A phase still open when the
-// request ends is ended with it. Denoise steps are started with
-// [Request.StartStep].
+// openPhase is a live phase started and not yet ended.
+type openPhase struct {
+	id     uint64
+	phase  spans.Phase
+	output int
+	span   trace.Span // nil when the scope records metrics only
+	ctx    context.Context
+	start  time.Time // set when there is no span to ask
+}
+
+// finish ends an open phase's span and records its measurement.
+func (r *scope) finish(o *openPhase, now time.Time) {
+	if o.span != nil {
+		o.span.End()
+	}
+	if r.met != nil {
+		start, end := r.spanTimes(o.span, o.start, now)
+		r.observe(o.ctx, o.phase, start, end, o.output)
+	}
+}
+
 func (r *scope) startPhaseAPI(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	if !r.recording() {
 		return ActivePhase{}
@@ -88,14 +98,12 @@ func (r *scope) startPhaseAPI(p spans.Phase, kv ...attribute.KeyValue) ActivePha
 
 func (r *scope) startLive(p spans.Phase, kv []attribute.KeyValue) ActivePhase {
 	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
-		r.in.stats.misused(fmt.Sprintf("StartPhase(%v) on a request: use StartStep for denoise steps and a transfer for its parts", p))
+		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): use StartStep for denoise steps and a transfer for its parts", p))
 		return ActivePhase{}
 	}
 	return r.startPhase(p, -1, kv)
 }
 
-// StartStep starts the span of denoise step i (from 0) under forward. It
-// does nothing unless per-step spans are on ([WithDenoiseSteps]).
 func (r *scope) startStepAPI(i int) ActivePhase {
 	if !r.recording() || !r.in.cfg.denoiseSteps {
 		return ActivePhase{}
@@ -110,16 +118,35 @@ func (r *scope) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) Act
 		r.in.stats.misused(fmt.Sprintf("phase %v started after its request ended", p))
 		return ActivePhase{}
 	}
-	ctx, span := r.tracer.Start(r.parentLocked(p.Parent()), p.SpanName())
-	a := append(r.attrBuf[:0], r.pattrs.of(p)...)
-	if step >= 0 {
-		a = append(a, attrs.Step(step))
+	o := openPhase{phase: p, output: outputIndex(p, kv), ctx: r.ctx}
+	if r.span != nil {
+		o.ctx, o.span = r.tracer.Start(r.parentLocked(p.Parent()), p.SpanName())
+		a := append(r.attrBuf[:0], r.pattrs.of(p)...)
+		if step >= 0 {
+			a = append(a, attrs.Step(step))
+		}
+		o.span.SetAttributes(append(a, kv...)...)
+		r.nestLocked(p, o.ctx)
+	} else {
+		o.start = time.Now()
 	}
-	span.SetAttributes(append(a, kv...)...)
-	r.open.add(span)
-	r.nestLocked(p, ctx)
+	o.id = r.open.add(o)
 	r.mu.Unlock()
-	return ActivePhase{r: r, span: span, ctx: ctx}
+	return ActivePhase{r: r, id: o.id, span: o.span, ctx: o.ctx}
+}
+
+// outputIndex returns the omni.output.index among a per-output phase's
+// attributes, or -1.
+func outputIndex(p spans.Phase, kv []attribute.KeyValue) int {
+	if !p.PerOutput() {
+		return -1
+	}
+	for _, a := range kv {
+		if a.Key == attrs.OutputIndexKey {
+			return int(a.Value.AsInt64())
+		}
+	}
+	return -1
 }
 
 // parentLocked returns the context of the span that a phase with parent
@@ -150,17 +177,15 @@ func (r *scope) nestLocked(p spans.Phase, ctx context.Context) {
 	}
 }
 
-// Run runs fn inside phase p: the phase starts before fn and ends when it
-// returns. fn gets ctx with the phase span in it. An error from fn marks the
-// phase failed and is returned. A panic in fn marks the phase failed, ends
-// it, and is re-raised.
 func (r *scope) run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	a := r.startPhaseAPI(p)
 	if a.r != nil {
-		ctx = trace.ContextWithSpan(ctx, a.span)
+		if a.span != nil {
+			ctx = trace.ContextWithSpan(ctx, a.span)
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				a.EndError(fmt.Errorf("panic: %v", v))
@@ -173,67 +198,61 @@ func (r *scope) run(ctx context.Context, p spans.Phase, fn func(context.Context)
 	return err
 }
 
-// openSpans is the set of phase spans started and not yet ended, in start
-// order. Most requests have a few open at once, so they live inline.
-type openSpans struct {
+// openPhases is the set of live phases started and not yet ended, in start
+// order. Most scopes have a few open at once, so they live inline.
+type openPhases struct {
+	next  uint64
 	n     int
-	small [6]trace.Span
-	more  []trace.Span
+	small [6]openPhase
+	more  []openPhase
 }
 
-func (o *openSpans) add(s trace.Span) {
+func (o *openPhases) add(p openPhase) uint64 {
+	o.next++
+	p.id = o.next
 	if o.n < len(o.small) {
-		o.small[o.n] = s
+		o.small[o.n] = p
 		o.n++
-		return
+	} else {
+		o.more = append(o.more, p)
 	}
-	o.more = append(o.more, s)
+	return p.id
 }
 
-func (o *openSpans) index(s trace.Span) int {
+// remove removes the phase with id, keeping the start order, and returns it.
+func (o *openPhases) remove(id uint64) (openPhase, bool) {
 	for i := 0; i < o.n; i++ {
-		if o.small[i] == s {
-			return i
+		if o.small[i].id == id {
+			p := o.small[i]
+			copy(o.small[i:o.n], o.small[i+1:o.n])
+			if len(o.more) > 0 {
+				o.small[len(o.small)-1] = o.more[0]
+				o.more = o.more[1:]
+			} else {
+				o.n--
+				o.small[o.n] = openPhase{}
+			}
+			return p, true
 		}
 	}
 	for i, m := range o.more {
-		if m == s {
-			return len(o.small) + i
+		if m.id == id {
+			o.more = append(o.more[:i], o.more[i+1:]...)
+			return m, true
 		}
 	}
-	return -1
+	return openPhase{}, false
 }
 
-func (o *openSpans) contains(s trace.Span) bool { return o.index(s) >= 0 }
-
-// remove removes s, keeping the start order, and reports whether it was
-// there.
-func (o *openSpans) remove(s trace.Span) bool {
-	i := o.index(s)
-	switch {
-	case i < 0:
-		return false
-	case i < len(o.small):
-		copy(o.small[i:o.n], o.small[i+1:o.n])
-		if len(o.more) > 0 {
-			o.small[len(o.small)-1] = o.more[0]
-			o.more = o.more[1:]
-		} else {
-			o.n--
-			o.small[o.n] = nil
-		}
-	default:
-		j := i - len(o.small)
-		o.more = append(o.more[:j], o.more[j+1:]...)
+// drain empties the set and returns its phases in start order.
+func (o *openPhases) drain() []openPhase {
+	if o.n == 0 && len(o.more) == 0 {
+		return nil
 	}
-	return true
-}
-
-// drain empties the set and returns its spans in start order.
-func (o *openSpans) drain() []trace.Span {
-	out := make([]trace.Span, 0, o.n+len(o.more))
+	out := make([]openPhase, 0, o.n+len(o.more))
 	out = append(out, o.small[:o.n]...)
 	out = append(out, o.more...)
-	*o = openSpans{}
+	next := o.next
+	*o = openPhases{next: next}
 	return out
 }

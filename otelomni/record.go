@@ -73,24 +73,29 @@ func (r *scope) emitLocked(p spans.Phase, start, end time.Time, output int, fina
 }
 
 // emitUnderLocked starts and ends the span of one phase under parent, with
-// explicit times.
+// explicit times, and records its measurement.
 func (r *scope) emitUnderLocked(parent context.Context, p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
-	r.startOpt[0] = trace.WithTimestamp(start)
-	ctx, span := r.tracer.Start(parent, p.SpanName(), r.startOpt[:1]...)
-	a := append(r.attrBuf[:0], r.pattrs.of(p)...)
-	if output >= 0 {
-		a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
+	ctx := parent
+	if r.span != nil {
+		r.startOpt[0] = trace.WithTimestamp(start)
+		var span trace.Span
+		ctx, span = r.tracer.Start(parent, p.SpanName(), r.startOpt[:1]...)
+		a := append(r.attrBuf[:0], r.pattrs.of(p)...)
+		if output >= 0 {
+			a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
+		}
+		if step >= 0 {
+			a = append(a, attrs.Step(step))
+		}
+		if reconstructed {
+			a = append(a, attrs.Reconstructed(true))
+		}
+		span.SetAttributes(append(a, kv...)...)
+		r.nestLocked(p, ctx)
+		r.endOpt[0] = trace.WithTimestamp(end)
+		span.End(r.endOpt[:]...)
 	}
-	if step >= 0 {
-		a = append(a, attrs.Step(step))
-	}
-	if reconstructed {
-		a = append(a, attrs.Reconstructed(true))
-	}
-	span.SetAttributes(append(a, kv...)...)
-	r.nestLocked(p, ctx)
-	r.endOpt[0] = trace.WithTimestamp(end)
-	span.End(r.endOpt[:]...)
+	r.observe(ctx, p, start, end, output)
 	if end.After(r.lastEnd) {
 		r.lastEnd = end
 	}

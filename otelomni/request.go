@@ -2,12 +2,9 @@ package otelomni
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -69,38 +66,6 @@ type Request struct {
 	scope
 }
 
-// scope is a span that phases hang under: a request's, or a stage's. It
-// holds the live path and the record path; [Request] and [Stage] expose its
-// methods, nil-safe.
-type scope struct {
-	in     *Instrumenter
-	tracer trace.Tracer
-	span   trace.Span
-	// ctx holds the request span: the parent of its phases.
-	ctx    context.Context
-	pattrs *phaseAttrs
-	id     string
-
-	mu    sync.Mutex
-	ended bool
-	// exec and forward hold the exec and forward spans once started, as the
-	// parents of the phases that nest in them.
-	exec, forward context.Context
-	open          openSpans
-	// lastEnd is the latest explicit end among recorded phases.
-	lastEnd time.Time
-	llm     llmState
-	// outputs counts the omni.output spans made, and lastOutput is when
-	// the last one ended.
-	outputs    int
-	lastOutput time.Time
-	// Buffers reused under mu, so that a phase costs no allocation beyond
-	// the SDK's own.
-	attrBuf  [16]attribute.KeyValue
-	startOpt [1]trace.SpanStartOption
-	endOpt   [1]trace.SpanEndOption
-}
-
 // noRequest is what Start returns when nothing is recorded. It is never
 // written to.
 var noRequest = &Request{}
@@ -111,30 +76,34 @@ var (
 	startInternal = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 )
 
-func (in *Instrumenter) start(ctx context.Context, tracer trace.Tracer, info *RequestInfo) (context.Context, *Request) {
+func (in *Instrumenter) start(ctx context.Context, ts *tracerState, ms *meterState, info *RequestInfo) (context.Context, *Request) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	opts := startServer
-	if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
-		opts = startInternal
+	var span trace.Span
+	if ts.enabled {
+		opts := startServer
+		if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
+			opts = startInternal
+		}
+		if !info.Start.IsZero() {
+			opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(info.Start)}
+		}
+		ctx, span = ts.tracer.Start(ctx, spans.RequestSpanName, opts...)
+		if !span.IsRecording() {
+			span = nil
+		}
 	}
-	if !info.Start.IsZero() {
-		opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(info.Start)}
-	}
-	ctx, span := tracer.Start(ctx, spans.RequestSpanName, opts...)
-	if !span.IsRecording() {
+	if span == nil && ms.inst == nil {
 		return ctx, noRequest
 	}
 	r := &Request{}
-	r.init(in, tracer, span, ctx, info.ID, info.Model)
-	span.SetAttributes(r.requestAttrs(info)...)
+	r.init(in, ts.tracer, span, ctx, ms.inst, info.Model, info.Stage.Type, info.Start)
+	r.id, r.steps, r.kind = info.ID, info.NumInferenceSteps, kindRequest
+	if span != nil {
+		span.SetAttributes(r.requestAttrs(info)...)
+	}
 	return ctx, r
-}
-
-func (r *scope) init(in *Instrumenter, tracer trace.Tracer, span trace.Span, ctx context.Context, id, model string) {
-	r.in, r.tracer, r.span, r.ctx, r.id = in, tracer, span, ctx, id
-	r.pattrs = in.models.get(model)
 }
 
 // requestAttrs builds the request span's attributes in r.attrBuf; r is not
@@ -182,87 +151,3 @@ func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
 	return kv
 }
 
-// recording reports whether r makes spans at all.
-func (r *scope) recording() bool { return r != nil && r.span != nil }
-
-// Span returns the request span; a non-recording span when nothing is
-// recorded.
-func (r *scope) spanOrNoop() trace.Span {
-	if !r.recording() {
-		return trace.SpanFromContext(context.Background())
-	}
-	return r.span
-}
-
-// SetAttributes records kv on the request span, such as token counts known
-// only at the end.
-func (r *scope) setAttributes(kv ...attribute.KeyValue) {
-	if r.recording() {
-		r.span.SetAttributes(kv...)
-	}
-}
-
-// End ends the span now. A non-nil err marks it failed: status Error
-// with err's message, and error.type (see [ErrClientAbort] and friends; other
-// errors carry their own type). Phases still open are ended first, at the
-// same moment (the request was, say, aborted during exec). Ending a request
-// twice does nothing more.
-func (r *scope) endNow(err error) {
-	if !r.recording() {
-		return
-	}
-	r.end(time.Time{}, err)
-}
-
-// EndAt ends the span at t, for a request whose timing is handed
-// over after the fact (see [Request.Record]). A zero t, or one before a phase
-// recorded with explicit times ended, would make the tree inconsistent: the
-// request then ends at its latest recorded phase end and EndAt returns an
-// error.
-func (r *scope) endAt(t time.Time, err error) error {
-	if !r.recording() {
-		return nil
-	}
-	r.mu.Lock()
-	last := r.lastEnd
-	r.mu.Unlock()
-	var bad error
-	if t.IsZero() || t.Before(last) {
-		bad = fmt.Errorf("otelomni: request %s: end %v is zero or before its latest recorded phase end %v; ended there instead",
-			r.id, t, last)
-		r.in.stats.reject(bad)
-		t = last
-	}
-	r.end(t, err)
-	return bad
-}
-
-func (r *scope) end(at time.Time, err error) {
-	r.mu.Lock()
-	if r.ended {
-		r.mu.Unlock()
-		r.in.stats.misused("a request was ended twice")
-		return
-	}
-	r.ended = true
-	open := r.open.drain()
-	r.mu.Unlock()
-	// Children end before their parents: latest started first.
-	for i := len(open) - 1; i >= 0; i-- {
-		open[i].End()
-	}
-	if err != nil {
-		markError(r.span, err)
-	}
-	if at.IsZero() {
-		r.span.End()
-		return
-	}
-	r.span.End(trace.WithTimestamp(at))
-}
-
-// markError sets status Error with err's message and error.type on span.
-func markError(span trace.Span, err error) {
-	span.SetStatus(codes.Error, err.Error())
-	span.SetAttributes(attrs.ErrorType(errorType(err)))
-}

@@ -28,7 +28,7 @@ func (r *Request) sc() *scope {
 // ends is ended with it. Denoise steps use StartStep.
 func (r *Request) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	// Written out so that it inlines: a disabled phase costs a nil check.
-	if r == nil || r.span == nil {
+	if r == nil || !r.on {
 		return ActivePhase{}
 	}
 	return r.startLive(p, kv)
@@ -100,7 +100,7 @@ func (r *Request) Span() trace.Span { return r.sc().spanOrNoop() }
 // carry their own type). Phases still open are ended first, at the same
 // moment. Ending twice does nothing more.
 func (r *Request) End(err error) {
-	if r == nil || r.span == nil {
+	if r == nil || !r.on {
 		return
 	}
 	r.end(time.Time{}, err)
@@ -127,7 +127,7 @@ func (s *Stage) sc() *scope {
 // ends is ended with it. Denoise steps use StartStep.
 func (s *Stage) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	// Written out so that it inlines: a disabled phase costs a nil check.
-	if s == nil || s.span == nil {
+	if s == nil || !s.on {
 		return ActivePhase{}
 	}
 	return s.startLive(p, kv)
@@ -199,7 +199,7 @@ func (s *Stage) Span() trace.Span { return s.sc().spanOrNoop() }
 // carry their own type). Phases still open are ended first, at the same
 // moment. Ending twice does nothing more.
 func (s *Stage) End(err error) {
-	if s == nil || s.span == nil {
+	if s == nil || !s.on {
 		return
 	}
 	s.end(time.Time{}, err)

@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,8 +13,11 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -51,6 +55,7 @@ type setupConfig struct {
 	resourceAttrs   []attribute.KeyValue
 	fallbackSet     bool
 	fallback        sdktrace.SpanExporter
+	metricReaders   []sdkmetric.Reader
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the
@@ -72,6 +77,17 @@ func WithSpanExporter(exp sdktrace.SpanExporter) SetupOption {
 // a program that shows its traces itself (see [WithSpanProcessor]).
 func WithFallbackExporter(exp sdktrace.SpanExporter) SetupOption {
 	return setupOptionFunc(func(c *setupConfig) { c.fallbackSet, c.fallback = true, exp })
+}
+
+// WithMetricReader adds a metric reader beside the one the
+// OTEL_METRICS_EXPORTER variable selects, such as a manual reader that a
+// program reads itself.
+func WithMetricReader(r sdkmetric.Reader) SetupOption {
+	return setupOptionFunc(func(c *setupConfig) {
+		if r != nil {
+			c.metricReaders = append(c.metricReaders, r)
+		}
+	})
 }
 
 // WithSpanProcessor adds a span processor beside the exporter's batch
@@ -118,6 +134,8 @@ func WithResourceAttributes(kv ...attribute.KeyValue) SetupOption {
 // down.
 type Telemetry struct {
 	tp              *sdktrace.TracerProvider
+	mp              *sdkmetric.MeterProvider
+	metrics         string
 	shutdownTimeout time.Duration
 	exporter        string
 	once            sync.Once
@@ -131,6 +149,23 @@ func (t *Telemetry) TracerProvider() trace.TracerProvider {
 		return noop.NewTracerProvider()
 	}
 	return t.tp
+}
+
+// MeterProvider returns the meter provider; a no-op one when the SDK is
+// disabled or no metric is read.
+func (t *Telemetry) MeterProvider() metric.MeterProvider {
+	if t == nil || t.mp == nil {
+		return metricnoop.NewMeterProvider()
+	}
+	return t.mp
+}
+
+// MetricsExporter describes where metrics go, for a start-up log line.
+func (t *Telemetry) MetricsExporter() string {
+	if t == nil || t.metrics == "" {
+		return "none"
+	}
+	return t.metrics
 }
 
 // Enabled reports whether spans are recorded and exported.
@@ -149,7 +184,7 @@ func (t *Telemetry) Exporter() string {
 // the Telemetry's shutdown timeout, or ctx's deadline if earlier, even when
 // the collector is dead. Calling it again returns the first result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
-	if t == nil || t.tp == nil {
+	if t == nil || (t.tp == nil && t.mp == nil) {
 		return nil
 	}
 	t.once.Do(func() {
@@ -158,7 +193,14 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		}
 		ctx, cancel := context.WithTimeout(ctx, t.shutdownTimeout)
 		defer cancel()
-		t.err = t.tp.Shutdown(ctx)
+		var errs []error
+		if t.tp != nil {
+			errs = append(errs, t.tp.Shutdown(ctx))
+		}
+		if t.mp != nil {
+			errs = append(errs, t.mp.Shutdown(ctx))
+		}
+		t.err = errors.Join(errs...)
 	})
 	return t.err
 }
@@ -220,8 +262,12 @@ func Setup(ctx context.Context, opts ...SetupOption) (*Telemetry, error) {
 			t.exporter = describeExporter()
 		}
 	}
-	if exp == nil && len(cfg.processors) == 0 {
-		// Nothing would leave the process: recording spans would only cost.
+	readers, err := metricReaders(ctx, cfg, t)
+	if err != nil {
+		return &Telemetry{}, err
+	}
+	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 {
+		// Nothing would leave the process: recording would only cost.
 		return &Telemetry{}, nil
 	}
 
@@ -230,23 +276,78 @@ func Setup(ctx context.Context, opts ...SetupOption) (*Telemetry, error) {
 		// A partial resource is still worth exporting with.
 		otel.Handle(fmt.Errorf("otelomni: detecting the resource: %w", err))
 	}
-	tpOpts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res),
-		sdktrace.WithRawSpanLimits(spanLimits()),
+	if exp != nil || len(cfg.processors) > 0 {
+		tpOpts := []sdktrace.TracerProviderOption{
+			sdktrace.WithResource(res),
+			sdktrace.WithRawSpanLimits(spanLimits()),
+		}
+		if exp != nil {
+			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp, cfg.batchOptions...))
+		}
+		for _, p := range cfg.processors {
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		}
+		t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	}
-	if exp != nil {
-		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp, cfg.batchOptions...))
+	if len(readers) > 0 {
+		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		for _, r := range readers {
+			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
+		}
+		t.mp = sdkmetric.NewMeterProvider(mpOpts...)
 	}
-	for _, p := range cfg.processors {
-		tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
-	}
-	t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	if !cfg.noGlobal {
-		otel.SetTracerProvider(t.tp)
+		if t.tp != nil {
+			otel.SetTracerProvider(t.tp)
+		}
+		if t.mp != nil {
+			otel.SetMeterProvider(t.mp)
+		}
 		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
 			propagation.TraceContext{}, propagation.Baggage{}))
 	}
 	return t, nil
+}
+
+// metricReaders returns the reader that OTEL_METRICS_EXPORTER selects
+// (otlp, prometheus, console, none) through autoexport, and the extra ones.
+// With a fallback set and no metric exporter or endpoint named, none is
+// made: a program that needs no server must not push to localhost.
+func metricReaders(ctx context.Context, cfg setupConfig, t *Telemetry) ([]sdkmetric.Reader, error) {
+	readers := append([]sdkmetric.Reader(nil), cfg.metricReaders...)
+	if cfg.fallbackSet && firstEnv(metricVars...) == "" {
+		return readers, nil
+	}
+	r, err := autoexport.NewMetricReader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otelomni: setting up the metric reader: %w", err)
+	}
+	if autoexport.IsNoneMetricReader(r) {
+		return readers, nil
+	}
+	t.metrics = describeMetrics()
+	return append(readers, r), nil
+}
+
+// metricVars are the variables that configure where metrics go.
+var metricVars = []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"}
+
+func describeMetrics() string {
+	kind := strings.TrimSpace(os.Getenv("OTEL_METRICS_EXPORTER"))
+	switch kind {
+	case "", "otlp":
+		return "otlp"
+	case "prometheus":
+		host, port := firstEnv("OTEL_EXPORTER_PROMETHEUS_HOST"), firstEnv("OTEL_EXPORTER_PROMETHEUS_PORT")
+		if host == "" {
+			host = "localhost"
+		}
+		if port == "" {
+			port = "9464"
+		}
+		return "prometheus on http://" + host + ":" + port + "/metrics"
+	}
+	return kind
 }
 
 func sdkDisabled() bool {

@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -37,25 +38,34 @@ func (in *Instrumenter) StartStage(ctx context.Context, info StageInfo) (context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ts := in.tracer()
-	if !ts.enabled {
+	ts, ms := in.tracer(), in.meters()
+	if !ts.enabled && ms.inst == nil {
 		return ctx, noStage
 	}
-	opts := startServer
-	if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
-		opts = startInternal
+	sctx := ctx
+	var span trace.Span
+	if ts.enabled {
+		opts := startServer
+		if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
+			opts = startInternal
+		}
+		sctx, span = ts.tracer.Start(ctx, spans.StageSpanName, opts...)
+		if !span.IsRecording() {
+			span = nil
+		}
 	}
-	sctx, span := ts.tracer.Start(ctx, spans.StageSpanName, opts...)
-	if !span.IsRecording() {
+	if span == nil && ms.inst == nil {
 		return sctx, noStage
 	}
-	s := &Stage{parent: ctx, stageID: info.ID}
-	s.init(in, ts.tracer, span, sctx, "", info.Model)
 	if info.Type == "" {
 		info.Type = attrs.StageOther
 	}
-	kv := info.appendAttrs(s.attrBuf[:0])
-	span.SetAttributes(kv...)
+	s := &Stage{parent: ctx, stageID: info.ID}
+	s.init(in, ts.tracer, span, sctx, ms.inst, info.Model, info.Type, time.Time{})
+	s.kind = kindStage
+	if span != nil {
+		span.SetAttributes(info.appendAttrs(s.attrBuf[:0])...)
+	}
 	return sctx, s
 }
 

@@ -70,24 +70,33 @@ func (s *Stage) RecordTransfer(rec spans.TransferRecord) error {
 		s.in.stats.misused("a transfer recorded on a stage that had already ended")
 		return ErrRequestEnded
 	}
-	s.startOpt[0] = trace.WithTimestamp(iv.Start())
-	tctx, span := s.tracer.Start(s.parent, spans.TransferSpanName, s.startOpt[:1]...)
-	kv := append(s.attrBuf[:0],
-		attrs.TransferFromStage(rec.FromStage), attrs.TransferToStage(rec.ToStage))
-	if rec.Bytes > 0 {
-		kv = append(kv, attrs.TransferBytes(rec.Bytes))
+	tctx := s.parent
+	var span trace.Span
+	if s.span != nil {
+		s.startOpt[0] = trace.WithTimestamp(iv.Start())
+		tctx, span = s.tracer.Start(s.parent, spans.TransferSpanName, s.startOpt[:1]...)
+		kv := append(s.attrBuf[:0],
+			attrs.TransferFromStage(rec.FromStage), attrs.TransferToStage(rec.ToStage))
+		if rec.Bytes > 0 {
+			kv = append(kv, attrs.TransferBytes(rec.Bytes))
+		}
+		if rec.Connector != "" {
+			kv = append(kv, attrs.TransferConnector(rec.Connector))
+		}
+		if rec.Reconstructed {
+			kv = append(kv, attrs.Reconstructed(true))
+		}
+		span.SetAttributes(kv...)
 	}
-	if rec.Connector != "" {
-		kv = append(kv, attrs.TransferConnector(rec.Connector))
-	}
-	if rec.Reconstructed {
-		kv = append(kv, attrs.Reconstructed(true))
-	}
-	span.SetAttributes(kv...)
 	for _, p := range plan {
 		s.emitUnderLocked(tctx, p.Phase, p.Start, p.End, -1, false, -1, rec.Reconstructed, nil)
 	}
-	s.endOpt[0] = trace.WithTimestamp(iv.End())
-	span.End(s.endOpt[:]...)
+	if span != nil {
+		s.endOpt[0] = trace.WithTimestamp(iv.End())
+		span.End(s.endOpt[:]...)
+	}
+	if s.met != nil && rec.Bytes > 0 && s.met.size.Enabled(tctx) {
+		s.met.size.Record(tctx, rec.Bytes, s.pattrs.transferRec(rec.Connector)...)
+	}
 	return errors.Join(bad...)
 }

@@ -20,9 +20,14 @@ import (
 	"sync"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
 )
 
 func main() {
@@ -35,12 +40,31 @@ func main() {
 		waterfall   = flag.Bool("waterfall", false, "print waterfalls and the summary even when exporting")
 		manifest    = flag.String("manifest", "", "write each request's id and scenario to this file (JSON lines)")
 		quiet       = flag.Bool("quiet", false, "print the summary only, no waterfalls")
+		linger      = flag.Duration("linger", 0, "keep the process (and a Prometheus endpoint) up this long after the run")
 	)
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(os.Stdout, *requests, *concurrency, *seed, *slots, *scale, *waterfall, *quiet, *manifest); err != nil {
+	cfg := config{requests: *requests, concurrency: *concurrency, seed: *seed, slots: *slots, scale: *scale,
+		waterfall: *waterfall, quiet: *quiet, manifest: *manifest, linger: *linger}
+	if _, err := run(os.Stdout, cfg); err != nil {
 		log.Fatal(err)
 	}
+}
+
+type config struct {
+	requests, concurrency, slots int
+	seed                         uint64
+	scale                        float64
+	waterfall, quiet             bool
+	manifest                     string
+	linger                       time.Duration
+}
+
+// result is what a run measured, twice: the spans (per summary row) and the
+// phase histogram's counts (per omni.phase), from the same measurements.
+type result struct {
+	spans   map[string]int
+	metrics map[string]uint64
 }
 
 // embedded reports whether the environment names no exporter and no
@@ -54,9 +78,11 @@ func embedded() bool {
 	return true
 }
 
-func run(out io.Writer, requests, concurrency int, seed uint64, slots int, scale float64, waterfall, quiet bool, manifest string) error {
+func run(out io.Writer, cfg config) (result, error) {
+	requests, concurrency, seed := cfg.requests, cfg.concurrency, cfg.seed
 	ctx := context.Background()
-	show := waterfall || embedded()
+	show := cfg.waterfall || embedded()
+	quiet := cfg.quiet
 
 	var mu sync.Mutex
 	summary := &traceview.Summary{}
@@ -68,25 +94,29 @@ func run(out io.Writer, requests, concurrency int, seed uint64, slots int, scale
 			mu.Unlock()
 		}
 	}}
-	opts := []otelomni.SetupOption{otelomni.WithServiceName("omni-diffusion-demo"), otelomni.WithFallbackExporter(nil)}
+	// The demo reads its own instruments too, to show that the summary of
+	// the spans and the histograms agree.
+	reader := sdkmetric.NewManualReader()
+	opts := []otelomni.SetupOption{otelomni.WithServiceName("omni-diffusion-demo"), otelomni.WithFallbackExporter(nil),
+		otelomni.WithMetricReader(reader)}
 	if show {
 		opts = append(opts, otelomni.WithSpanProcessor(collector))
 	}
 	tel, err := otelomni.Setup(ctx, opts...)
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	fmt.Fprintf(out, "otelomni diffusion demo: %d requests, concurrency %d, seed %d; exporting to %s\n\n",
-		requests, concurrency, seed, tel.Exporter())
+	fmt.Fprintf(out, "otelomni diffusion demo: %d requests, concurrency %d, seed %d; traces to %s; metrics to %s\n\n",
+		requests, concurrency, seed, tel.Exporter(), tel.MetricsExporter())
 
-	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
-	eng := engine.New(engine.Config{Instrumenter: in, Slots: slots, TimeScale: scale})
+	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(tel.MeterProvider()))
+	eng := engine.New(engine.Config{Instrumenter: in, Slots: cfg.slots, TimeScale: cfg.scale})
 
 	var mf *json.Encoder
-	if manifest != "" {
-		f, err := os.Create(manifest)
+	if cfg.manifest != "" {
+		f, err := os.Create(cfg.manifest)
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		defer f.Close()
 		mf = json.NewEncoder(f)
@@ -130,17 +160,63 @@ func run(out io.Writer, requests, concurrency int, seed uint64, slots int, scale
 	wg.Wait()
 	elapsed := time.Since(start)
 
+	res := result{spans: summary.Spans(), metrics: phaseCounts(ctx, reader)}
+	fmt.Fprintf(out, "served %d requests (%d ended with an error, as their scenarios ask) in %.1fs\n", requests, failed, elapsed.Seconds())
+	if cfg.linger > 0 {
+		fmt.Fprintf(out, "lingering %v (metrics to %s)\n", cfg.linger, tel.MetricsExporter())
+		time.Sleep(cfg.linger)
+	}
 	if err := tel.Shutdown(ctx); err != nil {
 		fmt.Fprintf(out, "shutdown: %v\n", err)
 	}
-	fmt.Fprintf(out, "served %d requests (%d ended with an error, as their scenarios ask) in %.1fs\n", requests, failed, elapsed.Seconds())
 	if show {
 		fmt.Fprintln(out, "\nsummary per phase (measured: requests that measured it / all; a phase not measured is not a 0):")
 		summary.Write(out)
+		fmt.Fprintln(out, "\nthe same measurements as metrics (omni.phase.duration count per omni.phase, beside the spans above):")
+		writeAgreement(out, res)
 	}
 	st := in.Stats()
 	fmt.Fprintf(out, "\nrejected measurements: %d, API misuse: %d\n", st.RejectedIntervals, st.Misuse)
-	return nil
+	return res, nil
+}
+
+// phaseCounts reads the phase histogram's count per omni.phase.
+func phaseCounts(ctx context.Context, reader *sdkmetric.ManualReader) map[string]uint64 {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		return nil
+	}
+	out := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok || m.Name != otelomni.PhaseDurationName {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				if v, ok := dp.Attributes.Value(attrs.PhaseKey); ok {
+					out[v.AsString()] += dp.Count
+				}
+			}
+		}
+	}
+	return out
+}
+
+// writeAgreement prints, per phase, the spans and the histogram count.
+func writeAgreement(out io.Writer, r result) {
+	fmt.Fprintf(out, "%-20s %8s %10s\n", "phase", "spans", "histogram")
+	for _, p := range spans.Phases() {
+		n, m := r.spans[p.ID()], r.metrics[p.ID()]
+		if p >= spans.LLMQueue || (n == 0 && m == 0 && p == spans.DenoiseStep) {
+			continue
+		}
+		mark := ""
+		if uint64(n) != m {
+			mark = "  DISAGREE"
+		}
+		fmt.Fprintf(out, "%-20s %8d %10d%s\n", p.ID(), n, m, mark)
+	}
 }
 
 // requestID makes ids shaped like the reference system's: opaque strings,

@@ -1,0 +1,287 @@
+package otelomni_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// metered is an instrumenter with a manual metric reader and, unless
+// traces is false, a span recorder.
+type metered struct {
+	*recorded
+	reader *sdkmetric.ManualReader
+}
+
+func newMetered(t *testing.T, traces bool, tpOpts ...sdktrace.TracerProviderOption) *metered {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	r := newRecorded(t)
+	if len(tpOpts) > 0 {
+		r.tp = sdktrace.NewTracerProvider(append(tpOpts, sdktrace.WithSpanProcessor(r.rec))...)
+	}
+	opts := []otelomni.Option{otelomni.WithMeterProvider(mp), otelomni.WithTracerProvider(r.tp)}
+	if !traces {
+		opts[1] = otelomni.WithTracerProvider(noop.NewTracerProvider())
+	}
+	r.in = otelomni.New(opts...)
+	return &metered{recorded: r, reader: reader}
+}
+
+// histograms collects and returns each float histogram's data points by
+// instrument name, checking the scope.
+func (m *metered) histograms(t *testing.T) map[string][]metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]metricdata.HistogramDataPoint[float64]{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != otelomni.ScopeName || sm.Scope.Version != otelomni.Version {
+			t.Errorf("metric scope %+v", sm.Scope)
+		}
+		for _, mm := range sm.Metrics {
+			if h, ok := mm.Data.(metricdata.Histogram[float64]); ok {
+				out[mm.Name] = append(out[mm.Name], h.DataPoints...)
+			}
+			if h, ok := mm.Data.(metricdata.Histogram[int64]); ok {
+				for _, dp := range h.DataPoints {
+					out[mm.Name] = append(out[mm.Name], metricdata.HistogramDataPoint[float64]{Attributes: dp.Attributes, Count: dp.Count})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// phaseCount returns how many measurements of phase p the phase histogram
+// holds.
+func phaseCount(dps []metricdata.HistogramDataPoint[float64], p spans.Phase) uint64 {
+	var n uint64
+	for _, dp := range dps {
+		if v, ok := dp.Attributes.Value(attrs.PhaseKey); ok && v.AsString() == p.ID() {
+			n += dp.Count
+		}
+	}
+	return n
+}
+
+func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
+	for _, path := range []string{"live", "record"} {
+		t.Run(path, func(t *testing.T) {
+			m := newMetered(t, true)
+			const n, k = 10, 4
+			for i := 0; i < n; i++ {
+				_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
+				if path == "live" {
+					if i < k {
+						req.StartPhase(spans.Preprocess).End()
+					}
+					req.StartPhase(spans.Exec).End()
+				} else {
+					rec := &spans.DiffusionRecord{Exec: spans.Between(at(10), at(20))}
+					if i < k {
+						rec.Preprocess = spans.Between(at(0), at(10))
+					}
+					_ = req.Record(rec)
+				}
+				req.End(nil)
+			}
+			h := m.histograms(t)
+			if got := phaseCount(h[otelomni.PhaseDurationName], spans.Preprocess); got != k {
+				t.Errorf("preprocess count %d, want %d (the requests that had a pre-processor), not %d", got, k, n)
+			}
+			if got := phaseCount(h[otelomni.PhaseDurationName], spans.Exec); got != n {
+				t.Errorf("exec count %d, want %d", got, n)
+			}
+			if got := phaseCount(h[otelomni.PhaseDurationName], spans.QueueWait); got != 0 {
+				t.Errorf("queue wait was never measured, count %d", got)
+			}
+			spansByName := byName(m.rec.Ended())
+			for _, p := range []spans.Phase{spans.Preprocess, spans.Exec} {
+				if got := phaseCount(h[otelomni.PhaseDurationName], p); int(got) != len(spansByName[p.SpanName()]) {
+					t.Errorf("%v: %d measurements, %d spans: one measurement must make both", p, got, len(spansByName[p.SpanName()]))
+				}
+			}
+		})
+	}
+}
+
+func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
+	m := newMetered(t, true)
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)))
+	req.End(nil)
+	for _, dp := range m.histograms(t)[otelomni.PhaseDurationName] {
+		if dp.Count != 1 || dp.BucketCounts[0] != 1 || dp.Sum != 0 {
+			t.Errorf("a measured 0: count %d, first bucket %d, sum %v", dp.Count, dp.BucketCounts[0], dp.Sum)
+		}
+		if dp.Bounds[0] != 0.001 || dp.Bounds[len(dp.Bounds)-1] != 300 {
+			t.Errorf("buckets %v, want 1 ms to 300 s", dp.Bounds)
+		}
+	}
+}
+
+func TestSynchronousOutputRecordsNoWait(t *testing.T) {
+	m := newMetered(t, true)
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "stream"})
+	_ = req.Record(&spans.DiffusionRecord{
+		Exec: spans.Between(at(0), at(100)),
+		Outputs: []spans.OutputTiming{
+			{ReadyWait: spans.Between(at(40), at(45)), Postprocess: spans.Between(at(45), at(50))},
+			{Postprocess: spans.Between(at(100), at(110)), Final: true},
+		},
+	})
+	req.End(nil)
+	h := m.histograms(t)
+	if got := phaseCount(h[otelomni.PhaseDurationName], spans.OutputReadyWait); got != 1 {
+		t.Errorf("output-ready wait count %d, want 1 (the synchronous output has none)", got)
+	}
+	if got := phaseCount(h[otelomni.PhaseDurationName], spans.Postprocess); got != 2 {
+		t.Errorf("postprocess count %d, want one per output", got)
+	}
+	ttfo := h[otelomni.TimeToFirstOutputName]
+	if len(ttfo) != 1 || ttfo[0].Count != 1 {
+		t.Errorf("time to first output: %+v", ttfo)
+	}
+	if req := h[otelomni.RequestDurationName]; len(req) != 1 || req[0].Count != 1 {
+		t.Errorf("the request counts once, whatever its outputs: %+v", req)
+	}
+}
+
+func TestMetricAttributesStayLowCardinality(t *testing.T) {
+	m := newMetered(t, true)
+	for i, id := range []string{"chatcmpl-1", "chatcmpl-2", "0_501f96ba-7c1d"} {
+		ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: "m", NumInferenceSteps: 20, Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
+		req.StartPhase(spans.Exec).End()
+		_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
+		_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 1 << 20, Connector: "shm", RxDecode: spans.Between(at(0), at(1))})
+		st.End(nil)
+		var err error
+		if i == 0 {
+			err = otelomni.ErrTimeout
+		}
+		req.End(err)
+	}
+	allowed := map[attribute.Key]bool{attrs.PhaseKey: true, attrs.StageTypeKey: true, attrs.RequestModelKey: true,
+		attrs.ErrorTypeKey: true, attrs.TransferConnectorKey: true}
+	h := m.histograms(t)
+	for name, dps := range h {
+		for _, dp := range dps {
+			for _, kv := range dp.Attributes.ToSlice() {
+				if !allowed[kv.Key] {
+					t.Errorf("%s carries %s=%v: metrics must stay low-cardinality", name, kv.Key, kv.Value.String())
+				}
+			}
+		}
+	}
+	for _, name := range []string{otelomni.PhaseDurationName, otelomni.RequestDurationName, otelomni.StageDurationName,
+		otelomni.ExecPerStepName, otelomni.TransferSizeName} {
+		if len(h[name]) == 0 {
+			t.Errorf("%s recorded nothing", name)
+		}
+	}
+	var failed uint64
+	for _, dp := range h[otelomni.RequestDurationName] {
+		if v, ok := dp.Attributes.Value(attrs.ErrorTypeKey); ok && v.AsString() == "timeout" {
+			failed += dp.Count
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d failed requests with error.type=timeout, want 1", failed)
+	}
+}
+
+func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
+	cases := map[string]*metered{
+		"unsampled":      newMetered(t, true, sdktrace.WithSampler(sdktrace.NeverSample())),
+		"tracing off":    newMetered(t, false),
+		"sampled traces": newMetered(t, true),
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			for i := 0; i < 5; i++ {
+				ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", NumInferenceSteps: 10})
+				p := req.StartPhase(spans.Exec)
+				p.End()
+				p.End() // twice: counted once
+				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+				req.StartPhase(spans.Forward) // still open at the end: ended with the request
+				req.End(nil)
+				req.End(nil)
+			}
+			h := m.histograms(t)
+			for _, p := range []spans.Phase{spans.Exec, spans.Postprocess, spans.Forward} {
+				if got := phaseCount(h[otelomni.PhaseDurationName], p); got != 5 {
+					t.Errorf("%v count %d, want 5", p, got)
+				}
+			}
+			if r := h[otelomni.RequestDurationName]; len(r) != 1 || r[0].Count != 5 {
+				t.Errorf("request durations %+v", r)
+			}
+		})
+	}
+}
+
+func TestExemplarPointsToTheTrace(t *testing.T) {
+	m := newMetered(t, true)
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	req.StartPhase(spans.Exec).End()
+	req.End(nil)
+	tid := req.Span().SpanContext().TraceID()
+	var found bool
+	for _, dp := range m.histograms(t)[otelomni.PhaseDurationName] {
+		for _, ex := range dp.Exemplars {
+			if string(ex.TraceID) == string(tid[:]) {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("no exemplar of the phase histogram points to the request's trace")
+	}
+}
+
+func TestStageAndTransferMetrics(t *testing.T) {
+	m := newMetered(t, true)
+	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav"})
+	_ = st.RecordTransfer(spans.TransferRecord{FromStage: 1, ToStage: 2, Bytes: 3 << 20, Connector: "shm",
+		Tx: spans.Between(at(0), at(1)), InFlight: spans.Between(at(1), at(2)), RxDecode: spans.Between(at(2), at(4))})
+	time.Sleep(time.Millisecond)
+	st.EmitOutput(false)
+	st.EmitOutput(true)
+	st.End(errors.New("vocoder failed"))
+	req.End(nil)
+	h := m.histograms(t)
+	for _, p := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
+		if got := phaseCount(h[otelomni.PhaseDurationName], p); got != 1 {
+			t.Errorf("%v count %d", p, got)
+		}
+	}
+	if s := h[otelomni.StageDurationName]; len(s) != 1 || s[0].Count != 1 {
+		t.Errorf("stage durations %+v", s)
+	} else if v, _ := s[0].Attributes.Value(attrs.ErrorTypeKey); v.AsString() != "_OTHER" {
+		t.Errorf("a failed stage carries error.type: %v", s[0].Attributes)
+	}
+	if s := h[otelomni.TransferSizeName]; len(s) != 1 || s[0].Count != 1 {
+		t.Errorf("transfer sizes %+v", s)
+	}
+	if s := h[otelomni.TimeToFirstOutputName]; len(s) != 1 || s[0].Count != 1 {
+		t.Errorf("time to first output %+v", s)
+	}
+}
