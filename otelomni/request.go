@@ -150,4 +150,3 @@ func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
 	}
 	return kv
 }
-

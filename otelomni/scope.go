@@ -215,4 +215,3 @@ func markError(span trace.Span, err error) {
 	span.SetStatus(codes.Error, err.Error())
 	span.SetAttributes(attrs.ErrorType(errorType(err)))
 }
-

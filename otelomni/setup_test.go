@@ -11,6 +11,9 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -41,8 +44,9 @@ func newKept() keptExporter { return keptExporter{tracetest.NewInMemoryExporter(
 func setupWithMemory(t *testing.T, opts ...otelomni.SetupOption) (*otelomni.Telemetry, keptExporter) {
 	t.Helper()
 	exp := newKept()
+	// The fallback keeps metrics off unless a variable names an exporter.
 	tel, err := otelomni.Setup(context.Background(), append([]otelomni.SetupOption{
-		otelomni.WithSpanExporter(exp), otelomni.WithoutGlobal()}, opts...)...)
+		otelomni.WithSpanExporter(exp), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,6 +272,7 @@ func TestSetupInstallsGlobals(t *testing.T) {
 	if os.Getenv("OTELOMNI_CHILD") == t.Name() {
 		clearOTelEnv(t)
 		exp := newKept()
+		t.Setenv("OTEL_METRICS_EXPORTER", "none")
 		tel, err := otelomni.Setup(context.Background(), otelomni.WithSpanExporter(exp))
 		if err != nil {
 			t.Fatal(err)
@@ -294,4 +299,62 @@ func TestSetupInstallsGlobals(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
+}
+
+func TestSetupMetricsFromEnvironment(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"none", map[string]string{"OTEL_METRICS_EXPORTER": "none", "OTEL_TRACES_EXPORTER": "none"}, "none"},
+		{"console", map[string]string{"OTEL_METRICS_EXPORTER": "console", "OTEL_TRACES_EXPORTER": "none"}, "console"},
+		{"prometheus", map[string]string{"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_TRACES_EXPORTER": "none",
+			"OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1", "OTEL_EXPORTER_PROMETHEUS_PORT": strings.Split(closedPort(t), ":")[1]},
+			"prometheus on http://127.0.0.1:"},
+		{"fallback, nothing set", map[string]string{}, "none"},
+		{"sdk disabled", map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_METRICS_EXPORTER": "console"}, "none"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clearOTelEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
+			if !strings.HasPrefix(tel.MetricsExporter(), tc.want) {
+				t.Errorf("MetricsExporter %q, want %q", tel.MetricsExporter(), tc.want)
+			}
+			_, isNoop := tel.MeterProvider().(metricnoop.MeterProvider)
+			if isNoop != (tc.want == "none") {
+				t.Errorf("meter provider %T for %q", tel.MeterProvider(), tc.want)
+			}
+		})
+	}
+}
+
+func TestSetupWithMetricReaderRecordsThroughIt(t *testing.T) {
+	clearOTelEnv(t)
+	reader := sdkmetric.NewManualReader()
+	tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil), otelomni.WithMetricReader(reader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(tel.MeterProvider()))
+	fivePhases(in)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.ScopeMetrics) == 0 {
+		t.Fatal("nothing recorded through the reader")
+	}
+	if v, ok := rm.Resource.Set().Value("service.instance.id"); !ok || v.AsString() == "" {
+		t.Error("metrics carry the same resource as spans")
+	}
+	_ = tel.Shutdown(context.Background())
 }

@@ -167,7 +167,7 @@ func run(out io.Writer, cfg config) (result, error) {
 		time.Sleep(cfg.linger)
 	}
 	if err := tel.Shutdown(ctx); err != nil {
-		fmt.Fprintf(out, "shutdown: %v\n", err)
+		fmt.Fprintf(out, "shutdown: %v\n(a trace-only backend such as Jaeger refuses metrics: set OTEL_METRICS_EXPORTER=none or prometheus)\n", err)
 	}
 	if show {
 		fmt.Fprintln(out, "\nsummary per phase (measured: requests that measured it / all; a phase not measured is not a 0):")

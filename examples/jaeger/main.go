@@ -58,9 +58,10 @@ func run(requests int, protocol string, keep bool) error {
 	demo.Env = append(os.Environ(),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+j.OTLPEndpoint(protocol),
 		"OTEL_EXPORTER_OTLP_PROTOCOL="+protocol,
+		"OTEL_METRICS_EXPORTER=none", // Jaeger takes traces only
 		"OTEL_SERVICE_NAME="+service)
 	demo.Stdout, demo.Stderr = os.Stdout, os.Stderr
-	fmt.Printf("running the demo: OTEL_EXPORTER_OTLP_ENDPOINT=%s OTEL_EXPORTER_OTLP_PROTOCOL=%s go run ./examples/diffusion -requests %d\n\n",
+	fmt.Printf("running the demo: OTEL_EXPORTER_OTLP_ENDPOINT=%s OTEL_EXPORTER_OTLP_PROTOCOL=%s OTEL_METRICS_EXPORTER=none go run ./examples/diffusion -requests %d\n\n",
 		j.OTLPEndpoint(protocol), protocol, requests)
 	if err := demo.Run(); err != nil {
 		return fmt.Errorf("demo: %w", err)
