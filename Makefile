@@ -8,14 +8,15 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit bench jaeger jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench jaeger jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
 	$(GO) run ./examples/diffusion
 
-## test: vet, staticcheck and every test under the race detector.
-test: lint unit
+## test: vet, staticcheck, every test under the race detector, and a
+## bounded fuzz run of the record parser.
+test: lint unit fuzz
 
 lint: vet staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -31,6 +32,11 @@ staticcheck:
 # not skip, if it is missing.
 unit: $(JAEGER)
 	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
+
+FUZZTIME ?= 20s
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/omnirecord
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:

@@ -29,9 +29,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		for _, name := range []string{"diffusion", "omni"} {
+		for name, pkg := range map[string]string{"diffusion": "./examples/diffusion", "omni": "./examples/omni", "omnitrace": "./cmd/omnitrace"} {
 			out := filepath.Join(dir, name)
-			cmd := exec.Command("go", "build", "-o", out, "./examples/"+name)
+			cmd := exec.Command("go", "build", "-o", out, pkg)
 			cmd.Dir = root
 			if b, err := cmd.CombinedOutput(); err != nil {
 				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, b)

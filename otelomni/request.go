@@ -53,6 +53,9 @@ type StageInfo struct {
 	// Model is the model this stage runs; it is repeated on the stage's
 	// phase spans (gen_ai.request.model). Optional.
 	Model string
+	// Start is when the stage started, for a stage rebuilt after the fact
+	// ([Instrumenter.StartStage] only); the zero time means now.
+	Start time.Time
 }
 
 // Request is the span of one request (omni.request) and the phases

@@ -56,6 +56,7 @@ type setupConfig struct {
 	fallbackSet     bool
 	fallback        sdktrace.SpanExporter
 	metricReaders   []sdkmetric.Reader
+	noMetrics       bool
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the
@@ -88,6 +89,13 @@ func WithMetricReader(r sdkmetric.Reader) SetupOption {
 			c.metricReaders = append(c.metricReaders, r)
 		}
 	})
+}
+
+// WithoutMetrics keeps Setup from making the metric reader that
+// OTEL_METRICS_EXPORTER selects, for a program that exports traces only
+// (a batch import, say). Readers given with [WithMetricReader] still apply.
+func WithoutMetrics() SetupOption {
+	return setupOptionFunc(func(c *setupConfig) { c.noMetrics = true })
 }
 
 // WithSpanProcessor adds a span processor beside the exporter's batch
@@ -315,7 +323,7 @@ func Setup(ctx context.Context, opts ...SetupOption) (*Telemetry, error) {
 // made: a program that needs no server must not push to localhost.
 func metricReaders(ctx context.Context, cfg setupConfig, t *Telemetry) ([]sdkmetric.Reader, error) {
 	readers := append([]sdkmetric.Reader(nil), cfg.metricReaders...)
-	if cfg.fallbackSet && firstEnv(metricVars...) == "" {
+	if cfg.noMetrics || (cfg.fallbackSet && firstEnv(metricVars...) == "") {
 		return readers, nil
 	}
 	r, err := autoexport.NewMetricReader(ctx)

@@ -2,7 +2,6 @@ package otelomni
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -49,6 +48,9 @@ func (in *Instrumenter) StartStage(ctx context.Context, info StageInfo) (context
 		if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
 			opts = startInternal
 		}
+		if !info.Start.IsZero() {
+			opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(info.Start)}
+		}
 		sctx, span = ts.tracer.Start(ctx, spans.StageSpanName, opts...)
 		if !span.IsRecording() {
 			span = nil
@@ -61,7 +63,7 @@ func (in *Instrumenter) StartStage(ctx context.Context, info StageInfo) (context
 		info.Type = attrs.StageOther
 	}
 	s := &Stage{parent: ctx, stageID: info.ID}
-	s.init(in, ts.tracer, span, sctx, ms.inst, info.Model, info.Type, time.Time{})
+	s.init(in, ts.tracer, span, sctx, ms.inst, info.Model, info.Type, info.Start)
 	s.kind = kindStage
 	if span != nil {
 		span.SetAttributes(info.appendAttrs(s.attrBuf[:0])...)

@@ -1,0 +1,202 @@
+// Command omnitrace brings timing records from existing engines into
+// traces, and reads traces back as the tables people read in a terminal.
+//
+//	omnitrace import [-out FILE] [RECORDS.jsonl ...]
+//	omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
+//	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
+//
+// import reads JSON lines, one request per line, and exports one trace per
+// good line through the standard OTEL_* variables (to the console when none
+// names an exporter or endpoint), or writes them to an OTLP/JSON file with
+// -out. A bad line is reported on stderr with its line number and reason
+// and skipped; the exit status is 1 when any line was skipped.
+//
+// table prints one trace's per-request table: phases by stage, a blank cell
+// for a phase not measured. summary prints, per phase, how many requests
+// measured it and the p50, p90, p99 and max of its durations. Neither ever
+// adds phases together.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/otelomni/otelomni/internal/jaeger"
+	"github.com/otelomni/otelomni/internal/traceview"
+)
+
+const usage = `usage:
+  omnitrace import [-out FILE] [RECORDS.jsonl ...]     records (JSON lines; stdin when none) to traces
+  omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
+  omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run runs one command and returns the exit status: 0, 1 when lines were
+// skipped or the command failed, 2 for a usage error.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "import":
+		return runImport(ctx, args[1:], stdin, stdout, stderr)
+	case "table":
+		err = runTable(ctx, args[1:], stdout, stderr)
+	case "summary":
+		err = runSummary(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "omnitrace: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "omnitrace %s: %v\n%s", args[0], err, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "omnitrace %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// source reads traces from Jaeger or from an OTLP/JSON file.
+type source struct {
+	jaegerURL, file string
+}
+
+func (s *source) flags(fs *flag.FlagSet) {
+	fs.StringVar(&s.jaegerURL, "jaeger", "", "Jaeger query API base URL, such as http://127.0.0.1:16686")
+	fs.StringVar(&s.file, "file", "", "an OTLP/JSON file (Jaeger's /api/v3 answer or an OTLP file exporter's output; - for stdin)")
+}
+
+func (s *source) check() error {
+	if (s.jaegerURL == "") == (s.file == "") {
+		return usageError{"give exactly one of -jaeger and -file"}
+	}
+	return nil
+}
+
+func (s *source) readFile() ([]traceview.Span, error) {
+	var r io.Reader = os.Stdin
+	if s.file != "-" {
+		f, err := os.Open(s.file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	return traceview.ParseOTLPJSON(bufio.NewReader(r))
+}
+
+func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var src source
+	src.flags(fs)
+	requestID := fs.String("request", "", "pick the trace whose omni.request.id is this (with -file)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if err := src.check(); err != nil {
+		return err
+	}
+	traceID := fs.Arg(0)
+	var ss []traceview.Span
+	var err error
+	if src.jaegerURL != "" {
+		if traceID == "" {
+			return usageError{"a trace id is needed with -jaeger"}
+		}
+		ss, err = (&jaeger.Client{Base: src.jaegerURL}).Trace(ctx, traceID)
+	} else {
+		ss, err = src.readFile()
+	}
+	if err != nil {
+		return err
+	}
+	traces := traceview.ByTrace(ss)
+	var pick []traceview.Span
+	for id, tr := range traces {
+		switch {
+		case traceID != "" && id == traceID:
+			pick = tr
+		case *requestID != "":
+			for _, s := range tr {
+				if s.ParentID == "" && s.Str("omni.request.id") == *requestID {
+					pick = tr
+				}
+			}
+		case traceID == "" && len(traces) == 1:
+			pick = tr
+		}
+	}
+	if pick == nil {
+		if traceID == "" && *requestID == "" && len(traces) > 1 {
+			return usageError{fmt.Sprintf("%d traces: name one with a trace id or -request", len(traces))}
+		}
+		return fmt.Errorf("trace not found")
+	}
+	traceview.Table(stdout, pick)
+	return nil
+}
+
+func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("summary", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var src source
+	src.flags(fs)
+	service := fs.String("service", "", "the service whose traces to summarise (with -jaeger)")
+	since := fs.Duration("since", time.Hour, "how far back to look (with -jaeger)")
+	limit := fs.Int("limit", 1000, "at most this many traces (with -jaeger)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if err := src.check(); err != nil {
+		return err
+	}
+	var ss []traceview.Span
+	var err error
+	if src.jaegerURL != "" {
+		if *service == "" {
+			return usageError{"-service is needed with -jaeger"}
+		}
+		now := time.Now()
+		ss, err = (&jaeger.Client{Base: src.jaegerURL}).Search(ctx, *service, now.Add(-*since), now.Add(time.Minute), *limit)
+	} else {
+		ss, err = src.readFile()
+	}
+	if err != nil {
+		return err
+	}
+	var sum traceview.Summary
+	for _, tr := range traceview.ByTrace(ss) {
+		sum.Add(tr)
+	}
+	if sum.Requests() == 0 {
+		return errors.New("no omni.request trace found")
+	}
+	fmt.Fprintf(stdout, "%d requests\n", sum.Requests())
+	sum.Write(stdout)
+	return nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const (
+	goodLine = `{"request_id": "chatcmpl-ac59cea85b422f04", "model": "Qwen/Qwen-Image", "arrival_time": 1796000000.125, "modality": "image", "num_inference_steps": 50, "stages": [{"stage_id": 0, "stage_name": "dit", "stage_type": "diffusion", "submit_time": 1796000000.127, "stage_gen_time_ms": 2310.5, "diffusion_metrics": {"scheduler_queue_wait_ms": 0, "diffusion_engine_exec_time_ms": 2100.0, "postprocess_time_ms": 45.2}}]}`
+	twoStages = `{"request_id": "0_501f96ba-7c1d", "arrival_time": 1796000001.0, "stages": [{"stage_id": 0, "stage_name": "thinker", "stage_type": "llm", "submit_time": 1796000001.001, "vllm_prefill_ms": 20, "vllm_decode_ms": 80}, {"stage_id": 1, "stage_name": "talker", "stage_type": "llm", "submit_time": 1796000001.110, "rx_decode_time_ms": 2.5, "vllm_decode_ms": 70}]}`
+)
+
+func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func clearEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func TestImportReportsBadLinesAndKeepsGoodOnes(t *testing.T) {
+	clearEnv(t)
+	out := filepath.Join(t.TempDir(), "traces.json")
+	in := strings.Join([]string{
+		goodLine,
+		`not json at all`,
+		``,
+		strings.Replace(goodLine, `"postprocess_time_ms": 45.2`, `"postprocess_time_ms": -1`, 1),
+		twoStages,
+		strings.Replace(goodLine, `"request_id": "chatcmpl-ac59cea85b422f04", `, ``, 1),
+		strings.Replace(goodLine, `"postprocess_time_ms": 45.2`, `"postprocess_time_ms": NaN`, 1),
+		strings.Replace(goodLine, `"postprocess_time_ms": 45.2`, `"postprocess_time_ms": "45"`, 1),
+		strings.Replace(goodLine, `"scheduler_queue_wait_ms": 0`, `"scheduler_queue_wait_ms": 2000, "forward_time_ms": 500`, 1),
+	}, "\n")
+	code, _, stderr := runCmd(t, in, "import", "-out", out)
+	if code != 1 {
+		t.Errorf("exit status %d, want 1 when lines were skipped", code)
+	}
+	for _, want := range []string{
+		"stdin:2: not a JSON object", "stdin:4: stage 0: postprocess_time_ms: negative duration",
+		"stdin:6: missing request_id", "stdin:7: stage 0: postprocess_time_ms: duration is not finite",
+		"stdin:8: stage 0: postprocess_time_ms: duration is not a number",
+		"stdin:9: stage 0: the parts inside exec last longer than exec",
+		"imported 2, skipped 6",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	code, table, _ := runCmd(t, "", "table", "-file", out, "-request", "chatcmpl-ac59cea85b422f04")
+	if code != 0 {
+		t.Fatalf("table exit %d", code)
+	}
+	// Measured 0 shows 0.000; not measured rows are hidden; cells never sum.
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^  queue_wait\s+0\.000$`),
+		regexp.MustCompile(`(?m)^  exec\s+2100\.000$`),
+		regexp.MustCompile(`(?m)^  postprocess\s+45\.200$`),
+	} {
+		if !want.MatchString(table) {
+			t.Errorf("table lacks %v:\n%s", want, table)
+		}
+	}
+	for _, absent := range []string{"preprocess", "forward", "vae_decode", "kv_recv", "output_ready_wait"} {
+		if strings.Contains(table, absent) {
+			t.Errorf("%s was not in the record: its row must be hidden:\n%s", absent, table)
+		}
+	}
+	code, table, _ = runCmd(t, "", "table", "-file", out, "-request", "0_501f96ba-7c1d")
+	if code != 0 {
+		t.Fatalf("table exit %d", code)
+	}
+	// The thinker has no queue: its llm.queue cell is blank, and the talker
+	// has no prefill: blank too, while the row stays (the thinker has one).
+	if !regexp.MustCompile(`(?m)^  llm\.prefill\s+20\.000$`).MatchString(table) ||
+		!regexp.MustCompile(`(?m)^  llm\.decode\s+80\.000\s+70\.000$`).MatchString(table) ||
+		strings.Contains(table, "llm.queue") {
+		t.Errorf("multi-stage table:\n%s", table)
+	}
+	if !strings.Contains(table, "0 thinker") || !strings.Contains(table, "1 talker") || !strings.Contains(table, "0->1") {
+		t.Errorf("columns are stages and hand-overs:\n%s", table)
+	}
+
+	code, sum, _ := runCmd(t, "", "summary", "-file", out)
+	if code != 0 || !strings.Contains(sum, "2 requests") || !regexp.MustCompile(`(?m)^queue_wait\s+1/2\s+1\s+0\.000`).MatchString(sum) {
+		t.Errorf("summary (exit %d):\n%s", code, sum)
+	}
+}
+
+func TestImportAllGoodExitsZero(t *testing.T) {
+	clearEnv(t)
+	out := filepath.Join(t.TempDir(), "t.json")
+	code, _, stderr := runCmd(t, goodLine+"\n"+twoStages+"\n", "import", "-out", out)
+	if code != 0 || !strings.Contains(stderr, "imported 2, skipped 0") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestImportWithoutEnvironmentPrintsToTheConsole(t *testing.T) {
+	clearEnv(t)
+	code, stdout, stderr := runCmd(t, goodLine+"\n", "import")
+	if code != 0 || !strings.Contains(stdout, `"Name": "omni.diffusion.exec"`) || !strings.Contains(stderr, "imported 1") {
+		t.Errorf("exit %d\nstdout:\n%.400s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, `"omni.timing.reconstructed"`) {
+		t.Error("imported phase spans carry omni.timing.reconstructed")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"bogus"}, {"table"}, {"table", "-jaeger", "http://127.0.0.1:1", "-file", "x"}, {"summary", "-jaeger", "http://127.0.0.1:1"}} {
+		if code, _, _ := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

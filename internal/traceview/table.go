@@ -1,0 +1,168 @@
+package traceview
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// Table writes the per-request table of each omni.request tree of a trace,
+// as the reference system's debug table: rows are phases, columns are
+// stages (and hand-overs), each cell the phase's duration in ms. A phase that
+// was not measured leaves its cell blank, never 0.000; a measured 0 shows
+// 0.000. Rows with nothing measured are hidden. Cells are never sums: a
+// phase measured twice in one stage shows both values.
+func Table(w io.Writer, trace []Span) {
+	for _, root := range Trees(trace) {
+		if root.Span.Name != spans.RequestSpanName {
+			continue
+		}
+		t := newTable()
+		if kindOf(root) == kindMulti {
+			for _, c := range root.Children {
+				switch c.Span.Name {
+				case spans.StageSpanName:
+					id, _ := c.Span.Int(string(attrs.StageIDKey))
+					col := t.column(fmt.Sprintf("%d %s", id, c.Span.Str(string(attrs.StageNameKey))), int(id)*2+1)
+					t.set("stage", 0, col, c.Span.Duration())
+					t.scope(c, col)
+				case spans.TransferSpanName:
+					from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
+					to, _ := c.Span.Int(string(attrs.TransferToStageKey))
+					col := t.column(fmt.Sprintf("%d->%d", from, to), int(from)*2+2)
+					t.set("transfer", 0, col, c.Span.Duration())
+					t.phases(c, transferParts, col)
+				}
+			}
+		} else {
+			name := root.Span.Str(string(attrs.StageNameKey))
+			if name == "" {
+				name = "request"
+			}
+			t.scope(root, t.column(name, 0))
+		}
+		s := root.Span
+		status := ""
+		if et := s.Str(string(attrs.ErrorTypeKey)); et != "" {
+			status = "  error.type=" + et
+		}
+		fmt.Fprintf(w, "request %q  trace %s  %.3f ms%s\n", s.Str(string(attrs.RequestIDKey)), s.TraceID, ms(s.Duration()), status)
+		t.write(w)
+		fmt.Fprintln(w)
+	}
+}
+
+type table struct {
+	cols  []tableCol
+	rows  map[string]*tableRow
+	order []string
+}
+
+type tableCol struct {
+	name string
+	rank int
+}
+
+type tableRow struct {
+	label string
+	rank  int
+	cells map[int][]time.Duration
+}
+
+func newTable() *table { return &table{rows: map[string]*tableRow{}} }
+
+func (t *table) column(name string, rank int) int {
+	t.cols = append(t.cols, tableCol{name, rank})
+	return len(t.cols) - 1
+}
+
+func (t *table) set(label string, rank, col int, d time.Duration) {
+	r := t.rows[label]
+	if r == nil {
+		r = &tableRow{label: label, rank: rank, cells: map[int][]time.Duration{}}
+		t.rows[label] = r
+		t.order = append(t.order, label)
+	}
+	r.cells[col] = append(r.cells[col], d)
+}
+
+func (t *table) scope(n *Node, col int) {
+	k := kindOf(n)
+	t.phases(n, scopePhases(k), col)
+	for i, c := range n.Named(spans.OutputSpanName) {
+		label := "output"
+		if idx, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
+			label = fmt.Sprintf("output #%d", idx)
+		} else {
+			label = fmt.Sprintf("output #%d", i)
+		}
+		t.set(label, spans.NumPhases*100+i, col, c.Span.Duration())
+	}
+}
+
+func (t *table) phases(n *Node, expected []spans.Phase, col int) {
+	for _, p := range expected {
+		if p == spans.DenoiseStep {
+			continue // one row per step would drown the table
+		}
+		for _, c := range n.Named(p.SpanName()) {
+			label, rank := p.ID(), int(p)*100
+			if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
+				// Per-output rows sort by output, then phase.
+				label = fmt.Sprintf("%s #%d", p.ID(), i)
+				rank = int(spans.OutputReadyWait)*100 + int(i)*2
+				if p == spans.Postprocess {
+					rank++
+				}
+			}
+			t.set(label, rank, col, c.Span.Duration())
+			if nested := nestedPhases(p); nested != nil {
+				t.phases(c, nested, col)
+			}
+		}
+	}
+}
+
+func (t *table) write(w io.Writer) {
+	cols := make([]int, len(t.cols))
+	for i := range cols {
+		cols[i] = i
+	}
+	sort.SliceStable(cols, func(a, b int) bool { return t.cols[cols[a]].rank < t.cols[cols[b]].rank })
+	rows := make([]*tableRow, 0, len(t.order))
+	for _, l := range t.order {
+		rows = append(rows, t.rows[l]) // a row exists only once something was measured
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].rank < rows[b].rank })
+	width := 14
+	for _, c := range t.cols {
+		width = max(width, len(c.name)+2)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-22s", "phase (ms)")
+	for _, c := range cols {
+		fmt.Fprintf(&b, "%*s", width, t.cols[c].name)
+	}
+	fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	for _, r := range rows {
+		b.Reset()
+		fmt.Fprintf(&b, "  %-22s", r.label)
+		for _, c := range cols {
+			cell := ""
+			if ds := r.cells[c]; len(ds) > 0 {
+				vals := make([]string, len(ds))
+				for i, d := range ds {
+					vals[i] = fmt.Sprintf("%.3f", ms(d))
+				}
+				cell = strings.Join(vals, "/")
+			}
+			fmt.Fprintf(&b, "%*s", width, cell)
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
