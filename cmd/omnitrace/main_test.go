@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	goodLine = `{"request_id": "chatcmpl-ac59cea85b422f04", "model": "Qwen/Qwen-Image", "arrival_time": 1796000000.125, "modality": "image", "num_inference_steps": 50, "stages": [{"stage_id": 0, "stage_name": "dit", "stage_type": "diffusion", "submit_time": 1796000000.127, "stage_gen_time_ms": 2310.5, "diffusion_metrics": {"scheduler_queue_wait_ms": 0, "diffusion_engine_exec_time_ms": 2100.0, "postprocess_time_ms": 45.2}}]}`
+	goodLine  = `{"request_id": "chatcmpl-ac59cea85b422f04", "model": "Qwen/Qwen-Image", "arrival_time": 1796000000.125, "modality": "image", "num_inference_steps": 50, "stages": [{"stage_id": 0, "stage_name": "dit", "stage_type": "diffusion", "submit_time": 1796000000.127, "stage_gen_time_ms": 2310.5, "diffusion_metrics": {"scheduler_queue_wait_ms": 0, "diffusion_engine_exec_time_ms": 2100.0, "postprocess_time_ms": 45.2}}]}`
 	twoStages = `{"request_id": "0_501f96ba-7c1d", "arrival_time": 1796000001.0, "stages": [{"stage_id": 0, "stage_name": "thinker", "stage_type": "llm", "submit_time": 1796000001.001, "vllm_prefill_ms": 20, "vllm_decode_ms": 80}, {"stage_id": 1, "stage_name": "talker", "stage_type": "llm", "submit_time": 1796000001.110, "rx_decode_time_ms": 2.5, "vllm_decode_ms": 70}]}`
 )
 
