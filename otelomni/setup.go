@@ -141,6 +141,7 @@ func WithResourceAttributes(kv ...attribute.KeyValue) SetupOption {
 // Telemetry is what [Setup] built: a tracer provider and how to shut it
 // down.
 type Telemetry struct {
+	counts          *exportCounts
 	tp              *sdktrace.TracerProvider
 	mp              *sdkmetric.MeterProvider
 	metrics         string
@@ -176,6 +177,16 @@ func (t *Telemetry) MetricsExporter() string {
 	return t.metrics
 }
 
+// ExportStats returns the accounting of every span handed to the exporter:
+// ended, exported, failed, and pending (after Shutdown: dropped). Zero when
+// nothing is exported.
+func (t *Telemetry) ExportStats() ExportStats {
+	if t == nil || t.counts == nil {
+		return ExportStats{}
+	}
+	return t.counts.stats()
+}
+
 // Enabled reports whether spans are recorded and exported.
 func (t *Telemetry) Enabled() bool { return t != nil && t.tp != nil }
 
@@ -204,6 +215,9 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		var errs []error
 		if t.tp != nil {
 			errs = append(errs, t.tp.Shutdown(ctx))
+			if t.counts != nil {
+				reportLoss(t.counts.stats())
+			}
 		}
 		if t.mp != nil {
 			errs = append(errs, t.mp.Shutdown(ctx))
@@ -290,7 +304,10 @@ func Setup(ctx context.Context, opts ...SetupOption) (*Telemetry, error) {
 			sdktrace.WithRawSpanLimits(spanLimits()),
 		}
 		if exp != nil {
-			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp, cfg.batchOptions...))
+			t.counts = &exportCounts{}
+			tpOpts = append(tpOpts,
+				sdktrace.WithSpanProcessor(countingProcessor{t.counts}),
+				sdktrace.WithBatcher(countingExporter{exp, t.counts}, batchOptions(cfg)...))
 		}
 		for _, p := range cfg.processors {
 			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
@@ -433,4 +450,29 @@ func firstEnv(keys ...string) string {
 		}
 	}
 	return ""
+}
+
+// Defaults of the export path's batch processor, where neither an option
+// nor an OTEL_BSP_* variable sets them. See docs/performance.md for the load
+// runs they come from.
+const (
+	// DefaultMaxQueueSize bounds the spans waiting for export: the memory
+	// an engine spends on tracing while its collector is down.
+	DefaultMaxQueueSize = 2048
+	// DefaultMaxExportBatchSize is the most spans in one export request.
+	DefaultMaxExportBatchSize = 512
+)
+
+// batchOptions returns the batch processor's options: otelomni's defaults,
+// then the OTEL_BSP_* variables (which the SDK reads when no option sets
+// the same), then the caller's options, which win.
+func batchOptions(cfg setupConfig) []sdktrace.BatchSpanProcessorOption {
+	var opts []sdktrace.BatchSpanProcessorOption
+	if os.Getenv("OTEL_BSP_MAX_QUEUE_SIZE") == "" {
+		opts = append(opts, sdktrace.WithMaxQueueSize(DefaultMaxQueueSize))
+	}
+	if os.Getenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") == "" {
+		opts = append(opts, sdktrace.WithMaxExportBatchSize(DefaultMaxExportBatchSize))
+	}
+	return append(opts, cfg.batchOptions...)
 }

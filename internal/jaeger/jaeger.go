@@ -69,7 +69,8 @@ type Jaeger struct {
 	// Query is the query API's host:port.
 	Query string
 	// Health is the health check's host:port (GET /status).
-	Health string
+	Health    string
+	queryGRPC string
 
 	cmd  *exec.Cmd
 	dir  string
@@ -138,26 +139,48 @@ func Start(ctx context.Context, bin string) (*Jaeger, error) {
 	return nil, lastErr
 }
 
+// Ports are the loopback addresses a Jaeger listens on.
+type Ports struct {
+	Query, QueryGRPC, Health, OTLPGRPC, OTLPHTTP string
+}
+
+// FreePorts picks free loopback ports, for a Jaeger to start on later (a
+// test whose collector comes up after the engine does).
+func FreePorts() (Ports, error) {
+	p, err := freePorts(5)
+	if err != nil {
+		return Ports{}, err
+	}
+	return Ports{Query: p[0], QueryGRPC: p[1], Health: p[2], OTLPGRPC: p[3], OTLPHTTP: p[4]}, nil
+}
+
 func start(ctx context.Context, bin string) (*Jaeger, error) {
-	ports, err := freePorts(5)
+	p, err := FreePorts()
 	if err != nil {
 		return nil, err
 	}
+	return StartOn(ctx, bin, p)
+}
+
+// StartOn starts Jaeger from bin on the given ports and waits until it is
+// healthy (at most 60 s).
+func StartOn(ctx context.Context, bin string, p Ports) (*Jaeger, error) {
 	j := &Jaeger{
-		Query: ports[0], Health: ports[2], OTLPGRPC: ports[3], OTLPHTTP: ports[4],
+		Query: p.Query, Health: p.Health, OTLPGRPC: p.OTLPGRPC, OTLPHTTP: p.OTLPHTTP, queryGRPC: p.QueryGRPC,
 		logs: &syncBuffer{}, done: make(chan struct{}),
 	}
+	var err error
 	j.dir, err = os.MkdirTemp("", "otelomni-jaeger-")
 	if err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(j.dir, "config.yaml")
-	cfg := fmt.Sprintf(config, ports[0], ports[1], ports[2], ports[3], ports[4])
+	cfg := fmt.Sprintf(config, p.Query, p.QueryGRPC, p.Health, p.OTLPGRPC, p.OTLPHTTP)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
 	j.cmd = exec.Command(bin, "--config", "file:"+cfgPath)
-	j.cmd.Env = append(os.Environ(), "JAEGER_LISTEN_HOST=127.0.0.1")
+	j.cmd.Env = append(jaegerEnv(), "JAEGER_LISTEN_HOST=127.0.0.1")
 	j.cmd.Stdout, j.cmd.Stderr = j.logs, j.logs
 	// Its own process group, so that Stop reaches it alone.
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -239,13 +262,36 @@ func (j *Jaeger) Pid() int { return j.cmd.Process.Pid }
 // Logs returns what Jaeger printed.
 func (j *Jaeger) Logs() string { return j.logs.String() }
 
+// Ports returns the addresses this Jaeger listens on, to start another on
+// the same ones after this one stopped.
+func (j *Jaeger) Ports() Ports {
+	return Ports{Query: j.Query, QueryGRPC: j.queryGRPC, Health: j.Health, OTLPGRPC: j.OTLPGRPC, OTLPHTTP: j.OTLPHTTP}
+}
+
 // OTLPEndpoint returns the OTLP endpoint URL for protocol "grpc" or
 // "http/protobuf", as OTEL_EXPORTER_OTLP_ENDPOINT takes it.
-func (j *Jaeger) OTLPEndpoint(protocol string) string {
+func (j *Jaeger) OTLPEndpoint(protocol string) string { return j.Ports().OTLPEndpoint(protocol) }
+
+// OTLPEndpoint returns the OTLP endpoint URL for protocol "grpc" or
+// "http/protobuf".
+func (p Ports) OTLPEndpoint(protocol string) string {
 	if protocol == "grpc" {
-		return "http://" + j.OTLPGRPC
+		return "http://" + p.OTLPGRPC
 	}
-	return "http://" + j.OTLPHTTP
+	return "http://" + p.OTLPHTTP
+}
+
+// jaegerEnv is this process's environment without the OTEL_* variables:
+// Jaeger traces itself with the OpenTelemetry SDK, and would otherwise take
+// a test's OTEL_SERVICE_NAME and store its own spans under it.
+func jaegerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func freePorts(n int) ([]string, error) {

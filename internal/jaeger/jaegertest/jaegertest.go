@@ -34,3 +34,28 @@ func Start(t testing.TB) *jaeger.Jaeger {
 	})
 	return j
 }
+
+// StartOn starts Jaeger on the given ports for t and stops it when t ends.
+func StartOn(t testing.TB, p jaeger.Ports) *jaeger.Jaeger {
+	t.Helper()
+	bin := Binary(t)
+	j, err := jaeger.StartOn(context.Background(), bin, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(j.Stop)
+	return j
+}
+
+// Binary returns the Jaeger binary, skipping or failing t as Start does.
+func Binary(t testing.TB) string {
+	t.Helper()
+	bin, err := jaeger.Binary()
+	if err != nil {
+		if os.Getenv("OTELOMNI_REQUIRE_JAEGER") == "1" {
+			t.Fatalf("Jaeger is required: %v", err)
+		}
+		t.Skipf("no Jaeger binary (run `make jaeger-bin`): %v", err)
+	}
+	return bin
+}

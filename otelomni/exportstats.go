@@ -1,0 +1,90 @@
+package otelomni
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// ExportStats accounts for every span the export path was handed. The batch
+// processor does not tell what it drops, so Setup counts around it: spans
+// that ended, spans the exporter accepted, spans whose export failed. What
+// is neither exported nor failed was dropped (its queue was full, or the
+// shutdown deadline passed with it still queued) or is still queued.
+type ExportStats struct {
+	// Ended counts the sampled spans handed to the batch processor.
+	Ended uint64
+	// Exported counts the spans the exporter accepted.
+	Exported uint64
+	// Failed counts the spans of batches whose export failed (the
+	// collector was down, refused them, or timed out).
+	Failed uint64
+	// Pending is Ended - Exported - Failed: spans still queued, or dropped.
+	// After [Telemetry.Shutdown] nothing is queued any more, so Pending is
+	// exactly the number of spans dropped.
+	Pending uint64
+}
+
+// Lost returns the spans that did not reach the collector: failed, plus
+// pending (after Shutdown: dropped).
+func (s ExportStats) Lost() uint64 { return s.Failed + s.Pending }
+
+type exportCounts struct {
+	ended, exported, failed atomic.Uint64
+}
+
+func (c *exportCounts) stats() ExportStats {
+	// Read the outcomes before the input, so that Pending never underflows
+	// while spans are in flight.
+	exported, failed := c.exported.Load(), c.failed.Load()
+	ended := c.ended.Load()
+	s := ExportStats{Ended: ended, Exported: exported, Failed: failed}
+	if done := exported + failed; ended > done {
+		s.Pending = ended - done
+	}
+	return s
+}
+
+// countingExporter counts what its exporter accepted and what failed.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	c *exportCounts
+}
+
+func (e countingExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, ss)
+	if err != nil {
+		e.c.failed.Add(uint64(len(ss)))
+		return err
+	}
+	e.c.exported.Add(uint64(len(ss)))
+	return nil
+}
+
+// countingProcessor counts the sampled spans that end. It is registered
+// before the batch processor, which it does not otherwise touch.
+type countingProcessor struct{ c *exportCounts }
+
+func (p countingProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (p countingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.SpanContext().IsSampled() {
+		p.c.ended.Add(1)
+	}
+}
+
+func (countingProcessor) Shutdown(context.Context) error   { return nil }
+func (countingProcessor) ForceFlush(context.Context) error { return nil }
+
+// reportLoss logs, once at shutdown, what did not reach the collector.
+func reportLoss(s ExportStats) {
+	if s.Lost() == 0 {
+		return
+	}
+	otel.Handle(fmt.Errorf(
+		"otelomni: %d of %d spans did not reach the collector (%d failed to export, %d dropped: queue full or shutdown deadline)",
+		s.Lost(), s.Ended, s.Failed, s.Pending))
+}
