@@ -24,6 +24,9 @@ const (
 	NumFramesKey = attribute.Key("omni.diffusion.num_frames")
 	// ErrorTypeKey is the OpenTelemetry convention's class of a failure.
 	ErrorTypeKey = attribute.Key("error.type")
+	// PromptKey is the request's prompt, recorded only when the user opts
+	// in (otelomni.WithContentCapture), truncated.
+	PromptKey = attribute.Key("omni.request.prompt")
 )
 
 // RequestID returns the omni.request.id attribute: the request id exactly as
@@ -59,6 +62,10 @@ func Width(v int) attribute.KeyValue { return WidthKey.Int(v) }
 // NumFrames returns the omni.diffusion.num_frames attribute (frames).
 // Example: 81.
 func NumFrames(v int) attribute.KeyValue { return NumFramesKey.Int(v) }
+
+// Prompt returns the omni.request.prompt attribute. Example: "a red fox in
+// the snow". Request content is recorded only on opt-in.
+func Prompt(v string) attribute.KeyValue { return PromptKey.String(v) }
 
 // ErrorType returns the error.type attribute. Example: [ErrorClientAbort].
 func ErrorType(v string) attribute.KeyValue { return ErrorTypeKey.String(v) }

@@ -16,6 +16,7 @@ type config struct {
 	meterProvider  metric.MeterProvider
 	propagators    propagation.TextMapPropagator
 	denoiseSteps   bool
+	contentMax     int
 }
 
 // Option configures an [Instrumenter].
@@ -67,4 +68,22 @@ func WithPropagators(p propagation.TextMapPropagator) Option {
 // request makes 50 more spans.
 func WithDenoiseSteps(on bool) Option {
 	return optionFunc(func(c *config) { c.denoiseSteps = on })
+}
+
+// DefaultContentCaptureBytes is the length a captured prompt is truncated to
+// when WithContentCapture is given 0: enough to recognise a prompt, too
+// short to carry a document.
+const DefaultContentCaptureBytes = 256
+
+// WithContentCapture records request content (RequestInfo.Prompt) on the
+// request span as omni.request.prompt, truncated to maxBytes bytes (at a
+// UTF-8 boundary; 0 means DefaultContentCaptureBytes). Without it, content
+// is never recorded: prompts, images and audio can be private.
+func WithContentCapture(maxBytes int) Option {
+	return optionFunc(func(c *config) {
+		if maxBytes <= 0 {
+			maxBytes = DefaultContentCaptureBytes
+		}
+		c.contentMax = maxBytes
+	})
 }

@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -37,6 +38,9 @@ type RequestInfo struct {
 	Start time.Time
 	// Attributes are recorded on the request span as well.
 	Attributes []attribute.KeyValue
+	// Prompt is the request's text prompt. It is recorded only when the
+	// instrumenter was made WithContentCapture, and then truncated.
+	Prompt string
 }
 
 // StageInfo describes one stage of a pipeline. A StageInfo whose Type is
@@ -105,6 +109,9 @@ func (in *Instrumenter) start(ctx context.Context, ts *tracerState, ms *meterSta
 	r.id, r.steps, r.kind = info.ID, info.NumInferenceSteps, kindRequest
 	if span != nil {
 		span.SetAttributes(r.requestAttrs(info)...)
+		if in.cfg.contentMax > 0 && info.Prompt != "" {
+			span.SetAttributes(attrs.Prompt(truncateUTF8(info.Prompt, in.cfg.contentMax)))
+		}
 	}
 	return ctx, r
 }
@@ -152,4 +159,15 @@ func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
 		kv = append(kv, attrs.ReplicaID(s.ReplicaID))
 	}
 	return kv
+}
+
+// truncateUTF8 returns s cut to at most n bytes, at a rune boundary.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -211,7 +211,9 @@ func (r *scope) firstOutput(ctx context.Context, at time.Time) {
 }
 
 // markError sets status Error with err's message and error.type on span.
+// The SDK bounds attribute values but not the status description, so the
+// message is bounded here: a 10 MB error must not cost a whole batch.
 func markError(span trace.Span, err error) {
-	span.SetStatus(codes.Error, err.Error())
+	span.SetStatus(codes.Error, truncateUTF8(err.Error(), DefaultAttributeValueLengthLimit))
 	span.SetAttributes(attrs.ErrorType(errorType(err)))
 }
