@@ -224,4 +224,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:min(n, len(s))]
 }
-
