@@ -2,8 +2,12 @@ package otelomni_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -113,6 +117,24 @@ func BenchmarkRequest(b *testing.B) {
 			handwrittenRequest(tracer)
 		}
 	})
+	b.Run("floor", func(b *testing.B) {
+		tracer := benchProvider(b).Tracer(otelomni.ScopeName, trace.WithInstrumentationVersion(otelomni.Version))
+		f := newFloor()
+		b.ReportAllocs()
+		for b.Loop() {
+			f.request(tracer)
+		}
+	})
+	b.Run("nosdk", func(b *testing.B) {
+		if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+			b.Skip("a test installed a global SDK in this process")
+		}
+		in := otelomni.New() // the global provider, before any SDK is installed
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRequest(in)
+		}
+	})
 	b.Run("unsampled", func(b *testing.B) {
 		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample()))))
 		b.ReportAllocs()
@@ -136,6 +158,87 @@ func BenchmarkRequest(b *testing.B) {
 			s.End()
 		}
 	})
+}
+
+// floor makes the same six spans with the same attributes with the fewest
+// API calls a user could write: start options built once, the phases'
+// contexts discarded. It is the limit otelomni approaches.
+type floor struct {
+	request0 []trace.SpanStartOption
+	phase    [spans.NumPhases][]trace.SpanStartOption
+}
+
+func newFloor() *floor {
+	f := &floor{request0: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		attrs.RequestID(benchID), attrs.OperationName(attrs.OperationGenerateContent), attrs.RequestModel(benchModel))}}
+	for _, p := range spans.Phases() {
+		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(attrs.Phase(p.ID()), attrs.RequestModel(benchModel))}
+	}
+	return f
+}
+
+func (f *floor) request(tracer trace.Tracer) {
+	ctx, req := tracer.Start(context.Background(), "omni.request", f.request0...)
+	_, p := tracer.Start(ctx, "omni.diffusion.preprocess", f.phase[spans.Preprocess]...)
+	p.End()
+	_, exec := tracer.Start(ctx, "omni.diffusion.exec", f.phase[spans.Exec]...)
+	_, q := tracer.Start(ctx, "omni.diffusion.queue_wait", f.phase[spans.QueueWait]...)
+	q.End()
+	exec.End()
+	_, w := tracer.Start(ctx, "omni.diffusion.output_ready_wait", f.phase[spans.OutputReadyWait]...)
+	w.End()
+	_, post := tracer.Start(ctx, "omni.diffusion.postprocess", f.phase[spans.Postprocess]...)
+	post.End()
+	req.End()
+}
+
+// stepsRequest is a request with n spans: the request, exec, forward, and
+// n-3 denoise steps (per-step spans are on).
+func stepsRequest(in *otelomni.Instrumenter, n int) {
+	_, req := in.Start(context.Background(), benchInfo)
+	exec := req.StartPhase(spans.Exec)
+	fwd := req.StartPhase(spans.Forward)
+	for i := 0; i < n-3; i++ {
+		s := req.StartStep(i)
+		s.End()
+	}
+	fwd.End()
+	exec.End()
+	req.End(nil)
+}
+
+// BenchmarkScaling shows how the cost grows: with the spans per request
+// (5, 20 and 100 phases; the 100 are a 100-step denoise loop's per-step
+// spans), and with the goroutines making requests at once (1, 8, 64). The
+// figure to watch is ns/span, which should stay flat.
+func BenchmarkScaling(b *testing.B) {
+	for _, phases := range []int{5, 20, 100} {
+		b.Run(fmt.Sprintf("phases=%d", phases), func(b *testing.B) {
+			in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)), otelomni.WithDenoiseSteps(true))
+			b.ReportAllocs()
+			for b.Loop() {
+				if phases == 5 {
+					otelomniRequest(in)
+				} else {
+					stepsRequest(in, phases+1)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(phases+1), "ns/span")
+		})
+	}
+	for _, goroutines := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+			in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
+			b.ReportAllocs()
+			b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					otelomniRequest(in)
+				}
+			})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/6, "ns/span")
+		})
+	}
 }
 
 // benchRecord is the benchmark's request as a timing record.

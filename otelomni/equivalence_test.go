@@ -46,6 +46,10 @@ func TestBenchmarkBaselinesMakeTheSameSpansAsOtelomni(t *testing.T) {
 			func(_ trace.Tracer, in *otelomni.Instrumenter) { otelomniRequest(in) },
 			func(tr trace.Tracer, _ *otelomni.Instrumenter) { handwrittenRequest(tr) },
 		},
+		"floor": {
+			func(_ trace.Tracer, in *otelomni.Instrumenter) { otelomniRequest(in) },
+			func(tr trace.Tracer, _ *otelomni.Instrumenter) { newFloor().request(tr) },
+		},
 		"record": {
 			func(_ trace.Tracer, in *otelomni.Instrumenter) { otelomniRecord(in) },
 			func(tr trace.Tracer, _ *otelomni.Instrumenter) { handwrittenRecord(tr) },

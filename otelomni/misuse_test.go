@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -47,9 +50,14 @@ func TestNoopProviderStartsNothingAndAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestGlobalProviderBeforeAndAfterSDK is the only test of this package that
-// touches the global provider.
+// TestGlobalProviderBeforeAndAfterSDK runs in a child process: installing
+// the global provider cannot be undone, and the nosdk benchmark and other
+// tests need it untouched.
 func TestGlobalProviderBeforeAndAfterSDK(t *testing.T) {
+	if os.Getenv("OTELOMNI_CHILD") != t.Name() {
+		runChild(t)
+		return
+	}
 	in := otelomni.New()
 	var zero otelomni.Instrumenter
 	for _, in := range []*otelomni.Instrumenter{in, &zero} {
@@ -59,12 +67,22 @@ func TestGlobalProviderBeforeAndAfterSDK(t *testing.T) {
 	}
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
 	fivePhases(in)
 	if got := len(byName(rec.Ended())[spans.RequestSpanName]); got != 1 {
 		t.Fatalf("after otel.SetTracerProvider the same instrumenter should record: %d request spans", got)
+	}
+}
+
+// runChild runs the calling test alone in a child process, which sees
+// OTELOMNI_CHILD set to the test's name, and fails if the child fails.
+func runChild(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "OTELOMNI_CHILD="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -269,35 +268,30 @@ func TestShutdownIsIdempotentAndNilSafe(t *testing.T) {
 // TestSetupInstallsGlobals runs in a child process: installing the global
 // provider cannot be undone, and other tests need the global untouched.
 func TestSetupInstallsGlobals(t *testing.T) {
-	if os.Getenv("OTELOMNI_CHILD") == t.Name() {
-		clearOTelEnv(t)
-		exp := newKept()
-		t.Setenv("OTEL_METRICS_EXPORTER", "none")
-		tel, err := otelomni.Setup(context.Background(), otelomni.WithSpanExporter(exp))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if otel.GetTracerProvider() != tel.TracerProvider() {
-			t.Fatal("the global provider is not Setup's")
-		}
-		if f := otel.GetTextMapPropagator().Fields(); !strings.Contains(strings.Join(f, ","), "traceparent") {
-			t.Fatalf("global propagator fields %v lack traceparent", f)
-		}
-		in := otelomni.New() // follows the global
-		_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "g"})
-		req.StartPhase(spans.Exec).End()
-		req.End(nil)
-		_ = tel.Shutdown(context.Background())
-		if n := len(exp.GetSpans()); n != 2 {
-			t.Fatalf("%d spans exported through the global provider, want 2", n)
-		}
+	if os.Getenv("OTELOMNI_CHILD") != t.Name() {
+		runChild(t)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
-	cmd.Env = append(os.Environ(), "OTELOMNI_CHILD="+t.Name())
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Fatalf("child: %v\n%s", err, out)
+	clearOTelEnv(t)
+	exp := newKept()
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	tel, err := otelomni.Setup(context.Background(), otelomni.WithSpanExporter(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if otel.GetTracerProvider() != tel.TracerProvider() {
+		t.Fatal("the global provider is not Setup's")
+	}
+	if f := otel.GetTextMapPropagator().Fields(); !strings.Contains(strings.Join(f, ","), "traceparent") {
+		t.Fatalf("global propagator fields %v lack traceparent", f)
+	}
+	in := otelomni.New() // follows the global
+	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "g"})
+	req.StartPhase(spans.Exec).End()
+	req.End(nil)
+	_ = tel.Shutdown(context.Background())
+	if n := len(exp.GetSpans()); n != 2 {
+		t.Fatalf("%d spans exported through the global provider, want 2", n)
 	}
 }
 
