@@ -40,7 +40,6 @@ func (a ActivePhase) EndError(err error) {
 }
 
 func (a ActivePhase) end(err error) {
-	now := time.Now()
 	a.r.mu.Lock()
 	o, mine := a.r.open.remove(a.id)
 	a.r.mu.Unlock()
@@ -50,7 +49,7 @@ func (a ActivePhase) end(err error) {
 	if err != nil && o.span != nil {
 		markError(o.span, err)
 	}
-	a.r.finish(&o, now)
+	a.r.finish(&o, time.Time{})
 }
 
 // SetAttributes records kv on the phase span, such as attrs.BatchSize on
@@ -78,12 +77,17 @@ type openPhase struct {
 	start  time.Time // set when there is no span to ask
 }
 
-// finish ends an open phase's span and records its measurement.
+// finish ends an open phase's span and records its measurement. now is
+// the end when the caller has read the clock already (the zero time: read it
+// here, only if a measurement needs it).
 func (r *scope) finish(o *openPhase, now time.Time) {
 	if o.span != nil {
 		o.span.End()
 	}
 	if r.met != nil {
+		if now.IsZero() {
+			now = time.Now()
+		}
 		start, end := r.spanTimes(o.span, o.start, now)
 		r.observe(o.ctx, o.phase, start, end, o.output)
 	}
@@ -121,11 +125,15 @@ func (r *scope) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) Act
 	o := openPhase{phase: p, output: outputIndex(p, kv), ctx: r.ctx}
 	if r.span != nil {
 		o.ctx, o.span = r.tracer.Start(r.parentLocked(p.Parent()), p.SpanName())
-		a := append(r.attrBuf[:0], r.pattrs.of(p)...)
-		if step >= 0 {
-			a = append(a, attrs.Step(step))
+		if step < 0 && len(kv) == 0 {
+			o.span.SetAttributes(r.pattrs.of(p)...) // the common case: no copy
+		} else {
+			a := append(r.attrBuf[:0], r.pattrs.of(p)...)
+			if step >= 0 {
+				a = append(a, attrs.Step(step))
+			}
+			o.span.SetAttributes(append(a, kv...)...)
 		}
-		o.span.SetAttributes(append(a, kv...)...)
 		r.nestLocked(p, o.ctx)
 	} else {
 		o.start = time.Now()
@@ -203,7 +211,7 @@ func (r *scope) run(ctx context.Context, p spans.Phase, fn func(context.Context)
 type openPhases struct {
 	next  uint64
 	n     int
-	small [6]openPhase
+	small [4]openPhase
 	more  []openPhase
 }
 

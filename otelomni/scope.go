@@ -61,7 +61,7 @@ type scope struct {
 	lastOutput time.Time
 	// Buffers reused under mu, so that a phase costs no allocation beyond
 	// the SDK's own.
-	attrBuf  [16]attribute.KeyValue
+	attrBuf  [8]attribute.KeyValue
 	startOpt [1]trace.SpanStartOption
 	endOpt   [1]trace.SpanEndOption
 }
@@ -111,7 +111,10 @@ func (r *scope) endAt(t time.Time, err error) error {
 }
 
 func (r *scope) end(at time.Time, err error) {
-	now := time.Now()
+	var now time.Time
+	if r.met != nil {
+		now = time.Now()
+	}
 	r.mu.Lock()
 	if r.ended {
 		r.mu.Unlock()
