@@ -87,20 +87,7 @@ func (in *Instrumenter) start(ctx context.Context, ts *tracerState, ms *meterSta
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var span trace.Span
-	if ts.enabled {
-		opts := startServer
-		if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
-			opts = startInternal
-		}
-		if !info.Start.IsZero() {
-			opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(info.Start)}
-		}
-		ctx, span = ts.tracer.Start(ctx, spans.RequestSpanName, opts...)
-		if !span.IsRecording() {
-			span = nil
-		}
-	}
+	ctx, span := ts.startScope(ctx, spans.RequestSpanName, info.Start)
 	if span == nil && ms.inst == nil {
 		return ctx, noRequest
 	}
@@ -114,6 +101,28 @@ func (in *Instrumenter) start(ctx context.Context, ts *tracerState, ms *meterSta
 		}
 	}
 	return ctx, r
+}
+
+// startScope starts the span of a request or stage: SERVER, or INTERNAL
+// under a local parent, at start when it is given. It returns a nil span
+// when tracing is off or the span is not sampled, with the context that
+// carries the sampling decision on.
+func (ts *tracerState) startScope(ctx context.Context, name string, start time.Time) (context.Context, trace.Span) {
+	if !ts.enabled {
+		return ctx, nil
+	}
+	opts := startServer
+	if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
+		opts = startInternal
+	}
+	if !start.IsZero() {
+		opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(start)}
+	}
+	ctx, span := ts.tracer.Start(ctx, name, opts...)
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	return ctx, span
 }
 
 // requestAttrs builds the request span's attributes in r.attrBuf; r is not

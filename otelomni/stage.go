@@ -3,8 +3,6 @@ package otelomni
 import (
 	"context"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -41,21 +39,7 @@ func (in *Instrumenter) StartStage(ctx context.Context, info StageInfo) (context
 	if !ts.enabled && ms.inst == nil {
 		return ctx, noStage
 	}
-	sctx := ctx
-	var span trace.Span
-	if ts.enabled {
-		opts := startServer
-		if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && !psc.IsRemote() {
-			opts = startInternal
-		}
-		if !info.Start.IsZero() {
-			opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(info.Start)}
-		}
-		sctx, span = ts.tracer.Start(ctx, spans.StageSpanName, opts...)
-		if !span.IsRecording() {
-			span = nil
-		}
-	}
+	sctx, span := ts.startScope(ctx, spans.StageSpanName, info.Start)
 	if span == nil && ms.inst == nil {
 		return sctx, noStage
 	}

@@ -15,14 +15,7 @@ import (
 // Start starts Jaeger for t and stops it when t ends.
 func Start(t testing.TB) *jaeger.Jaeger {
 	t.Helper()
-	bin, err := jaeger.Binary()
-	if err != nil {
-		if os.Getenv("OTELOMNI_REQUIRE_JAEGER") == "1" {
-			t.Fatalf("Jaeger is required: %v", err)
-		}
-		t.Skipf("no Jaeger binary (run `make jaeger-bin`): %v", err)
-	}
-	j, err := jaeger.Start(context.Background(), bin)
+	j, err := jaeger.Start(context.Background(), Binary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
