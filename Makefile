@@ -8,7 +8,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench jaeger jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
@@ -41,6 +41,13 @@ fuzz:
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./otelomni
+
+## load: drive the demo's engine at RATE requests/s for DURATION into a real
+## Jaeger and account for every span (docs/reliability.md).
+RATE     ?= 3000
+DURATION ?= 60s
+load: $(JAEGER)
+	$(GO) run ./examples/load -rate $(RATE) -duration $(DURATION)
 
 ## jaeger: build Jaeger once, start it on loopback, run the demo into it,
 ## read every trace back from its API and print it. KEEP=1 keeps it running.
