@@ -73,8 +73,14 @@ func TestEveryBadInputGetsItsDocumentedResult(t *testing.T) {
 		}, spans.ErrEndBeforeStart, spans.Exec, 0},
 		{"empty request id is kept as empty", func(in *otelomni.Instrumenter) error {
 			_, r := in.Start(context.Background(), otelomni.RequestInfo{})
+			id, _ := r.Span().(interface{ Attributes() []attribute.KeyValue })
 			r.End(nil)
-			return nil
+			for _, kv := range id.Attributes() {
+				if kv.Key == attrs.RequestIDKey && kv.Value.AsString() == "" {
+					return nil
+				}
+			}
+			return errors.New("no empty omni.request.id")
 		}, nil, 0, 0},
 		{"10 MB request id is truncated to the limit", func(in *otelomni.Instrumenter) error {
 			_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: huge, Model: huge})

@@ -142,6 +142,14 @@ func BenchmarkRequest(b *testing.B) {
 			otelomniRequest(in)
 		}
 	})
+	b.Run("unsampled+metrics", func(b *testing.B) {
+		in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample()))),
+			otelomni.WithMeterProvider(benchMeterProvider(b)))
+		b.ReportAllocs()
+		for b.Loop() {
+			otelomniRequest(in)
+		}
+	})
 	b.Run("disabled", func(b *testing.B) {
 		in := otelomni.New(otelomni.WithTracerProvider(noop.NewTracerProvider()))
 		b.ReportAllocs()

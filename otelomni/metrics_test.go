@@ -22,7 +22,10 @@ import (
 type metered struct {
 	*recorded
 	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
 }
+
+func meterOf(_ *testing.T, m *metered) *sdkmetric.MeterProvider { return m.mp }
 
 func newMetered(t *testing.T, traces bool, tpOpts ...sdktrace.TracerProviderOption) *metered {
 	t.Helper()
@@ -38,7 +41,7 @@ func newMetered(t *testing.T, traces bool, tpOpts ...sdktrace.TracerProviderOpti
 		opts[1] = otelomni.WithTracerProvider(noop.NewTracerProvider())
 	}
 	r.in = otelomni.New(opts...)
-	return &metered{recorded: r, reader: reader}
+	return &metered{recorded: r, reader: reader, mp: mp}
 }
 
 // histograms collects and returns each float histogram's data points by
@@ -126,7 +129,11 @@ func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
 	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)))
 	req.End(nil)
-	for _, dp := range m.histograms(t)[otelomni.PhaseDurationName] {
+	dps := m.histograms(t)[otelomni.PhaseDurationName]
+	if len(dps) != 1 {
+		t.Fatalf("%d data points, want 1", len(dps))
+	}
+	for _, dp := range dps {
 		if dp.Count != 1 || dp.BucketCounts[0] != 1 || dp.Sum != 0 {
 			t.Errorf("a measured 0: count %d, first bucket %d, sum %v", dp.Count, dp.BucketCounts[0], dp.Sum)
 		}
@@ -138,7 +145,7 @@ func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
 
 func TestSynchronousOutputRecordsNoWait(t *testing.T) {
 	m := newMetered(t, true)
-	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "stream"})
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "stream", Start: at(0)})
 	_ = req.Record(&spans.DiffusionRecord{
 		Exec: spans.Between(at(0), at(100)),
 		Outputs: []spans.OutputTiming{
@@ -146,7 +153,7 @@ func TestSynchronousOutputRecordsNoWait(t *testing.T) {
 			{Postprocess: spans.Between(at(100), at(110)), Final: true},
 		},
 	})
-	req.End(nil)
+	_ = req.EndAt(at(120), nil)
 	h := m.histograms(t)
 	if got := phaseCount(h[otelomni.PhaseDurationName], spans.OutputReadyWait); got != 1 {
 		t.Errorf("output-ready wait count %d, want 1 (the synchronous output has none)", got)
@@ -155,8 +162,8 @@ func TestSynchronousOutputRecordsNoWait(t *testing.T) {
 		t.Errorf("postprocess count %d, want one per output", got)
 	}
 	ttfo := h[otelomni.TimeToFirstOutputName]
-	if len(ttfo) != 1 || ttfo[0].Count != 1 {
-		t.Errorf("time to first output: %+v", ttfo)
+	if len(ttfo) != 1 || ttfo[0].Count != 1 || ttfo[0].Sum != 0.050 {
+		t.Errorf("time to first output: %+v, want once, 50 ms (the first output's postprocess end)", ttfo)
 	}
 	if req := h[otelomni.RequestDurationName]; len(req) != 1 || req[0].Count != 1 {
 		t.Errorf("the request counts once, whatever its outputs: %+v", req)

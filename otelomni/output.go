@@ -26,8 +26,15 @@ func (r *scope) emitOutput(final bool) int {
 	if start.IsZero() {
 		start = r.startTime(now)
 	}
+	iv := spans.Between(start, now)
+	if err := iv.Validate(); err != nil {
+		// The previous output (recorded with engine times) or the start
+		// lies after now.
+		r.in.stats.reject(&spans.PhaseError{Output: r.outputs, Step: -1, Interval: iv, Err: err})
+		return -1
+	}
 	i := r.outputs
-	r.outputOnLocked(i, spans.Between(start, now), final)
+	r.outputOnLocked(i, iv, final)
 	return i
 }
 

@@ -135,7 +135,10 @@ func (r *scope) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) Act
 			o.span.SetAttributes(append(a, kv...)...)
 		}
 		r.nestLocked(p, o.ctx)
-	} else {
+	}
+	if r.span == nil || r.met != nil {
+		// The measurement's own start, for when there is no SDK span to
+		// ask (tracing off, or a provider that is not the SDK's).
 		o.start = time.Now()
 	}
 	o.id = r.open.add(o)

@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -48,8 +49,10 @@ func (r *scope) recordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.Ke
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	if !p.Valid() || p.Parent() == spans.ParentTransfer {
-		r.in.stats.misused("RecordPhase with an invalid phase")
+	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
+		// A denoise step needs its index (DiffusionRecord.DenoiseSteps), a
+		// transfer part its transfer (Stage.RecordTransfer).
+		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): use a record for denoise steps and a transfer for its parts", p))
 		return ErrInvalidPhase
 	}
 	if err := iv.Validate(); err != nil {
@@ -64,6 +67,9 @@ func (r *scope) recordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.Ke
 		return ErrRequestEnded
 	}
 	r.emitLocked(p, iv.Start(), iv.End(), -1, false, -1, false, kv)
+	if outputIndex(p, kv) == 0 && p == spans.Postprocess {
+		r.firstOutput(r.ctx, iv.End())
+	}
 	return nil
 }
 
@@ -96,7 +102,9 @@ func (r *scope) emitUnderLocked(parent context.Context, p spans.Phase, start, en
 		span.End(r.endOpt[:]...)
 	}
 	r.observe(ctx, p, start, end, output)
-	if end.After(r.lastEnd) {
+	// A transfer's parts are timed partly on the sender's clock and hang
+	// under the request: they do not bound this scope's end.
+	if p.Parent() != spans.ParentTransfer && end.After(r.lastEnd) {
 		r.lastEnd = end
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -59,6 +60,8 @@ type scope struct {
 	// the last one ended.
 	outputs    int
 	lastOutput time.Time
+	// firstOut: the time to the first output has been recorded.
+	firstOut atomic.Bool
 	// Buffers reused under mu, so that a phase costs no allocation beyond
 	// the SDK's own.
 	attrBuf  [8]attribute.KeyValue
@@ -97,14 +100,17 @@ func (r *scope) endAt(t time.Time, err error) error {
 		return nil
 	}
 	r.mu.Lock()
-	last := r.lastEnd
+	floor := r.lastEnd
 	r.mu.Unlock()
+	if start := r.startTime(time.Time{}); start.After(floor) {
+		floor = start
+	}
 	var bad error
-	if t.IsZero() || t.Before(last) {
-		bad = fmt.Errorf("otelomni: %s: end %v is zero or before its latest recorded phase end %v; ended there instead",
-			r.id, t, last)
+	if t.IsZero() || t.Before(floor) {
+		bad = fmt.Errorf("otelomni: %s: end %v is zero, or before its start or a recorded phase's end (%v); ended there instead",
+			r.id, t, floor)
 		r.in.stats.reject(bad)
-		t = last
+		t = floor
 	}
 	r.end(t, err)
 	return bad
@@ -112,8 +118,14 @@ func (r *scope) endAt(t time.Time, err error) error {
 
 func (r *scope) end(at time.Time, err error) {
 	var now time.Time
-	if r.met != nil {
+	if r.met != nil || !r.start.IsZero() {
 		now = time.Now()
+	}
+	if at.IsZero() && !r.start.IsZero() && now.Before(r.start) {
+		// A start given from another clock lies in the future: ending now
+		// would make the span negative. It ends where it started.
+		r.in.stats.reject(fmt.Errorf("otelomni: %s: started at %v, after now; ended at its start", r.id, r.start))
+		at = r.start
 	}
 	r.mu.Lock()
 	if r.ended {
@@ -151,8 +163,8 @@ func (r *scope) end(at time.Time, err error) {
 		if err != nil {
 			opts = r.pattrs.failedRec(errorType(err))
 		}
-		if h.Enabled(r.ctx) {
-			h.Record(r.ctx, seconds(stop.Sub(start)), opts...)
+		if d := stop.Sub(start); d >= 0 && h.Enabled(r.ctx) {
+			h.Record(r.ctx, seconds(d), opts...)
 		}
 	}
 }
@@ -205,12 +217,20 @@ func (r *scope) observe(ctx context.Context, p spans.Phase, start, end time.Time
 	}
 }
 
-// firstOutput records the time from the scope's start to its first output.
+// firstOutput records the time from the scope's start to its first output,
+// once per scope whichever path reports that output.
 func (r *scope) firstOutput(ctx context.Context, at time.Time) {
-	if r.met == nil || !r.met.ttfo.Enabled(ctx) {
+	if r.met == nil || !r.firstOut.CompareAndSwap(false, true) {
 		return
 	}
-	r.met.ttfo.Record(ctx, seconds(at.Sub(r.startTime(at))), r.pattrs.scopeRec...)
+	d := at.Sub(r.startTime(at))
+	if d < 0 {
+		r.in.stats.reject(fmt.Errorf("otelomni: %s: first output at %v, before its start; not recorded", r.id, at))
+		return
+	}
+	if r.met.ttfo.Enabled(ctx) {
+		r.met.ttfo.Record(ctx, seconds(d), r.pattrs.scopeRec...)
+	}
 }
 
 // markError sets status Error with err's message and error.type on span.

@@ -286,6 +286,9 @@ func Setup(ctx context.Context, opts ...SetupOption) (*Telemetry, error) {
 	}
 	readers, err := metricReaders(ctx, cfg, t)
 	if err != nil {
+		if exp != nil {
+			_ = exp.Shutdown(ctx) // it may hold a connection
+		}
 		return &Telemetry{}, err
 	}
 	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 {

@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/spans"
@@ -49,6 +50,7 @@ func (in *Instrumenter) StartStage(ctx context.Context, info StageInfo) (context
 	s := &Stage{parent: ctx, stageID: info.ID}
 	s.init(in, ts.tracer, span, sctx, ms.inst, info.Model, info.Type, info.Start)
 	s.kind = kindStage
+	s.id = fmt.Sprintf("stage %d %s", info.ID, info.Name)
 	if span != nil {
 		span.SetAttributes(info.appendAttrs(s.attrBuf[:0])...)
 	}

@@ -300,11 +300,14 @@ func TestTransferWithNothingMeasuredMakesNoSpan(t *testing.T) {
 	r := newRecorded(t)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
-	err := st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 10})
-	if !errors.Is(err, spans.ErrNoTransferPart) {
-		t.Errorf("err %v, want ErrNoTransferPart", err)
+	// Nothing measured: no span, and no error (the absence rule).
+	if err := st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 10}); err != nil {
+		t.Errorf("err %v, want none", err)
 	}
-	err = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Tx: spans.Between(at(5), at(1))})
+	if s := r.in.Stats(); s.RejectedIntervals != 0 {
+		t.Errorf("an unmeasured transfer was counted as bad input: %+v", s)
+	}
+	err := st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Tx: spans.Between(at(5), at(1))})
 	if !errors.Is(err, spans.ErrEndBeforeStart) {
 		t.Errorf("err %v, want ErrEndBeforeStart", err)
 	}

@@ -11,12 +11,14 @@ import (
 // count is also logged once, through the OpenTelemetry error handler
 // (otel.Handle), the first time it happens.
 type Stats struct {
-	// RejectedIntervals counts measurements that made no span because they
-	// were bad: an end before its start, or a zero time.Time.
+	// RejectedIntervals counts measurements that made no span, or were
+	// clamped, because they were bad: an end before its start, a zero
+	// time.Time, a request ended before it started.
 	RejectedIntervals uint64
 	// Misuse counts calls that did nothing because the API was misused: a
 	// phase started or recorded on a request that had already ended, a
-	// request ended twice, an invalid phase, a nil context.
+	// request ended twice, an invalid phase. (A nil context is not misuse:
+	// it is taken as context.Background().)
 	Misuse uint64
 	// ClockSkew counts parts computed across two hosts' clocks (a
 	// transfer's in-flight time) that came out negative and were left out.

@@ -54,12 +54,18 @@ func (s *Stage) RecordTransfer(rec spans.TransferRecord) error {
 	plan, iv, err := rec.Plan(buf[:0])
 	var bad []error
 	for _, e := range flatten(err) {
-		if errors.Is(e, spans.ErrClockSkew) {
+		switch {
+		case errors.Is(e, spans.ErrClockSkew):
 			s.in.stats.skewed(e)
-			continue
+		case errors.Is(e, spans.ErrNoTransferPart):
+			// Not measured: no span, and no error (the absence rule).
+		default:
+			s.in.stats.reject(e)
+			bad = append(bad, e)
 		}
-		s.in.stats.reject(e)
-		bad = append(bad, e)
+	}
+	if s.met != nil && rec.Bytes > 0 && s.met.size.Enabled(s.parent) {
+		s.met.size.Record(s.parent, rec.Bytes, s.pattrs.transferRec(rec.Connector)...)
 	}
 	if !iv.Measured() {
 		return errors.Join(bad...)
@@ -94,9 +100,6 @@ func (s *Stage) RecordTransfer(rec spans.TransferRecord) error {
 	if span != nil {
 		s.endOpt[0] = trace.WithTimestamp(iv.End())
 		span.End(s.endOpt[:]...)
-	}
-	if s.met != nil && rec.Bytes > 0 && s.met.size.Enabled(tctx) {
-		s.met.size.Record(tctx, rec.Bytes, s.pattrs.transferRec(rec.Connector)...)
 	}
 	return errors.Join(bad...)
 }

@@ -27,8 +27,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/traceview"
+	"github.com/otelomni/otelomni/spans"
 )
 
 const usage = `usage:
@@ -142,8 +144,9 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case traceID != "" && id == traceID:
 			pick = tr
 		case *requestID != "":
+			// The request span may hang under a gateway's span.
 			for _, s := range tr {
-				if s.ParentID == "" && s.Str("omni.request.id") == *requestID {
+				if s.Name == spans.RequestSpanName && s.Str(string(attrs.RequestIDKey)) == *requestID {
 					pick = tr
 				}
 			}

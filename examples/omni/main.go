@@ -132,7 +132,7 @@ func runGateway(out io.Writer, requests, concurrency int, seed uint64, waterfall
 	}
 	fmt.Fprintf(out, "otelomni multi-stage demo: %d requests; exporting to %s\n", requests, dest)
 
-	children, err := startChildren(seed, show, sink)
+	children, err := startChildren(seed, show, waterfall && !embedded(), sink)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func serve(ctx context.Context, in *otelomni.Instrumenter, children map[string]*
 	return nil
 }
 
-func startChildren(seed uint64, show bool, sink *spanSink) (map[string]*child, error) {
+func startChildren(seed uint64, show, alsoExporting bool, sink *spanSink) (map[string]*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -266,6 +266,9 @@ func startChildren(seed uint64, show bool, sink *spanSink) (map[string]*child, e
 		for _, st := range pipeline.Pipelines[pipe] {
 			cmd := exec.Command(self, "-stage", st.Name, "-pipeline", pipe, "-seed", fmt.Sprint(seed))
 			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME="+base+"-"+st.Name)
+			if alsoExporting {
+				cmd.Env = append(cmd.Env, showEnv+"=1")
+			}
 			cmd.Stderr = os.Stderr
 			stdin, err := cmd.StdinPipe()
 			if err != nil {

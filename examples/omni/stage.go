@@ -32,6 +32,10 @@ func (e *encoder) send(m pipeline.Message) error {
 	return e.enc.Encode(m)
 }
 
+// showEnv tells a stage process that the gateway shows waterfalls while
+// exporting, so its spans go to the gateway as well.
+const showEnv = "OTELOMNI_OMNI_SHOW"
+
 // spanPipe is the span exporter of a stage process in the embedded mode:
 // it sends the spans to the gateway, which shows every process's spans
 // together.
@@ -62,7 +66,12 @@ func runStage(pipe, name string, seed uint64) error {
 	}
 	out := &encoder{enc: json.NewEncoder(os.Stdout)}
 	ctx := context.Background()
-	tel, err := otelomni.Setup(ctx, otelomni.WithServiceName("omni-"+name), otelomni.WithFallbackExporter(spanPipe{out}))
+	opts := []otelomni.SetupOption{otelomni.WithServiceName("omni-" + name), otelomni.WithFallbackExporter(spanPipe{out})}
+	if os.Getenv(showEnv) == "1" {
+		// -waterfall while exporting: send the spans to the gateway too.
+		opts = append(opts, otelomni.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(spanPipe{out})))
+	}
+	tel, err := otelomni.Setup(ctx, opts...)
 	if err != nil {
 		return err
 	}

@@ -117,6 +117,7 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter) error {
 		st := &r.Stages[0]
 		info.Stage = otelomni.StageInfo{ID: st.ID, Name: st.Name, Type: stageType(st)}
 		info.Attributes = append(info.Attributes, st.Extra...)
+		info.Attributes = append(info.Attributes, st.RxExtra...) // no previous stage
 		if st.Preemptions != nil {
 			info.Attributes = append(info.Attributes, attrs.NumPreemptions(*st.Preemptions))
 		}
@@ -131,12 +132,12 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter) error {
 		st := &r.Stages[i]
 		p := st.Place()
 		_, stage := in.StartStage(rctx, otelomni.StageInfo{ID: st.ID, Name: st.Name, Type: stageType(st), Model: r.Model, Start: st.Submit})
-		if p.HasTransfer {
-			p.Transfer.FromStage = st.ID - 1
-			if i > 0 {
-				p.Transfer.FromStage = r.Stages[i-1].ID
-			}
+		switch {
+		case p.HasTransfer && i > 0:
+			p.Transfer.FromStage = r.Stages[i-1].ID
 			errs = append(errs, stage.RecordTransfer(p.Transfer))
+		case i == 0:
+			stage.SetAttributes(st.RxExtra...) // no previous stage
 		}
 		errs = append(errs, stage.Record(&p.Diffusion), stage.RecordLLM(&p.LLM))
 		stage.SetAttributes(st.Extra...)
@@ -149,17 +150,20 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter) error {
 	return errors.Join(errs...)
 }
 
-// stageType is the record's stage_type, or what its keys say it is.
+// stageType is the record's stage_type, or what its keys say it is: a
+// diffusion phase makes a diffusion stage, else an LLM phase an LLM stage.
 func stageType(s *Stage) string {
 	if s.Type != "" {
 		return s.Type
 	}
-	for p := range s.Durations {
-		if p >= spans.LLMQueue && p <= spans.LLMDecode {
-			return attrs.StageLLM
-		}
-		if p < spans.LLMQueue {
+	for _, p := range spans.Phases() {
+		if _, ok := s.Durations[p]; ok && p < spans.LLMQueue {
 			return attrs.StageDiffusion
+		}
+	}
+	for _, p := range []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode} {
+		if _, ok := s.Durations[p]; ok {
+			return attrs.StageLLM
 		}
 	}
 	return attrs.StageOther

@@ -55,6 +55,9 @@ type Stage struct {
 	// RxBytes, with RxDecode and RxInFlight among Durations, describe the
 	// hand-over from the previous stage.
 	RxBytes *int64
+	// RxExtra are the hand-over keys as attributes, for a stage with no
+	// previous stage.
+	RxExtra []attribute.KeyValue
 	Extra   []attribute.KeyValue
 }
 
@@ -197,19 +200,32 @@ func parseStage(obj map[string]json.RawMessage) (Stage, error) {
 	// space.
 	flat := map[string]json.RawMessage{}
 	known := map[string]bool{"stage_id": true, "stage_name": true, "stage_type": true, "submit_time": true}
-	for k, v := range obj {
+	put := func(k string, v json.RawMessage) error {
+		if prev, dup := flat[k]; dup && !bytes.Equal(bytes.TrimSpace(prev), bytes.TrimSpace(v)) {
+			return fmt.Errorf("%w: %s appears twice with different values", ErrBadField, k)
+		}
+		flat[k] = v
+		return nil
+	}
+	// In sorted order, so that a line always parses the same way.
+	for _, k := range sortedKeys(obj) {
+		v := obj[k]
 		if strings.HasSuffix(k, "_metrics") {
 			var inner map[string]json.RawMessage
-			if err := json.Unmarshal(v, &inner); err != nil {
+			if err := json.Unmarshal(v, &inner); err != nil || inner == nil {
 				return st, fmt.Errorf("%w: %s is not an object", ErrBadField, k)
 			}
-			for ik, iv := range inner {
-				flat[ik] = iv
+			for _, ik := range sortedKeys(inner) {
+				if err := put(ik, inner[ik]); err != nil {
+					return st, err
+				}
 			}
 			continue
 		}
 		if !known[k] {
-			flat[k] = v
+			if err := put(k, v); err != nil {
+				return st, err
+			}
 		}
 	}
 	used := map[string]bool{}
@@ -260,6 +276,14 @@ func parseStage(obj map[string]json.RawMessage) (Stage, error) {
 		st.RxBytes = &n
 		used["rx_transfer_bytes"] = true
 	}
+	// The hand-over keys, kept as written too: at a first (or only) stage
+	// there is no previous stage to make a transfer from, and they are then
+	// recorded as omni.record.* attributes rather than dropped.
+	for _, k := range sortedKeys(flat) {
+		if strings.HasPrefix(k, "rx_") && used[k] {
+			st.RxExtra = append(st.RxExtra, extraValue(attrs.RecordKey(k), flat[k]))
+		}
+	}
 	if err := checkExecParts(st.Durations); err != nil {
 		return st, err
 	}
@@ -268,8 +292,12 @@ func parseStage(obj map[string]json.RawMessage) (Stage, error) {
 }
 
 // checkExecParts refuses a stage whose parts inside exec (queue wait, KV
-// receive, forward, VAE decode) last longer, together, than exec: they lie
-// inside it and follow one another, so they cannot.
+// receive, forward, VAE decode) cannot be placed inside it. A record has
+// durations only, and the documented order places these parts one after
+// another inside exec (DOMAIN.md: the scheduler admits, then the worker
+// receives the KV, runs the loop, decodes), so the record is consistent
+// only if their end falls within exec. This is a consistency check of the
+// placement; no sum is ever exported or shown.
 func checkExecParts(d map[spans.Phase]time.Duration) error {
 	exec, ok := d[spans.Exec]
 	if !ok {

@@ -168,3 +168,34 @@ func TestPlaceFollowsThePhaseOrder(t *testing.T) {
 		t.Errorf("stage end %v", p.End.Sub(st.Submit))
 	}
 }
+
+func TestParseIsDeterministicAndRefusesConflictingDuplicates(t *testing.T) {
+	same := `{"request_id":"a","arrival_time":1796000000,"stages":[{"stage_id":0,"submit_time":1796000000,"forward_time_ms":10,"diffusion_metrics":{"forward_time_ms":10}}]}`
+	for i := 0; i < 50; i++ {
+		r, err := Parse([]byte(same))
+		if err != nil || r.Stages[0].Durations[spans.Forward] != 10*time.Millisecond {
+			t.Fatalf("run %d: %v %v", i, err, r)
+		}
+	}
+	conflict := `{"request_id":"a","arrival_time":1796000000,"stages":[{"stage_id":0,"submit_time":1796000000,"forward_time_ms":10,"diffusion_metrics":{"forward_time_ms":20},"x_metrics":{"forward_time_ms":30}}]}`
+	for i := 0; i < 50; i++ {
+		if _, err := Parse([]byte(conflict)); !errors.Is(err, ErrBadField) {
+			t.Fatalf("run %d: a key given three values must be refused, got %v", i, err)
+		}
+	}
+}
+
+func TestHandOverKeysAtAnOnlyStageAreKept(t *testing.T) {
+	line := `{"request_id":"a","arrival_time":1796000000,"stages":[{"stage_id":0,"submit_time":1796000000,"rx_decode_time_ms":2.5,"rx_transfer_bytes":1024}]}`
+	r, err := Parse([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range r.Stages[0].RxExtra {
+		got[string(kv.Key)] = kv.Value.String()
+	}
+	if got["omni.record.rx_decode_time_ms"] != "2.5" || got["omni.record.rx_transfer_bytes"] != "1024" {
+		t.Errorf("hand-over keys %v", got)
+	}
+}

@@ -1,0 +1,151 @@
+package otelomni_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// These tests pin that no request, stage, output or measurement is ever
+// negative, whatever times the caller hands over. newRecorded's cleanup
+// fails any test that exported a negative span.
+
+func TestRecordPathWithoutArrivalEndsAtItsStartNotBefore(t *testing.T) {
+	m := newMetered(t, true)
+	// The request starts now, but the record's times are in the past.
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "late"})
+	past := time.Now().Add(-time.Hour)
+	_ = req.Record(&spans.DiffusionRecord{Exec: spans.Between(past, past.Add(100*time.Millisecond))})
+	err := req.EndAt(past.Add(100*time.Millisecond), nil)
+	if err == nil {
+		t.Error("EndAt before the request's start must say so")
+	}
+	for _, dp := range m.histograms(t)[otelomni.RequestDurationName] {
+		if dp.Sum < 0 {
+			t.Errorf("negative request duration recorded: %v", dp.Sum)
+		}
+	}
+	if m.in.Stats().RejectedIntervals == 0 {
+		t.Error("the clamped end must be counted")
+	}
+}
+
+func TestEndWithAFutureStartEndsAtItsStart(t *testing.T) {
+	r := newRecorded(t)
+	future := time.Now().Add(2 * time.Second).Round(0) // a wall time from another host
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "future", Start: future})
+	req.End(nil)
+	s := one(t, r.rec.Ended(), spans.RequestSpanName)
+	if !s.EndTime().Equal(s.StartTime()) {
+		t.Errorf("lasts %v, want 0 (clamped)", s.EndTime().Sub(s.StartTime()))
+	}
+	ctx, req2 := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "r2"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "talker", Start: future})
+	st.End(nil)
+	req2.End(nil)
+}
+
+func TestEmitOutputNeverNegative(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "o"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav"})
+	_ = st.RecordOutput(0, spans.Between(time.Now(), time.Now().Add(time.Hour)), false)
+	if i := st.EmitOutput(true); i != -1 {
+		t.Errorf("EmitOutput after an output that ends in an hour returned %d, want -1", i)
+	}
+	st.End(nil)
+	req.End(nil)
+}
+
+// bareProvider wraps the SDK's spans so that they do not expose their
+// times, as a decorating provider's would.
+type bareProvider struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (b bareProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return bareTracer{Tracer: b.tp.Tracer(name, opts...)}
+}
+
+type bareTracer struct{ trace.Tracer }
+
+type bareSpan struct{ trace.Span }
+
+func (b bareTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx, s := b.Tracer.Start(ctx, name, opts...)
+	bs := bareSpan{s}
+	return trace.ContextWithSpan(ctx, bs), bs
+}
+
+func TestMetricsWithAProviderThatHidesSpanTimes(t *testing.T) {
+	m := newMetered(t, true)
+	in := otelomni.New(otelomni.WithTracerProvider(bareProvider{tp: m.tp}), otelomni.WithMeterProvider(meterOf(t, m)))
+	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "bare"})
+	p := req.StartPhase(spans.Exec)
+	time.Sleep(time.Millisecond)
+	p.End()
+	req.End(nil)
+	for name, dps := range m.histograms(t) {
+		for _, dp := range dps {
+			if dp.Sum < 0 || dp.Sum > 10 {
+				t.Errorf("%s: sum %v s for one short request", name, dp.Sum)
+			}
+		}
+	}
+}
+
+func TestTimeToFirstOutputCountsOnce(t *testing.T) {
+	m := newMetered(t, true)
+	now := time.Now()
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "ttfo", Start: now})
+	_ = req.RecordPhase(spans.Postprocess, spans.Between(now.Add(time.Millisecond), now.Add(2*time.Millisecond)), attrs.OutputIndex(0))
+	req.StartPhase(spans.Postprocess, attrs.OutputIndex(0)).End()
+	_ = req.RecordOutput(0, spans.Between(now, now.Add(3*time.Millisecond)), false)
+	req.End(nil)
+	ttfo := m.histograms(t)[otelomni.TimeToFirstOutputName]
+	if len(ttfo) != 1 || ttfo[0].Count != 1 {
+		t.Fatalf("time to first output recorded %+v, want once", ttfo)
+	}
+	if got := ttfo[0].Sum; got < 0.0009 || got > 0.0021 {
+		t.Errorf("time to first output %v s, want the first report's 2 ms", got)
+	}
+}
+
+func TestSenderClockDoesNotStretchTheStage(t *testing.T) {
+	r := newRecorded(t)
+	base := time.Now()
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "skew", Start: base})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Start: base})
+	_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1,
+		Tx: spans.Between(base.Add(10*time.Second), base.Add(10*time.Second+time.Millisecond))}) // sender 10 s ahead
+	if err := st.EndAt(base.Add(200*time.Millisecond), nil); err != nil {
+		t.Errorf("a correct stage end was refused: %v", err)
+	}
+	_ = req.EndAt(base.Add(300*time.Millisecond), nil)
+	s := one(t, r.rec.Ended(), spans.StageSpanName)
+	if d := s.EndTime().Sub(s.StartTime()); d != 200*time.Millisecond {
+		t.Errorf("stage lasts %v, want 200ms", d)
+	}
+}
+
+func TestRecordPhaseRefusesADenoiseStepWithoutIndex(t *testing.T) {
+	r := newRecorded(t, otelomni.WithDenoiseSteps(true))
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "s"})
+	err := req.RecordPhase(spans.DenoiseStep, spans.Between(at(0), at(1)))
+	req.End(nil)
+	if !errors.Is(err, otelomni.ErrInvalidPhase) {
+		t.Errorf("err %v, want ErrInvalidPhase", err)
+	}
+	if n := len(byName(r.rec.Ended())[spans.DenoiseStep.SpanName()]); n != 0 {
+		t.Errorf("%d step spans without omni.diffusion.step", n)
+	}
+}
