@@ -126,15 +126,15 @@ func isGlobalDelegate(tp trace.TracerProvider) bool {
 // that holds it, and the [Request] on which its phases are recorded.
 //
 // The span is a SERVER span, or INTERNAL when ctx already holds a local
-// span (a gateway's own span, say). When tracing is off (a no-op provider, or
-// the global provider before an SDK is installed) Start allocates nothing and
-// returns ctx unchanged; when the request is not sampled, no phase span is
-// ever started. Either way the returned Request is safe to use.
+// span (a gateway's own span, say). When tracing and metrics are off (no-op
+// providers, or the global providers before an SDK is installed) Start
+// allocates nothing and returns ctx unchanged; when the request is not
+// sampled, no phase span is ever started (with metrics on, its
+// measurements are still recorded). Either way the returned Request is safe
+// to use.
 //
 // A nil ctx is taken as context.Background().
 func (in *Instrumenter) Start(ctx context.Context, info RequestInfo) (context.Context, *Request) {
-	// Kept small enough to inline, so that a disabled request costs a few
-	// nanoseconds and copies nothing.
 	ts, ms := in.tracer(), in.meters()
 	if ts.enabled || ms.inst != nil {
 		return in.start(ctx, ts, ms, &info)
