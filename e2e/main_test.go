@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaeger"
+	"github.com/otelomni/otelomni/internal/traceview"
+	"github.com/otelomni/otelomni/spans"
 )
 
 // bin holds the example binaries, built once for all tests.
@@ -57,4 +60,39 @@ func cleanEnv(extra ...string) []string {
 	}
 	env = append(env, "OTEL_METRICS_EXPORTER=none")
 	return append(env, extra...)
+}
+
+// checkTree checks every span of one request's trace against a tree (span
+// name -> its parent's name): a known name, the right parent, no negative
+// duration, and omni.phase on phase spans. It returns the spans per name.
+func checkTree(t *testing.T, id string, tr []traceview.Span, parents map[string]string) map[string]int {
+	t.Helper()
+	byID := map[string]*traceview.Span{}
+	for i := range tr {
+		byID[tr[i].SpanID] = &tr[i]
+	}
+	counts := map[string]int{}
+	for i := range tr {
+		s := &tr[i]
+		counts[s.Name]++
+		if s.End.Before(s.Start) {
+			t.Errorf("%s: %s has a negative duration %v", id, s.Name, s.Duration())
+		}
+		want, known := parents[s.Name]
+		if !known {
+			t.Errorf("%s: unexpected span %s", id, s.Name)
+			continue
+		}
+		parent := ""
+		if p := byID[s.ParentID]; p != nil {
+			parent = p.Name
+		}
+		if parent != want {
+			t.Errorf("%s: %s hangs under %q, want %q", id, s.Name, parent, want)
+		}
+		if p, ok := spans.LookupSpanName(s.Name); ok && s.Str(string(attrs.PhaseKey)) != p.ID() {
+			t.Errorf("%s: %s has omni.phase %q", id, s.Name, s.Str(string(attrs.PhaseKey)))
+		}
+	}
+	return counts
 }

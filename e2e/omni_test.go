@@ -109,32 +109,11 @@ func TestMultiStagePipelinesAreOneTraceAcrossProcesses(t *testing.T) {
 			continue
 		}
 		seen[id] = true
-		byID := map[string]*traceview.Span{}
 		pids := map[int64]bool{}
-		counts := map[string]int{}
 		for i := range tr {
-			byID[tr[i].SpanID] = &tr[i]
+			pids[tr[i].PID] = true
 		}
-		for i := range tr {
-			sp := &tr[i]
-			pids[sp.PID] = true
-			counts[sp.Name]++
-			if sp.End.Before(sp.Start) {
-				t.Errorf("%s: %s has a negative duration", id, sp.Name)
-			}
-			wp, known := multiStageParent[sp.Name]
-			if !known {
-				t.Errorf("%s: unexpected span %s", id, sp.Name)
-				continue
-			}
-			parent := ""
-			if p := byID[sp.ParentID]; p != nil {
-				parent = p.Name
-			}
-			if parent != wp {
-				t.Errorf("%s: %s hangs under %q, want %q", id, sp.Name, parent, wp)
-			}
-		}
+		counts := checkTree(t, id, tr, multiStageParent)
 		if len(pids) < 3 {
 			t.Errorf("%s: spans from %d process ids, want at least 3", id, len(pids))
 		}
