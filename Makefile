@@ -47,12 +47,12 @@ bench:
 RATE     ?= 3000
 DURATION ?= 60s
 load: $(JAEGER)
-	$(GO) run ./examples/load -rate $(RATE) -duration $(DURATION)
+	$(GO) run ./internal/cmd/load -rate $(RATE) -duration $(DURATION)
 
 ## jaeger: build Jaeger once, start it on loopback, run the demo into it,
 ## read every trace back from its API and print it. KEEP=1 keeps it running.
 jaeger: $(JAEGER)
-	$(GO) run ./examples/jaeger $(if $(KEEP),-keep)
+	$(GO) run ./internal/cmd/jaegerdemo $(if $(KEEP),-keep)
 
 ## jaeger-bin: build Jaeger v1.76.0 from the tools module (about 4 min cold).
 jaeger-bin: $(JAEGER)

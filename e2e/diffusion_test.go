@@ -17,8 +17,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/internal/jaeger/jaegertest"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // singleStageParent is DESIGN.md's tree for a single-stage diffusion
@@ -38,7 +38,6 @@ var singleStageParent = map[string]string{
 
 func TestDiffusionDemoTracesLandInJaeger(t *testing.T) {
 	j := jaegertest.Start(t)
-	client := j.Client()
 	// Each scenario three times, so every branch shows more than once.
 	requests := 3 * len(engine.Scenarios)
 	for _, proto := range []string{"grpc", "http/protobuf"} {
@@ -63,7 +62,7 @@ func TestDiffusionDemoTracesLandInJaeger(t *testing.T) {
 				t.Fatalf("manifest has %d requests, want %d", len(sent), requests)
 			}
 
-			traces, err := client.WaitTraces(ctx, service, from, time.Now().Add(time.Minute), requests, 30*time.Second)
+			traces, err := j.WaitTraces(ctx, service, from, time.Now().Add(time.Minute), requests, 30*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

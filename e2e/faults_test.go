@@ -20,6 +20,7 @@ import (
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/jaeger/jaegertest"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -35,7 +36,7 @@ const spansPerRequest = 6
 
 // faultSetup points the SDK at endpoint with a small queue, so that a test
 // overflows it quickly.
-func faultSetup(t *testing.T, endpoint, protocol string, queue, batch int, shutdown time.Duration) (*otelomni.Telemetry, *otelomni.Instrumenter) {
+func faultSetup(t *testing.T, endpoint, protocol string, queue, batch int, shutdown time.Duration) (*otelsetup.Telemetry, *otelomni.Instrumenter) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
@@ -47,8 +48,8 @@ func faultSetup(t *testing.T, endpoint, protocol string, queue, batch int, shutd
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 	t.Setenv("OTEL_SERVICE_NAME", "e2e-faults")
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
-	tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithShutdownTimeout(shutdown),
-		otelomni.WithBatchOptions(sdktrace.WithMaxQueueSize(queue), sdktrace.WithMaxExportBatchSize(batch),
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithShutdownTimeout(shutdown),
+		otelsetup.WithBatchOptions(sdktrace.WithMaxQueueSize(queue), sdktrace.WithMaxExportBatchSize(batch),
 			sdktrace.WithBatchTimeout(100*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func jaegerSpans(t *testing.T, j *jaeger.Jaeger, want int) int {
 }
 
 // checkAccounting: every span ended is exported, failed or dropped.
-func checkAccounting(t *testing.T, st otelomni.ExportStats, ended int) {
+func checkAccounting(t *testing.T, st otelsetup.ExportStats, ended int) {
 	t.Helper()
 	if st.Ended != uint64(ended) {
 		t.Errorf("%d spans ended, want %d", st.Ended, ended)
@@ -260,7 +261,7 @@ func TestMemoryStaysBoundedWhileCollectorIsDown(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	const queue, batch = otelomni.DefaultMaxQueueSize, otelomni.DefaultMaxExportBatchSize
+	const queue, batch = 2048, 512 // the SDK's defaults
 	tel, in := faultSetup(t, "http://"+addr, "grpc", queue, batch, 2*time.Second)
 	heap := func() uint64 {
 		runtime.GC()

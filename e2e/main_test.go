@@ -12,8 +12,8 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaeger"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // bin holds the example binaries, built once for all tests.

@@ -15,8 +15,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/internal/jaeger/jaegertest"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // multiStageParent is DESIGN.md's multi-stage tree: span name -> its
@@ -82,7 +82,7 @@ func TestMultiStagePipelinesAreOneTraceAcrossProcesses(t *testing.T) {
 	var traces map[string][]traceview.Span
 	deadline := time.Now().Add(45 * time.Second)
 	for {
-		traces, err = j.Client().WaitTraces(ctx, service, from, time.Now().Add(time.Minute), requests, 30*time.Second)
+		traces, err = j.WaitTraces(ctx, service, from, time.Now().Add(time.Minute), requests, 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

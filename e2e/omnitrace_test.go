@@ -50,7 +50,7 @@ func TestOmnitraceImportIntoJaegerThenSummary(t *testing.T) {
 		t.Fatalf("import output:\n%s", out)
 	}
 
-	traces, err := j.Client().WaitTraces(ctx, service, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), good, 30*time.Second)
+	traces, err := j.WaitTraces(ctx, service, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), good, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

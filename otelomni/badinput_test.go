@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
@@ -144,9 +146,9 @@ func TestEveryBadInputGetsItsDocumentedResult(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clearOTelEnv(t)
-			tel, exp := setupWithMemory(t)
-			in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithTracerProvider(nil),
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+			in := otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithTracerProvider(nil),
 				otelomni.WithMeterProvider(nil), otelomni.WithPropagators(nil), nil)
 			var err error
 			func() {
@@ -160,7 +162,7 @@ func TestEveryBadInputGetsItsDocumentedResult(t *testing.T) {
 			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
-			_ = tel.Shutdown(context.Background())
+			_ = tp.ForceFlush(context.Background())
 			got := 0
 			for _, s := range exp.GetSpans() {
 				if s.EndTime.Before(s.StartTime) {
@@ -170,14 +172,14 @@ func TestEveryBadInputGetsItsDocumentedResult(t *testing.T) {
 					got++
 				}
 				check := func(kv attribute.KeyValue) {
-					if kv.Value.Type() == attribute.STRING && len(kv.Value.AsString()) > otelomni.DefaultAttributeValueLengthLimit {
-						t.Errorf("%s.%s is %d bytes, over the %d limit", s.Name, kv.Key, len(kv.Value.AsString()), otelomni.DefaultAttributeValueLengthLimit)
+					if kv.Value.Type() == attribute.STRING && len(kv.Value.AsString()) > 4096 {
+						t.Errorf("%s.%s is %d bytes, over the %d limit", s.Name, kv.Key, len(kv.Value.AsString()), 4096)
 					}
 				}
 				for _, kv := range s.Attributes {
 					check(kv)
 				}
-				if len(s.Status.Description) > otelomni.DefaultAttributeValueLengthLimit {
+				if len(s.Status.Description) > 4096 {
 					t.Errorf("%s: status description is %d bytes, over the limit", s.Name, len(s.Status.Description))
 				}
 			}

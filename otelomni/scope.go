@@ -237,6 +237,6 @@ func (r *scope) firstOutput(ctx context.Context, at time.Time) {
 // The SDK bounds attribute values but not the status description, so the
 // message is bounded here: a 10 MB error must not cost a whole batch.
 func markError(span trace.Span, err error) {
-	span.SetStatus(codes.Error, truncateUTF8(err.Error(), DefaultAttributeValueLengthLimit))
+	span.SetStatus(codes.Error, truncateUTF8(err.Error(), 4096))
 	span.SetAttributes(attrs.ErrorType(errorType(err)))
 }

@@ -15,8 +15,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/omnirecord"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // maxLine bounds one record line; a longer one is reported and skipped.
@@ -30,24 +31,24 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 
-	opts := []otelomni.SetupOption{
-		otelomni.WithServiceName("omnitrace"), otelomni.WithoutGlobal(), otelomni.WithoutMetrics(),
+	opts := []otelsetup.Option{
+		otelsetup.WithServiceName("omnitrace"), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
 		// An import is a batch job: wait for the exporter rather than drop.
-		otelomni.WithBatchOptions(sdktrace.WithBlocking()),
+		otelsetup.WithBatchOptions(sdktrace.WithBlocking()),
 	}
 	var file *fileExporter
 	if *out != "" {
 		file = &fileExporter{}
-		opts = append(opts, otelomni.WithSpanExporter(file))
+		opts = append(opts, otelsetup.WithSpanExporter(file))
 	} else {
 		console, err := stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
 		if err != nil {
 			fmt.Fprintf(stderr, "omnitrace import: %v\n", err)
 			return 1
 		}
-		opts = append(opts, otelomni.WithFallbackExporter(console))
+		opts = append(opts, otelsetup.WithFallbackExporter(console))
 	}
-	tel, err := otelomni.Setup(ctx, opts...)
+	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace import: %v\n", err)
 		return 1
@@ -119,7 +120,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return 0
 }
 
-func destination(out string, tel *otelomni.Telemetry) string {
+func destination(out string, tel *otelsetup.Telemetry) string {
 	if out != "" {
 		return out
 	}

@@ -28,9 +28,9 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/jaeger"
-	"github.com/otelomni/otelomni/internal/traceview"
+	"github.com/otelomni/otelomni/internal/jaegerquery"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 const usage = `usage:
@@ -130,7 +130,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if traceID == "" {
 			return usageError{"a trace id is needed with -jaeger"}
 		}
-		ss, err = (&jaeger.Client{Base: src.jaegerURL}).Trace(ctx, traceID)
+		ss, err = (&jaegerquery.Client{Base: src.jaegerURL}).Trace(ctx, traceID)
 	} else {
 		ss, err = src.readFile()
 	}
@@ -185,7 +185,7 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usageError{"-service is needed with -jaeger"}
 		}
 		now := time.Now()
-		ss, err = (&jaeger.Client{Base: src.jaegerURL}).Search(ctx, *service, now.Add(-*since), now.Add(time.Minute), *limit)
+		ss, err = (&jaegerquery.Client{Base: src.jaegerURL}).Search(ctx, *service, now.Add(-*since), now.Add(time.Minute), *limit)
 	} else {
 		ss, err = src.readFile()
 	}

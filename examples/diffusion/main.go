@@ -25,9 +25,10 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 func main() {
@@ -97,12 +98,12 @@ func run(out io.Writer, cfg config) (result, error) {
 	// The demo reads its own instruments too, to show that the summary of
 	// the spans and the histograms agree.
 	reader := sdkmetric.NewManualReader()
-	opts := []otelomni.SetupOption{otelomni.WithServiceName("omni-diffusion-demo"), otelomni.WithFallbackExporter(nil),
-		otelomni.WithMetricReader(reader)}
+	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-diffusion-demo"), otelsetup.WithFallbackExporter(nil),
+		otelsetup.WithMetricReader(reader)}
 	if show {
-		opts = append(opts, otelomni.WithSpanProcessor(collector))
+		opts = append(opts, otelsetup.WithSpanProcessor(collector))
 	}
-	tel, err := otelomni.Setup(ctx, opts...)
+	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {
 		return result{}, err
 	}

@@ -32,8 +32,9 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 func main() {
@@ -117,11 +118,11 @@ func runGateway(out io.Writer, requests, concurrency int, seed uint64, waterfall
 	ctx := context.Background()
 	show := waterfall || embedded()
 	sink := &spanSink{}
-	opts := []otelomni.SetupOption{otelomni.WithServiceName("omni-gateway"), otelomni.WithFallbackExporter(sink)}
+	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-gateway"), otelsetup.WithFallbackExporter(sink)}
 	if waterfall && !embedded() {
-		opts = append(opts, otelomni.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(sink)))
+		opts = append(opts, otelsetup.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(sink)))
 	}
-	tel, err := otelomni.Setup(ctx, opts...)
+	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,10 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/internal/traceview"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // encoder writes one message per line, from many goroutines.
@@ -66,12 +67,12 @@ func runStage(pipe, name string, seed uint64) error {
 	}
 	out := &encoder{enc: json.NewEncoder(os.Stdout)}
 	ctx := context.Background()
-	opts := []otelomni.SetupOption{otelomni.WithServiceName("omni-" + name), otelomni.WithFallbackExporter(spanPipe{out})}
+	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-" + name), otelsetup.WithFallbackExporter(spanPipe{out})}
 	if os.Getenv(showEnv) == "1" {
 		// -waterfall while exporting: send the spans to the gateway too.
-		opts = append(opts, otelomni.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(spanPipe{out})))
+		opts = append(opts, otelsetup.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(spanPipe{out})))
 	}
-	tel, err := otelomni.Setup(ctx, opts...)
+	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {
 		return err
 	}

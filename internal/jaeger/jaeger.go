@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelomni/otelomni/internal/jaegerquery"
+	"github.com/otelomni/otelomni/traceview"
 	"net"
 	"net/http"
 	"os"
@@ -331,4 +333,30 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Client returns a client of j's query API.
+func (j *Jaeger) Client() *jaegerquery.Client { return &jaegerquery.Client{Base: "http://" + j.Query} }
+
+// WaitTraces searches until at least want traces of service are there, or
+// the deadline passes (the batch processors on both sides delay arrival),
+// and returns what it found last.
+func (j *Jaeger) WaitTraces(ctx context.Context, service string, from, to time.Time, want int, within time.Duration) (map[string][]traceview.Span, error) {
+	deadline := time.Now().Add(within)
+	var last map[string][]traceview.Span
+	for {
+		ss, err := j.Client().Search(ctx, service, from, to, want*2+10)
+		if err != nil {
+			return last, err
+		}
+		last = traceview.ByTrace(ss)
+		if len(last) >= want || time.Now().After(deadline) {
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -1,9 +1,10 @@
-package otelomni_test
+package otelsetup_test
 
 import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -41,12 +43,12 @@ func newKept() keptExporter { return keptExporter{tracetest.NewInMemoryExporter(
 
 // setupWithMemory sets up with an in-memory exporter, without touching the
 // globals, and returns the exporter.
-func setupWithMemory(t *testing.T, opts ...otelomni.SetupOption) (*otelomni.Telemetry, keptExporter) {
+func setupWithMemory(t *testing.T, opts ...otelsetup.Option) (*otelsetup.Telemetry, keptExporter) {
 	t.Helper()
 	exp := newKept()
 	// The fallback keeps metrics off unless a variable names an exporter.
-	tel, err := otelomni.Setup(context.Background(), append([]otelomni.SetupOption{
-		otelomni.WithSpanExporter(exp), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil)}, opts...)...)
+	tel, err := otelsetup.Setup(context.Background(), append([]otelsetup.Option{
+		otelsetup.WithSpanExporter(exp), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func setupWithMemory(t *testing.T, opts ...otelomni.SetupOption) (*otelomni.Tele
 	return tel, exp
 }
 
-func flushOne(t *testing.T, tel *otelomni.Telemetry, exp keptExporter, info otelomni.RequestInfo) tracetest.SpanStub {
+func flushOne(t *testing.T, tel *otelsetup.Telemetry, exp keptExporter, info otelomni.RequestInfo) tracetest.SpanStub {
 	t.Helper()
 	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
 	_, req := in.Start(context.Background(), info)
@@ -71,7 +73,7 @@ func flushOne(t *testing.T, tel *otelomni.Telemetry, exp keptExporter, info otel
 
 func TestSetupResourceHasServiceHostProcessButNoCommandLine(t *testing.T) {
 	clearOTelEnv(t)
-	tel, exp := setupWithMemory(t, otelomni.WithServiceName("dit-engine"))
+	tel, exp := setupWithMemory(t, otelsetup.WithServiceName("dit-engine"))
 	s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: "r"})
 	res := map[string]attribute.Value{}
 	for _, kv := range s.Resource.Attributes() {
@@ -96,7 +98,7 @@ func TestSetupResourceHasServiceHostProcessButNoCommandLine(t *testing.T) {
 func TestSetupServiceNameFromEnvironmentWins(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_SERVICE_NAME", "from-env")
-	tel, exp := setupWithMemory(t, otelomni.WithServiceName("from-code"))
+	tel, exp := setupWithMemory(t, otelsetup.WithServiceName("from-code"))
 	s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: "r"})
 	if v, _ := s.Resource.Set().Value("service.name"); v.AsString() != "from-env" {
 		t.Errorf("service.name %q, want the variable's", v.AsString())
@@ -108,7 +110,7 @@ func TestSetupBoundsAttributeValueLength(t *testing.T) {
 	cases := []struct {
 		env  string
 		want int
-	}{{"", otelomni.DefaultAttributeValueLengthLimit}, {"100", 100}}
+	}{{"", otelsetup.DefaultAttributeValueLengthLimit}, {"100", 100}}
 	for _, tc := range cases {
 		t.Run("limit="+tc.env, func(t *testing.T) {
 			clearOTelEnv(t)
@@ -148,7 +150,7 @@ func TestSetupFromEnvironment(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil))
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +161,11 @@ func TestSetupFromEnvironment(t *testing.T) {
 			if !tc.enabled {
 				// A disabled setup costs nothing: the instrumenter allocates nothing.
 				in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
-				if n := testing.AllocsPerRun(50, func() { fivePhases(in) }); n != 0 {
+				if n := testing.AllocsPerRun(50, func() {
+					_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+					req.StartPhase(spans.Exec).End()
+					req.End(nil)
+				}); n != 0 {
 					t.Errorf("%v allocations per request with tracing off", n)
 				}
 			}
@@ -170,7 +176,7 @@ func TestSetupFromEnvironment(t *testing.T) {
 func TestSetupMalformedVariableGivesErrorAndNoopTelemetry(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
-	tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal())
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
 	if err == nil || tel == nil || tel.Enabled() {
 		t.Fatalf("err %v, tel %v: want an error and a usable no-op Telemetry", err, tel)
 	}
@@ -217,9 +223,9 @@ func TestUnreachableCollectorBlocksNeitherStartNorRequests(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+closedPort(t))
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", proto)
 			t0 := time.Now()
-			tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(),
-				otelomni.WithShutdownTimeout(500*time.Millisecond),
-				otelomni.WithBatchOptions(sdktrace.WithBatchTimeout(10*time.Millisecond)))
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(),
+				otelsetup.WithShutdownTimeout(500*time.Millisecond),
+				otelsetup.WithBatchOptions(sdktrace.WithBatchTimeout(10*time.Millisecond)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +268,7 @@ func TestShutdownIsIdempotentAndNilSafe(t *testing.T) {
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var nilTel *otelomni.Telemetry
+	var nilTel *otelsetup.Telemetry
 	if err := nilTel.Shutdown(context.Background()); err != nil || nilTel.Enabled() || nilTel.Exporter() != "none" {
 		t.Error("a nil Telemetry must be a safe no-op")
 	}
@@ -279,7 +285,7 @@ func TestSetupInstallsGlobals(t *testing.T) {
 	clearOTelEnv(t)
 	exp := newKept()
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
-	tel, err := otelomni.Setup(context.Background(), otelomni.WithSpanExporter(exp))
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithSpanExporter(exp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +325,7 @@ func TestSetupMetricsFromEnvironment(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil))
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,7 +344,7 @@ func TestSetupMetricsFromEnvironment(t *testing.T) {
 func TestSetupWithMetricReaderRecordsThroughIt(t *testing.T) {
 	clearOTelEnv(t)
 	reader := sdkmetric.NewManualReader()
-	tel, err := otelomni.Setup(context.Background(), otelomni.WithoutGlobal(), otelomni.WithFallbackExporter(nil), otelomni.WithMetricReader(reader))
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil), otelsetup.WithMetricReader(reader))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,4 +361,28 @@ func TestSetupWithMetricReaderRecordsThroughIt(t *testing.T) {
 		t.Error("metrics carry the same resource as spans")
 	}
 	_ = tel.Shutdown(context.Background())
+}
+
+// fivePhases runs one request with five phases.
+func fivePhases(in *otelomni.Instrumenter) {
+	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m"})
+	req.StartPhase(spans.Preprocess).End()
+	exec := req.StartPhase(spans.Exec)
+	req.StartPhase(spans.QueueWait).End()
+	exec.End()
+	req.StartPhase(spans.OutputReadyWait).End()
+	_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+	req.End(nil)
+}
+
+// runChild runs the calling test again in a child process, with
+// OTELOMNI_CHILD set to its name: for a test that changes the globals.
+func runChild(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "OTELOMNI_CHILD="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
 }

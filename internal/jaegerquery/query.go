@@ -1,4 +1,6 @@
-package jaeger
+// Package jaegerquery reads traces from a Jaeger query API (/api/v3) as
+// the OTLP/JSON that Jaeger serves.
+package jaegerquery
 
 import (
 	"bytes"
@@ -10,7 +12,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/otelomni/otelomni/internal/traceview"
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // Client reads traces from a Jaeger query API.
@@ -19,9 +22,6 @@ type Client struct {
 	Base string
 	HTTP *http.Client
 }
-
-// Client returns a client of j's query API.
-func (j *Jaeger) Client() *Client { return &Client{Base: "http://" + j.Query} }
 
 func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, int, error) {
 	u := c.Base + path
@@ -56,7 +56,7 @@ func (c *Client) Trace(ctx context.Context, traceID string) ([]traceview.Span, e
 		return nil, nil
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("jaeger: trace %s: HTTP %d: %s", traceID, code, b)
+		return nil, fmt.Errorf("jaeger: trace %s: HTTP %d: %s", sanitize.String(traceID, 64), code, body(b))
 	}
 	return traceview.ParseOTLPJSON(bytes.NewReader(b))
 }
@@ -78,30 +78,16 @@ func (c *Client) Search(ctx context.Context, service string, from, to time.Time,
 		return nil, nil
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("jaeger: search %s: HTTP %d: %s", service, code, b)
+		return nil, fmt.Errorf("jaeger: search %s: HTTP %d: %s", sanitize.String(service, 256), code, body(b))
 	}
 	return traceview.ParseOTLPJSON(bytes.NewReader(b))
 }
 
-// WaitTraces searches until at least want traces of service are there, or
-// the deadline passes (the batch processors on both sides delay arrival),
-// and returns what it found last.
-func (c *Client) WaitTraces(ctx context.Context, service string, from, to time.Time, want int, within time.Duration) (map[string][]traceview.Span, error) {
-	deadline := time.Now().Add(within)
-	var last map[string][]traceview.Span
-	for {
-		ss, err := c.Search(ctx, service, from, to, want*2+10)
-		if err != nil {
-			return last, err
-		}
-		last = traceview.ByTrace(ss)
-		if len(last) >= want || time.Now().After(deadline) {
-			return last, nil
-		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+// maxErrorBody bounds the part of an error answer quoted in an error: a
+// proxy's 50 MB error page is no message for a terminal.
+const maxErrorBody = 512
+
+// body returns an error answer's body fit for one line of a terminal.
+func body(b []byte) string {
+	return sanitize.String(string(b), maxErrorBody)
 }

@@ -1,11 +1,10 @@
-package otelomni
+package otelsetup
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -26,14 +25,22 @@ type ExportStats struct {
 	// After [Telemetry.Shutdown] nothing is queued any more, so Pending is
 	// exactly the number of spans dropped.
 	Pending uint64
+	// Repaired counts the spans that held a string that was not valid
+	// UTF-8 or longer than the byte limit, exported with it repaired.
+	Repaired uint64
 }
 
 // Lost returns the spans that did not reach the collector: failed, plus
 // pending (after Shutdown: dropped).
 func (s ExportStats) Lost() uint64 { return s.Failed + s.Pending }
 
+func (s ExportStats) describe() string {
+	return fmt.Sprintf("%d of %d spans did not reach the collector (%d failed to export, %d dropped: queue full or shutdown deadline)",
+		s.Lost(), s.Ended, s.Failed, s.Pending)
+}
+
 type exportCounts struct {
-	ended, exported, failed atomic.Uint64
+	ended, exported, failed, repaired atomic.Uint64
 }
 
 func (c *exportCounts) stats() ExportStats {
@@ -41,27 +48,11 @@ func (c *exportCounts) stats() ExportStats {
 	// while spans are in flight.
 	exported, failed := c.exported.Load(), c.failed.Load()
 	ended := c.ended.Load()
-	s := ExportStats{Ended: ended, Exported: exported, Failed: failed}
+	s := ExportStats{Ended: ended, Exported: exported, Failed: failed, Repaired: c.repaired.Load()}
 	if done := exported + failed; ended > done {
 		s.Pending = ended - done
 	}
 	return s
-}
-
-// countingExporter counts what its exporter accepted and what failed.
-type countingExporter struct {
-	sdktrace.SpanExporter
-	c *exportCounts
-}
-
-func (e countingExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
-	err := e.SpanExporter.ExportSpans(ctx, ss)
-	if err != nil {
-		e.c.failed.Add(uint64(len(ss)))
-		return err
-	}
-	e.c.exported.Add(uint64(len(ss)))
-	return nil
 }
 
 // countingProcessor counts the sampled spans that end. It is registered
@@ -78,13 +69,3 @@ func (p countingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 
 func (countingProcessor) Shutdown(context.Context) error   { return nil }
 func (countingProcessor) ForceFlush(context.Context) error { return nil }
-
-// reportLoss logs, once at shutdown, what did not reach the collector.
-func reportLoss(s ExportStats) {
-	if s.Lost() == 0 {
-		return
-	}
-	otel.Handle(fmt.Errorf(
-		"otelomni: %d of %d spans did not reach the collector (%d failed to export, %d dropped: queue full or shutdown deadline)",
-		s.Lost(), s.Ended, s.Failed, s.Pending))
-}

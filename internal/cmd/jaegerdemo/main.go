@@ -20,7 +20,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaeger"
-	"github.com/otelomni/otelomni/internal/traceview"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 func main() {
@@ -67,7 +67,7 @@ func run(requests int, protocol string, keep bool) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 
-	traces, err := j.Client().WaitTraces(ctx, service, from, time.Now().Add(time.Minute), requests, 30*time.Second)
+	traces, err := j.WaitTraces(ctx, service, from, time.Now().Add(time.Minute), requests, 30*time.Second)
 	if err != nil {
 		return err
 	}

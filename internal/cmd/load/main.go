@@ -4,7 +4,7 @@
 // spans/s, spans dropped and failed, and the peak memory of this process and
 // of Jaeger, with Jaeger's share of the CPU.
 //
-//	go run ./examples/load -rate 300 -duration 60s
+//	go run ./internal/cmd/load -rate 300 -duration 60s
 //
 // It exits with status 1 when any span was dropped or failed to export, so
 // that a script can search for the highest rate sustained without loss.
@@ -28,6 +28,7 @@ import (
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
 )
 
 func main() {
@@ -72,8 +73,8 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	if batch > 0 {
 		bopts = append(bopts, sdktrace.WithMaxExportBatchSize(batch))
 	}
-	tel, err := otelomni.Setup(ctx, otelomni.WithoutGlobal(), otelomni.WithBatchOptions(bopts...),
-		otelomni.WithShutdownTimeout(30*time.Second))
+	tel, err := otelsetup.Setup(ctx, otelsetup.WithoutGlobal(), otelsetup.WithBatchOptions(bopts...),
+		otelsetup.WithShutdownTimeout(30*time.Second))
 	if err != nil {
 		return false, err
 	}
@@ -81,7 +82,7 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	eng := engine.New(engine.Config{Instrumenter: in, Slots: 100000, TimeScale: scale})
 
 	fmt.Printf("load: %.0f requests/s for %v into Jaeger (pid %d) over OTLP %s; queue %s, batch %s; GOMAXPROCS %d\n",
-		rate, duration, j.Pid(), protocol, orDefault(queue, otelomni.DefaultMaxQueueSize), orDefault(batch, otelomni.DefaultMaxExportBatchSize),
+		rate, duration, j.Pid(), protocol, orDefault(queue, 2048), orDefault(batch, 512),
 		runtime.GOMAXPROCS(0))
 	cpu0, _ := procCPU(j.Pid())
 	self0, _ := procCPU(os.Getpid())

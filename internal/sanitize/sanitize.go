@@ -1,0 +1,125 @@
+// Package sanitize makes strings safe to hand to an OpenTelemetry SDK or a
+// terminal: valid UTF-8 (each invalid byte sequence replaced by U+FFFD) and
+// bounded in bytes, cut at a rune boundary and copied, so that a bounded
+// value never keeps a large original alive.
+//
+// The OTLP exporters refuse a whole batch that holds one string that is not
+// valid UTF-8, and the SDK's attribute length limit counts characters, not
+// bytes: both are reasons to bound strings before they reach the SDK.
+package sanitize
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Replacement replaces each invalid byte sequence.
+const Replacement = "\uFFFD"
+
+// String returns s as valid UTF-8 of at most max bytes. It returns s itself
+// when s is already valid and short enough (the common case costs one
+// validity scan and no allocation); otherwise a fresh copy, so that the
+// result never shares memory with a large s. A max of 0 or less means no
+// bound on length.
+func String(s string, max int) string {
+	valid := utf8.ValidString(s)
+	if valid && (max <= 0 || len(s) <= max) {
+		return s
+	}
+	if !valid {
+		if max > 0 && len(s) > 4*max+4 {
+			// Repair only the head that can survive the cut: a 10 MB
+			// string must not cost a 10 MB repair.
+			s = s[:4*max+4]
+		}
+		s = strings.ToValidUTF8(s, Replacement)
+	}
+	if max > 0 && len(s) > max {
+		s = s[:cut(s, max)]
+	}
+	return strings.Clone(s)
+}
+
+// Valid reports whether s needs no change under max.
+func Valid(s string, max int) bool {
+	return (max <= 0 || len(s) <= max) && utf8.ValidString(s)
+}
+
+// cut returns the largest n <= max at which s can be cut without splitting
+// a rune.
+func cut(s string, max int) int {
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// KeyValue returns kv with its key bounded by maxKey bytes and its string
+// (or string slice) value bounded by maxValue bytes, both valid UTF-8. An
+// empty key (after repair) becomes "_invalid".
+func KeyValue(kv attribute.KeyValue, maxKey, maxValue int) attribute.KeyValue {
+	k := string(kv.Key)
+	if !Valid(k, maxKey) {
+		kv.Key = attribute.Key(String(k, maxKey))
+	}
+	if kv.Key == "" {
+		kv.Key = "_invalid"
+	}
+	switch kv.Value.Type() {
+	case attribute.STRING:
+		if v := kv.Value.AsString(); !Valid(v, maxValue) {
+			kv.Value = attribute.StringValue(String(v, maxValue))
+		}
+	case attribute.STRINGSLICE:
+		ss := kv.Value.AsStringSlice()
+		changed := false
+		for i, v := range ss {
+			if !Valid(v, maxValue) {
+				ss[i], changed = String(v, maxValue), true
+			}
+		}
+		if changed {
+			kv.Value = attribute.StringSliceValue(ss)
+		}
+	}
+	return kv
+}
+
+// KeyValueOK reports whether KeyValue would leave kv unchanged.
+func KeyValueOK(kv attribute.KeyValue, maxKey, maxValue int) bool {
+	if kv.Key == "" || !Valid(string(kv.Key), maxKey) {
+		return false
+	}
+	switch kv.Value.Type() {
+	case attribute.STRING:
+		return Valid(kv.Value.AsString(), maxValue)
+	case attribute.STRINGSLICE:
+		for _, v := range kv.Value.AsStringSlice() {
+			if !Valid(v, maxValue) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// KeyValues returns kvs with every key and string value bounded. It returns
+// kvs itself when nothing needs to change, and a new slice otherwise: the
+// caller's slice is never written to.
+func KeyValues(kvs []attribute.KeyValue, maxKey, maxValue int) []attribute.KeyValue {
+	for i, kv := range kvs {
+		if KeyValueOK(kv, maxKey, maxValue) {
+			continue
+		}
+		out := make([]attribute.KeyValue, len(kvs))
+		copy(out, kvs)
+		for j := i; j < len(out); j++ {
+			out[j] = KeyValue(out[j], maxKey, maxValue)
+		}
+		return out
+	}
+	return kvs
+}

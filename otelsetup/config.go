@@ -1,0 +1,119 @@
+package otelsetup
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Option configures [Setup].
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	serviceName     string
+	exporter        sdktrace.SpanExporter
+	processors      []sdktrace.SpanProcessor
+	batchOptions    []sdktrace.BatchSpanProcessorOption
+	noGlobal        bool
+	shutdownTimeout time.Duration
+	resourceAttrs   []attribute.KeyValue
+	fallbackSet     bool
+	fallback        sdktrace.SpanExporter
+	metricReaders   []sdkmetric.Reader
+	noMetrics       bool
+}
+
+// WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the
+// variable wins, as everywhere in OpenTelemetry).
+func WithServiceName(name string) Option {
+	return optionFunc(func(c *config) { c.serviceName = name })
+}
+
+// WithSpanExporter exports through exp instead of the exporter that the
+// OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* variables select. A nil exp
+// is ignored.
+func WithSpanExporter(exp sdktrace.SpanExporter) Option {
+	return optionFunc(func(c *config) {
+		if exp != nil {
+			c.exporter = exp
+		}
+	})
+}
+
+// WithFallbackExporter exports through exp when the environment names no
+// exporter and no endpoint (none of OTEL_TRACES_EXPORTER,
+// OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set),
+// instead of OTLP to localhost. A nil exp exports nothing then, which suits
+// a program that shows its traces itself (see [WithSpanProcessor]). It also
+// keeps metrics from being pushed to localhost when no metric exporter or
+// endpoint is named.
+func WithFallbackExporter(exp sdktrace.SpanExporter) Option {
+	return optionFunc(func(c *config) { c.fallbackSet, c.fallback = true, exp })
+}
+
+// WithMetricReader adds a metric reader beside the one the
+// OTEL_METRICS_EXPORTER variable selects, such as a manual reader that a
+// program reads itself. A nil r is ignored.
+func WithMetricReader(r sdkmetric.Reader) Option {
+	return optionFunc(func(c *config) {
+		if r != nil {
+			c.metricReaders = append(c.metricReaders, r)
+		}
+	})
+}
+
+// WithoutMetrics keeps Setup from making the metric reader that
+// OTEL_METRICS_EXPORTER selects, for a program that exports traces only
+// (a batch import, say). Readers given with [WithMetricReader] still apply.
+func WithoutMetrics() Option {
+	return optionFunc(func(c *config) { c.noMetrics = true })
+}
+
+// WithSpanProcessor adds a span processor beside the exporter's batch
+// processor, such as the terminal view of
+// github.com/otelomni/otelomni/traceview. A nil p is ignored.
+func WithSpanProcessor(p sdktrace.SpanProcessor) Option {
+	return optionFunc(func(c *config) {
+		if p != nil {
+			c.processors = append(c.processors, p)
+		}
+	})
+}
+
+// WithBatchOptions tunes the exporter's batch processor (queue size, batch
+// size, timeouts). Where no option sets them, the SDK reads the OTEL_BSP_*
+// variables, and uses its own defaults where those are unset.
+func WithBatchOptions(opts ...sdktrace.BatchSpanProcessorOption) Option {
+	return optionFunc(func(c *config) { c.batchOptions = append(c.batchOptions, opts...) })
+}
+
+// WithoutGlobal keeps Setup from installing its providers and propagators
+// as the OpenTelemetry globals; pass [Telemetry.TracerProvider] to
+// otelomni.WithTracerProvider instead.
+func WithoutGlobal() Option {
+	return optionFunc(func(c *config) { c.noGlobal = true })
+}
+
+// WithShutdownTimeout bounds [Telemetry.Shutdown] (default
+// [DefaultShutdownTimeout]). A d of 0 or less is ignored.
+func WithShutdownTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.shutdownTimeout = d
+		}
+	})
+}
+
+// WithResourceAttributes adds attributes to the resource, such as a
+// deployment environment. OTEL_RESOURCE_ATTRIBUTES wins over them.
+func WithResourceAttributes(kv ...attribute.KeyValue) Option {
+	return optionFunc(func(c *config) { c.resourceAttrs = append(c.resourceAttrs, kv...) })
+}

@@ -1,0 +1,140 @@
+package otelsetup
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/internal/sanitize"
+)
+
+// maxKeyBytes bounds attribute keys and span and event names on export.
+const maxKeyBytes = 256
+
+// safeExporter wraps the exporter that Setup builds. It counts what was
+// exported and what failed (see [ExportStats]), and repairs every span that
+// carries a string the OTLP exporters would refuse or the byte limit does
+// not allow: the OTLP exporters refuse a whole batch for one string that is
+// not valid UTF-8, so one bad string from any instrumentation in the
+// process would otherwise cost every other span of its batch. It runs on
+// the batch processor's goroutine, never on a request's.
+type safeExporter struct {
+	exp      sdktrace.SpanExporter
+	c        *exportCounts
+	maxValue int
+}
+
+func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
+	var out []sdktrace.ReadOnlySpan
+	for i, s := range ss {
+		if spanOK(s, e.maxValue) {
+			if out != nil {
+				out[i] = s
+			}
+			continue
+		}
+		if out == nil {
+			out = make([]sdktrace.ReadOnlySpan, len(ss))
+			copy(out, ss[:i])
+		}
+		out[i] = repair(s, e.maxValue)
+		e.c.repaired.Add(1)
+	}
+	if out == nil {
+		out = ss
+	}
+	if err := e.exp.ExportSpans(ctx, out); err != nil {
+		e.c.failed.Add(uint64(len(ss)))
+		return err
+	}
+	e.c.exported.Add(uint64(len(ss)))
+	return nil
+}
+
+func (e *safeExporter) Shutdown(ctx context.Context) error { return e.exp.Shutdown(ctx) }
+
+// ForceFlush flushes the wrapped exporter when it can.
+func (e *safeExporter) ForceFlush(ctx context.Context) error {
+	if f, ok := e.exp.(interface{ ForceFlush(context.Context) error }); ok {
+		return f.ForceFlush(ctx)
+	}
+	return nil
+}
+
+func kvsOK(kvs []attribute.KeyValue, maxValue int) bool {
+	for _, kv := range kvs {
+		if !sanitize.KeyValueOK(kv, maxKeyBytes, maxValue) {
+			return false
+		}
+	}
+	return true
+}
+
+// spanOK reports whether every string of s is valid and within bounds.
+func spanOK(s sdktrace.ReadOnlySpan, maxValue int) bool {
+	if !sanitize.Valid(s.Name(), maxKeyBytes) || !sanitize.Valid(s.Status().Description, maxValue) ||
+		!kvsOK(s.Attributes(), maxValue) {
+		return false
+	}
+	for _, ev := range s.Events() {
+		if !sanitize.Valid(ev.Name, maxKeyBytes) || !kvsOK(ev.Attributes, maxValue) {
+			return false
+		}
+	}
+	for _, l := range s.Links() {
+		if !kvsOK(l.Attributes, maxValue) {
+			return false
+		}
+	}
+	sc := s.InstrumentationScope()
+	return sanitize.Valid(sc.Name, maxKeyBytes) && sanitize.Valid(sc.Version, maxKeyBytes) &&
+		sanitize.Valid(sc.SchemaURL, maxKeyBytes)
+}
+
+// repairedSpan is a span with its strings repaired; everything else comes
+// from the original.
+type repairedSpan struct {
+	sdktrace.ReadOnlySpan
+	name   string
+	attrs  []attribute.KeyValue
+	events []sdktrace.Event
+	links  []sdktrace.Link
+	status sdktrace.Status
+	scope  instrumentation.Scope
+}
+
+func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
+	r := &repairedSpan{
+		ReadOnlySpan: s,
+		name:         sanitize.String(s.Name(), maxKeyBytes),
+		attrs:        sanitize.KeyValues(s.Attributes(), maxKeyBytes, maxValue),
+		status:       s.Status(),
+		scope:        s.InstrumentationScope(),
+	}
+	r.status.Description = sanitize.String(r.status.Description, maxValue)
+	r.scope.Name = sanitize.String(r.scope.Name, maxKeyBytes)
+	r.scope.Version = sanitize.String(r.scope.Version, maxKeyBytes)
+	r.scope.SchemaURL = sanitize.String(r.scope.SchemaURL, maxKeyBytes)
+	for _, ev := range s.Events() {
+		ev.Name = sanitize.String(ev.Name, maxKeyBytes)
+		ev.Attributes = sanitize.KeyValues(ev.Attributes, maxKeyBytes, maxValue)
+		r.events = append(r.events, ev)
+	}
+	for _, l := range s.Links() {
+		l.Attributes = sanitize.KeyValues(l.Attributes, maxKeyBytes, maxValue)
+		r.links = append(r.links, l)
+	}
+	return r
+}
+
+func (r *repairedSpan) Name() string                                { return r.name }
+func (r *repairedSpan) Attributes() []attribute.KeyValue            { return r.attrs }
+func (r *repairedSpan) Events() []sdktrace.Event                    { return r.events }
+func (r *repairedSpan) Links() []sdktrace.Link                      { return r.links }
+func (r *repairedSpan) Status() sdktrace.Status                     { return r.status }
+func (r *repairedSpan) InstrumentationScope() instrumentation.Scope { return r.scope }
+
+//lint:ignore SA1019 the exporters of this SDK version still read it
+func (r *repairedSpan) InstrumentationLibrary() instrumentation.Library { return r.scope }

@@ -1,0 +1,279 @@
+package otelsetup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/otelomni"
+)
+
+// DefaultAttributeValueLengthLimit bounds every string attribute value, in
+// bytes, when neither OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT nor
+// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT is set. The SDK's own default is no
+// limit, so one 10 MB value (a prompt, a base64 image) would cost a whole
+// export batch; 4 KiB keeps every id, model name and error message whole.
+// The SDK counts its limit in characters; the exporter Setup builds cuts
+// again in bytes, so the bound holds in bytes on the wire.
+const DefaultAttributeValueLengthLimit = 4096
+
+// DefaultShutdownTimeout bounds [Telemetry.Shutdown] when the caller's
+// context has no earlier deadline: long enough to flush a full batch to a
+// live collector, short enough that a dead one never holds up an engine's
+// exit.
+const DefaultShutdownTimeout = 5 * time.Second
+
+// Setup builds the OpenTelemetry SDK from the standard environment and,
+// unless [WithoutGlobal] is given, installs its providers and W3C trace
+// context and baggage propagation as the globals, which turns on every
+// otelomni.Instrumenter that follows them.
+//
+// The span exporter comes from OTEL_TRACES_EXPORTER (otlp, the default;
+// console; none) through go.opentelemetry.io/contrib/exporters/autoexport,
+// the OTLP exporter from OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL (grpc
+// or http/protobuf), the metric reader from OTEL_METRICS_EXPORTER. The
+// sampler comes from OTEL_TRACES_SAMPLER, the batch processor's settings
+// from OTEL_BSP_*, both read by the SDK itself. OTEL_SDK_DISABLED=true makes
+// everything a no-op. The resource carries service.name
+// (OTEL_SERVICE_NAME), service.instance.id, the SDK's and otelomni's name
+// and version, the host, and the process id and executable, but never the
+// command-line arguments, which can hold secrets.
+//
+// Every variable is checked first. A value that is not well formed (an
+// unknown exporter or sampler, a negative queue size, a schedule delay of
+// 0, an endpoint that is not a URL, ...) makes Setup return an error that
+// names each bad variable ([*EnvError]), and a no-op Telemetry: the engine
+// logs the error and runs untraced, never with a setting nobody asked for.
+//
+// Setup never dials the collector: an unreachable one neither fails nor
+// delays the engine's start, and exports never block a request (the batch
+// processor drops, and counts, what does not fit its queue).
+func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
+	cfg := config{shutdownTimeout: DefaultShutdownTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := checkEnv(); err != nil {
+		return &Telemetry{}, err
+	}
+	if sdkDisabled() {
+		return &Telemetry{}, nil
+	}
+
+	t := &Telemetry{shutdownTimeout: cfg.shutdownTimeout}
+	exp, err := spanExporter(ctx, &cfg, t)
+	if err != nil {
+		return &Telemetry{}, err
+	}
+	readers, err := metricReaders(ctx, &cfg, t)
+	if err != nil {
+		if exp != nil {
+			_ = exp.Shutdown(ctx) // it may hold a connection
+		}
+		return &Telemetry{}, err
+	}
+	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 {
+		// Nothing would leave the process: recording would only cost.
+		return &Telemetry{}, nil
+	}
+
+	res, err := newResource(ctx, &cfg)
+	if err != nil {
+		// A partial resource is still worth exporting with.
+		otel.Handle(fmt.Errorf("otelsetup: detecting the resource: %w", err))
+	}
+	if exp != nil || len(cfg.processors) > 0 {
+		limits := sdktrace.NewSpanLimits()
+		if limits.AttributeValueLengthLimit < 0 {
+			limits.AttributeValueLengthLimit = DefaultAttributeValueLengthLimit
+		}
+		tpOpts := []sdktrace.TracerProviderOption{
+			sdktrace.WithResource(res),
+			sdktrace.WithRawSpanLimits(limits),
+		}
+		if exp != nil {
+			t.counts = &exportCounts{}
+			tpOpts = append(tpOpts,
+				sdktrace.WithSpanProcessor(countingProcessor{t.counts}),
+				sdktrace.WithBatcher(&safeExporter{exp: exp, c: t.counts, maxValue: limits.AttributeValueLengthLimit},
+					cfg.batchOptions...))
+		}
+		for _, p := range cfg.processors {
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
+		}
+		t.tp = sdktrace.NewTracerProvider(tpOpts...)
+	}
+	if len(readers) > 0 {
+		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		for _, r := range readers {
+			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
+		}
+		t.mp = sdkmetric.NewMeterProvider(mpOpts...)
+	}
+	if !cfg.noGlobal {
+		if t.tp != nil {
+			otel.SetTracerProvider(t.tp)
+		}
+		if t.mp != nil {
+			otel.SetMeterProvider(t.mp)
+		}
+		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
+			propagation.TraceContext{}, propagation.Baggage{}))
+	}
+	return t, nil
+}
+
+// spanExporter returns the exporter: the option's, the fallback when the
+// environment names no exporter and no endpoint, or autoexport's. It is nil
+// when nothing is exported.
+func spanExporter(ctx context.Context, cfg *config, t *Telemetry) (sdktrace.SpanExporter, error) {
+	switch {
+	case cfg.exporter != nil:
+		t.exporter = fmt.Sprintf("%T", cfg.exporter)
+		return cfg.exporter, nil
+	case cfg.fallbackSet && firstEnv(exporterVars...) == "":
+		if cfg.fallback == nil {
+			t.exporter = "none (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
+			return nil, nil
+		}
+		t.exporter = fmt.Sprintf("%T", cfg.fallback)
+		return cfg.fallback, nil
+	}
+	e, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otelsetup: setting up the span exporter: %w", err)
+	}
+	if autoexport.IsNoneSpanExporter(e) {
+		return nil, nil
+	}
+	t.exporter = describeExporter()
+	return e, nil
+}
+
+// metricReaders returns the reader that OTEL_METRICS_EXPORTER selects
+// (otlp, prometheus, console, none) through autoexport, and the extra ones.
+// With a fallback set and no metric exporter or endpoint named, none is
+// made: a program that needs no server must not push to localhost.
+func metricReaders(ctx context.Context, cfg *config, t *Telemetry) ([]sdkmetric.Reader, error) {
+	readers := append([]sdkmetric.Reader(nil), cfg.metricReaders...)
+	if cfg.noMetrics || (cfg.fallbackSet && firstEnv(metricVars...) == "") {
+		return readers, nil
+	}
+	r, err := autoexport.NewMetricReader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otelsetup: setting up the metric reader: %w", err)
+	}
+	if autoexport.IsNoneMetricReader(r) {
+		return readers, nil
+	}
+	t.metrics = describeMetrics()
+	return append(readers, r), nil
+}
+
+// exporterVars are the variables that configure where spans go.
+var exporterVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
+
+// metricVars are the variables that configure where metrics go.
+var metricVars = []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"}
+
+func sdkDisabled() bool {
+	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")))
+	return err == nil && v
+}
+
+func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
+	var own []attribute.KeyValue
+	if cfg.serviceName != "" {
+		own = append(own, attribute.String("service.name", cfg.serviceName))
+	}
+	own = append(own,
+		attribute.String("telemetry.distro.name", "otelomni"),
+		attribute.String("telemetry.distro.version", otelomni.Version))
+	own = append(own, cfg.resourceAttrs...)
+	// A resource attribute that is not valid UTF-8 would cost every export.
+	own = sanitize.KeyValues(own, 256, DefaultAttributeValueLengthLimit)
+	res, err := resource.New(ctx,
+		resource.WithService(), // default service.name and a fresh service.instance.id
+		resource.WithAttributes(own...),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
+		resource.WithTelemetrySDK(),
+		resource.WithHost(),
+		// Deliberately not resource.WithProcess(): it would add
+		// process.command_args, and command lines carry secrets.
+		resource.WithProcessPID(),
+		resource.WithProcessExecutableName(),
+		resource.WithProcessExecutablePath(),
+		resource.WithProcessRuntimeName(),
+		resource.WithProcessRuntimeVersion(),
+	)
+	if res == nil {
+		res = resource.Default()
+	}
+	return res, err
+}
+
+// describeExporter says where autoexport sends spans, from the same
+// variables it reads.
+func describeExporter() string {
+	kind := strings.ToLower(firstEnv("OTEL_TRACES_EXPORTER"))
+	if kind == "" {
+		kind = "otlp"
+	}
+	if kind != "otlp" {
+		return kind
+	}
+	proto := firstEnv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+	if proto == "" {
+		proto = "http/protobuf"
+	}
+	endpoint := firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	if endpoint == "" {
+		endpoint = "the default endpoint"
+	}
+	return fmt.Sprintf("otlp (%s) to %s", proto, endpoint)
+}
+
+func describeMetrics() string {
+	kind := strings.ToLower(firstEnv("OTEL_METRICS_EXPORTER"))
+	switch kind {
+	case "", "otlp":
+		return "otlp"
+	case "prometheus":
+		host, port := firstEnv("OTEL_EXPORTER_PROMETHEUS_HOST"), firstEnv("OTEL_EXPORTER_PROMETHEUS_PORT")
+		if host == "" {
+			host = "localhost"
+		}
+		if port == "" {
+			port = "9464"
+		}
+		return "prometheus on http://" + host + ":" + port + "/metrics"
+	}
+	return kind
+}
+
+func firstEnv(keys ...string) string {
+	for _, k := range keys {
+		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
+			return v
+		}
+	}
+	return ""
+}

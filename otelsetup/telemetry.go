@@ -1,0 +1,156 @@
+package otelsetup
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Telemetry is what [Setup] built: the providers, the accounting of what
+// was exported, and how to flush and shut it all down. The Telemetry that
+// Setup returns with an error, or when the SDK is disabled, is a no-op.
+type Telemetry struct {
+	counts          *exportCounts
+	tp              *sdktrace.TracerProvider
+	mp              *sdkmetric.MeterProvider
+	metrics         string
+	shutdownTimeout time.Duration
+	exporter        string
+	once            sync.Once
+	err             error
+}
+
+// TracerProvider returns the tracer provider; a no-op one when the SDK is
+// disabled or nothing is exported.
+func (t *Telemetry) TracerProvider() trace.TracerProvider {
+	if t == nil || t.tp == nil {
+		return noop.NewTracerProvider()
+	}
+	return t.tp
+}
+
+// MeterProvider returns the meter provider; a no-op one when the SDK is
+// disabled or no metric is read.
+func (t *Telemetry) MeterProvider() metric.MeterProvider {
+	if t == nil || t.mp == nil {
+		return metricnoop.NewMeterProvider()
+	}
+	return t.mp
+}
+
+// Enabled reports whether spans are recorded.
+func (t *Telemetry) Enabled() bool { return t != nil && t.tp != nil }
+
+// Exporter describes where spans go, for a start-up log line: "none",
+// "otlp (grpc) to http://127.0.0.1:4317", "console", ...
+func (t *Telemetry) Exporter() string {
+	if t == nil || t.exporter == "" {
+		return "none"
+	}
+	return t.exporter
+}
+
+// MetricsExporter describes where metrics go, for a start-up log line.
+func (t *Telemetry) MetricsExporter() string {
+	if t == nil || t.metrics == "" {
+		return "none"
+	}
+	return t.metrics
+}
+
+// ExportStats returns the accounting of every span handed to the exporter:
+// ended, exported, failed, and pending (after Shutdown: dropped). Zero when
+// nothing is exported.
+func (t *Telemetry) ExportStats() ExportStats {
+	if t == nil || t.counts == nil {
+		return ExportStats{}
+	}
+	return t.counts.stats()
+}
+
+// ErrSpansLost is wrapped by the error of [Telemetry.Shutdown] and
+// [Telemetry.ForceFlush] when spans did not reach the collector, whatever
+// the exporter's protocol: errors.Is(err, ErrSpansLost), and errors.As with
+// a [*LossError] for the counts.
+var ErrSpansLost = errors.New("spans did not reach the collector")
+
+// LossError reports the spans that did not reach the collector.
+type LossError struct {
+	ExportStats
+}
+
+func (e *LossError) Error() string {
+	return "otelsetup: " + e.describe()
+}
+
+// Unwrap returns ErrSpansLost.
+func (e *LossError) Unwrap() error { return ErrSpansLost }
+
+// ForceFlush exports every span and metric ended so far, waiting at most
+// until ctx is done. It returns an error wrapping [ErrSpansLost] when spans
+// failed to export during the flush, whether the exporter itself reported
+// it or not.
+func (t *Telemetry) ForceFlush(ctx context.Context) error {
+	if t == nil || (t.tp == nil && t.mp == nil) {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var errs []error
+	if t.tp != nil {
+		before := t.ExportStats()
+		errs = append(errs, t.tp.ForceFlush(ctx))
+		after := t.ExportStats()
+		if lost := after.Failed - before.Failed; lost > 0 {
+			errs = append(errs, &LossError{after})
+		}
+	}
+	if t.mp != nil {
+		errs = append(errs, t.mp.ForceFlush(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown flushes what is queued and stops exporting. It returns within
+// the Telemetry's shutdown timeout, or ctx's deadline if earlier, even when
+// the collector is dead. When spans did not reach the collector (failed to
+// export, or dropped from a full queue or at the deadline) it returns an
+// error wrapping [ErrSpansLost] with the counts, over gRPC and HTTP alike,
+// and logs it once through the OpenTelemetry error handler. Calling it again
+// returns the first result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil || (t.tp == nil && t.mp == nil) {
+		return nil
+	}
+	t.once.Do(func() {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		ctx, cancel := context.WithTimeout(ctx, t.shutdownTimeout)
+		defer cancel()
+		var errs []error
+		if t.tp != nil {
+			errs = append(errs, t.tp.Shutdown(ctx))
+			if s := t.ExportStats(); s.Lost() > 0 {
+				loss := &LossError{s}
+				otel.Handle(loss)
+				errs = append(errs, loss)
+			}
+		}
+		if t.mp != nil {
+			errs = append(errs, t.mp.Shutdown(ctx))
+		}
+		t.err = errors.Join(errs...)
+	})
+	return t.err
+}
