@@ -29,6 +29,7 @@ type config struct {
 	fallback        sdktrace.SpanExporter
 	metricReaders   []sdkmetric.Reader
 	noMetrics       bool
+	idGenerator     sdktrace.IDGenerator
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the
@@ -116,4 +117,15 @@ func WithShutdownTimeout(d time.Duration) Option {
 // deployment environment. OTEL_RESOURCE_ATTRIBUTES wins over them.
 func WithResourceAttributes(kv ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) { c.resourceAttrs = append(c.resourceAttrs, kv...) })
+}
+
+// WithIDGenerator makes the tracer provider draw trace and span ids from g,
+// such as ids derived from an imported record so that importing it twice
+// stores it once. A nil g is ignored: the SDK's random ids.
+func WithIDGenerator(g sdktrace.IDGenerator) Option {
+	return optionFunc(func(c *config) {
+		if g != nil {
+			c.idGenerator = g
+		}
+	})
 }

@@ -119,6 +119,9 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		for _, p := range cfg.processors {
 			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
 		}
+		if cfg.idGenerator != nil {
+			tpOpts = append(tpOpts, sdktrace.WithIDGenerator(cfg.idGenerator))
+		}
 		t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	}
 	if len(readers) > 0 {
