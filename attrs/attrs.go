@@ -22,6 +22,13 @@ const (
 	WidthKey = attribute.Key("omni.diffusion.width")
 	// NumFramesKey is the number of frames of a generated video.
 	NumFramesKey = attribute.Key("omni.diffusion.num_frames")
+	// OutputTypeKey is the GenAI convention's requested output type, set
+	// beside omni.output.modality when the conventions have a value for
+	// the modality (image, speech, text).
+	OutputTypeKey = attribute.Key("gen_ai.output.type")
+	// ProviderNameKey is the GenAI convention's name of the serving stack,
+	// on the GenAI instruments.
+	ProviderNameKey = attribute.Key("gen_ai.provider.name")
 	// ErrorTypeKey is the OpenTelemetry convention's class of a failure.
 	ErrorTypeKey = attribute.Key("error.type")
 	// PromptKey is the request's prompt, recorded only when the user opts
@@ -44,6 +51,25 @@ func OperationName(v string) attribute.KeyValue { return OperationNameKey.String
 // OutputModality returns the omni.output.modality attribute. Example:
 // [ModalityImage].
 func OutputModality(v string) attribute.KeyValue { return OutputModalityKey.String(v) }
+
+// OutputType returns the gen_ai.output.type attribute for an omni output
+// modality, and false for a modality the GenAI conventions have no value
+// for (video, latent). Example: ModalityAudio gives "speech".
+func OutputType(modality string) (attribute.KeyValue, bool) {
+	switch modality {
+	case ModalityImage:
+		return OutputTypeKey.String("image"), true
+	case ModalityAudio:
+		return OutputTypeKey.String("speech"), true
+	case ModalityText:
+		return OutputTypeKey.String("text"), true
+	}
+	return attribute.KeyValue{}, false
+}
+
+// ProviderName returns the gen_ai.provider.name attribute. Example:
+// "vllm_omni".
+func ProviderName(v string) attribute.KeyValue { return ProviderNameKey.String(v) }
 
 // NumInferenceSteps returns the omni.diffusion.num_inference_steps attribute
 // (steps). Example: 50.

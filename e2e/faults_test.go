@@ -62,12 +62,12 @@ func faultSetup(t *testing.T, endpoint, protocol string, queue, batch int, shutd
 func oneRequest(in *otelomni.Instrumenter, id string) time.Duration {
 	t0 := time.Now()
 	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: "m"})
-	req.StartPhase(spans.Preprocess).End()
-	exec := req.StartPhase(spans.Exec)
-	req.StartPhase(spans.QueueWait).End()
+	req.StartPhase(context.Background(), spans.Preprocess).End()
+	exec := req.StartPhase(context.Background(), spans.Exec)
+	req.StartPhase(context.Background(), spans.QueueWait).End()
 	exec.End()
-	req.StartPhase(spans.OutputReadyWait).End()
-	req.StartPhase(spans.Postprocess).End()
+	req.StartPhase(context.Background(), spans.OutputReadyWait).End()
+	req.StartPhase(context.Background(), spans.Postprocess).End()
 	req.End(nil)
 	return time.Since(t0)
 }

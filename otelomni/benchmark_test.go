@@ -55,15 +55,15 @@ var benchInfo = otelomni.RequestInfo{ID: benchID, Model: benchModel}
 // five diffusion phases, started and ended around the engine's calls.
 func otelomniRequest(in *otelomni.Instrumenter) {
 	_, req := in.Start(context.Background(), benchInfo)
-	p := req.StartPhase(spans.Preprocess)
+	p := req.StartPhase(context.Background(), spans.Preprocess)
 	p.End()
-	exec := req.StartPhase(spans.Exec)
-	q := req.StartPhase(spans.QueueWait)
+	exec := req.StartPhase(context.Background(), spans.Exec)
+	q := req.StartPhase(context.Background(), spans.QueueWait)
 	q.End()
 	exec.End()
-	w := req.StartPhase(spans.OutputReadyWait)
+	w := req.StartPhase(context.Background(), spans.OutputReadyWait)
 	w.End()
-	post := req.StartPhase(spans.Postprocess)
+	post := req.StartPhase(context.Background(), spans.Postprocess)
 	post.End()
 	req.End(nil)
 }
@@ -204,10 +204,10 @@ func (f *floor) request(tracer trace.Tracer) {
 // n-3 denoise steps (per-step spans are on).
 func stepsRequest(in *otelomni.Instrumenter, n int) {
 	_, req := in.Start(context.Background(), benchInfo)
-	exec := req.StartPhase(spans.Exec)
-	fwd := req.StartPhase(spans.Forward)
+	exec := req.StartPhase(context.Background(), spans.Exec)
+	fwd := req.StartPhase(context.Background(), spans.Forward)
 	for i := 0; i < n-3; i++ {
-		s := req.StartStep(i)
+		s := req.StartStep(context.Background(), i)
 		s.End()
 	}
 	fwd.End()

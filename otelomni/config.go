@@ -1,22 +1,62 @@
 package otelomni
 
 import (
+	"context"
+
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ScopeName is the instrumentation scope name of every span otelomni makes.
+// ScopeName is the instrumentation scope name of every span and instrument
+// otelomni makes.
 const ScopeName = "github.com/otelomni/otelomni/otelomni"
 
-// config is what the options set; the zero config uses the global providers
-// at call time.
+// Defaults of the options.
+const (
+	// DefaultContentCaptureBytes is the length a captured prompt is cut to
+	// when WithContentCapture is given 0: enough to recognise a prompt, too
+	// short to carry a document.
+	DefaultContentCaptureBytes = 256
+	// DefaultValueLimit bounds, in bytes, every string otelomni records:
+	// request ids, model, stage and replica names, connectors, error
+	// messages and the string values of attributes handed to it. 1 KiB
+	// keeps every real id and name whole and bounds what a hostile client
+	// can make an engine hold: see WithValueLimit.
+	DefaultValueLimit = 1024
+	// DefaultMetricModelLimit is the number of distinct models the
+	// histograms keep a series for; see WithMetricModelLimit.
+	DefaultMetricModelLimit = 64
+	// DefaultProviderName is gen_ai.provider.name on the GenAI
+	// instruments when WithProviderName is not given: the conventions'
+	// value for a provider they do not list.
+	DefaultProviderName = "_OTHER"
+)
+
+// maxKeyBytes bounds the keys of attributes handed to otelomni.
+const maxKeyBytes = 256
+
+// config is what the options set.
 type config struct {
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
 	propagators    propagation.TextMapPropagator
 	denoiseSteps   bool
 	contentMax     int
+	valueMax       int
+	modelLimit     int
+	providerName   string
+	publicEndpoint func(context.Context) bool
+}
+
+func newConfig(opts []Option) config {
+	c := config{valueMax: DefaultValueLimit, modelLimit: DefaultMetricModelLimit, providerName: DefaultProviderName}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c
 }
 
 // Option configures an [Instrumenter].
@@ -28,9 +68,10 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithTracerProvider makes the instrumenter use tp. Without it, or with a nil
-// tp, the global provider is read at each call, so installing an SDK later
-// (otel.SetTracerProvider) turns otelomni on.
+// WithTracerProvider makes the instrumenter use tp. Without it, or with a
+// nil tp, it uses the global provider as it is when [New] runs: before an SDK
+// is installed that provider forwards to the one installed later
+// (otel.SetTracerProvider), so installing an SDK turns otelomni on.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
 		if tp != nil {
@@ -40,9 +81,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithMeterProvider makes the instrumenter record its histograms (see
-// docs/metrics.md) through mp. Without it, or with a nil mp, the global
-// provider is read at each call, so installing a metrics SDK later turns the
-// histograms on. Metrics count every request, sampled or not.
+// docs/metrics.md) through mp. Without it, or with a nil mp, it uses the
+// global meter provider, which likewise forwards to an SDK installed later.
+// Metrics count every request, sampled or not.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
 		if mp != nil {
@@ -53,8 +94,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithPropagators makes the instrumenter carry trace context across
 // processes with p. Without it, or with a nil p, the global propagators are
-// read at each call; when those are the default no-op propagator, W3C trace
-// context is used so that cross-process traces never break silently.
+// read at each call; when those carry nothing (the default no-op
+// propagator), W3C trace context and baggage are used, so that
+// cross-process traces never break silently.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
 		if p != nil {
@@ -70,14 +112,9 @@ func WithDenoiseSteps(on bool) Option {
 	return optionFunc(func(c *config) { c.denoiseSteps = on })
 }
 
-// DefaultContentCaptureBytes is the length a captured prompt is truncated to
-// when WithContentCapture is given 0: enough to recognise a prompt, too
-// short to carry a document.
-const DefaultContentCaptureBytes = 256
-
 // WithContentCapture records request content (RequestInfo.Prompt) on the
-// request span as omni.request.prompt, truncated to maxBytes bytes (at a
-// UTF-8 boundary; 0 means DefaultContentCaptureBytes). Without it, content
+// request span as omni.request.prompt, cut to maxBytes bytes at a UTF-8
+// boundary (0 or less means DefaultContentCaptureBytes). Without it, content
 // is never recorded: prompts, images and audio can be private.
 func WithContentCapture(maxBytes int) Option {
 	return optionFunc(func(c *config) {
@@ -85,5 +122,66 @@ func WithContentCapture(maxBytes int) Option {
 			maxBytes = DefaultContentCaptureBytes
 		}
 		c.contentMax = maxBytes
+	})
+}
+
+// WithValueLimit bounds every string otelomni records (ids, names, error
+// messages, string attribute values) to n bytes, cut at a UTF-8 boundary and
+// copied, so that a cut value never keeps a large original alive. Invalid
+// UTF-8 is always replaced, whatever the limit: one invalid byte would make
+// an OTLP exporter refuse the whole batch it is in. n of 0 or less keeps
+// DefaultValueLimit.
+func WithValueLimit(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.valueMax = n
+		}
+	})
+}
+
+// WithMetricModelLimit bounds the distinct values of gen_ai.request.model
+// on the histograms to n: the model comes from the client, and every
+// distinct value is a series a metrics backend keeps. Beyond n models, a
+// measurement's model is recorded as "_OTHER" (spans keep the real model).
+// n of 0 or less keeps DefaultMetricModelLimit.
+func WithMetricModelLimit(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.modelLimit = n
+		}
+	})
+}
+
+// WithProviderName sets gen_ai.provider.name on the GenAI instruments
+// (gen_ai.server.request.duration, gen_ai.server.time_to_first_token), which
+// the conventions require: the name of the serving stack, such as
+// "vllm_omni". Without it, DefaultProviderName.
+func WithProviderName(name string) Option {
+	return optionFunc(func(c *config) {
+		if name != "" {
+			c.providerName = name
+		}
+	})
+}
+
+// WithPublicEndpoint makes every request span the root of a new trace, with
+// a link to the trace context that came with the request, for an engine or
+// gateway that faces clients it does not trust. Without it, an incoming
+// traceparent decides the trace id and, under a parent-based sampler,
+// whether the request is sampled: a client can force recording or hide a
+// request. It does not touch baggage: to drop a client's baggage, use
+// propagators without the baggage propagator where requests come in.
+func WithPublicEndpoint() Option {
+	return WithPublicEndpointFn(func(context.Context) bool { return true })
+}
+
+// WithPublicEndpointFn is WithPublicEndpoint decided per request: fn gets
+// the context given to [Instrumenter.Start] and returns true when the
+// incoming trace context is not to be trusted. A nil fn is ignored.
+func WithPublicEndpointFn(fn func(context.Context) bool) Option {
+	return optionFunc(func(c *config) {
+		if fn != nil {
+			c.publicEndpoint = fn
+		}
 	})
 }

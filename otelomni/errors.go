@@ -3,51 +3,78 @@ package otelomni
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/otelomni/otelomni/attrs"
 )
 
+// classified is an error with its own error.type, by the OpenTelemetry
+// convention of an ErrorType() string method.
+type classified struct{ msg, typ string }
+
+func (e *classified) Error() string     { return e.msg }
+func (e *classified) ErrorType() string { return e.typ }
+
 // Errors to end a request with, so that its span carries the matching
-// error.type. Wrap them to add detail: errors.Is is used to recognise them.
+// error.type. Wrap them to add detail (fmt.Errorf with %w): errors.Is
+// recognises them, and their ErrorType method names the type.
 var (
 	// ErrClientAbort: the client aborted the request, possibly before it was
-	// admitted (then it has no queue wait).
-	ErrClientAbort = errors.New("client aborted the request")
+	// admitted (then it has no queue wait). error.type "client_abort".
+	ErrClientAbort error = &classified{"client aborted the request", attrs.ErrorClientAbort}
 	// ErrClientDisconnect: the client went away while the request ran.
-	ErrClientDisconnect = errors.New("client disconnected")
-	// ErrStageError: a pipeline stage failed the request.
-	ErrStageError = errors.New("stage failed the request")
-	// ErrTimeout: the request ran out of time.
-	ErrTimeout = errors.New("request timed out")
+	// error.type "client_disconnect"; context.Canceled is read the same way.
+	ErrClientDisconnect error = &classified{"client disconnected", attrs.ErrorClientDisconnect}
+	// ErrStageError: a pipeline stage failed the request. error.type
+	// "stage_error".
+	ErrStageError error = &classified{"stage failed the request", attrs.ErrorStageError}
+	// ErrTimeout: the request ran out of time. error.type "timeout";
+	// context.DeadlineExceeded is read the same way.
+	ErrTimeout error = &classified{"request timed out", attrs.ErrorTimeout}
 )
 
-// ErrRequestEnded is returned when a record is handed to a request that has
-// already ended: its spans would hang under a closed parent.
-var ErrRequestEnded = errors.New("otelomni: the request has already ended")
+// Errors that otelomni returns for calls it refused.
+var (
+	// ErrRequestEnded is returned when a measurement is handed to a request
+	// (or stage) that has already ended: its spans would hang under a
+	// closed parent.
+	ErrRequestEnded = errors.New("otelomni: the request has already ended")
+	// ErrInvalidPhase is returned for a phase that is not in the
+	// catalogue, or that this call cannot take (a denoise step or a
+	// transfer part where a plain phase is expected).
+	ErrInvalidPhase = errors.New("otelomni: invalid phase for this call")
+	// ErrNilFunc is returned by Run when given a nil function.
+	ErrNilFunc = errors.New("otelomni: Run was given a nil function")
+)
 
-// ErrInvalidPhase is returned for a phase that is not in the catalogue.
-var ErrInvalidPhase = errors.New("otelomni: invalid phase")
+// maxErrorTypeBytes bounds error.type: it may come from an ErrorType
+// method, and is a metric attribute.
+const maxErrorTypeBytes = 128
 
-// errorType returns the value of error.type for err: one of the values that
-// attrs defines, or the error's own Go type.
+// errorType returns the value of error.type for err, by the OpenTelemetry
+// convention: the value of an ErrorType() string method found along err's
+// chain; context.Canceled and context.DeadlineExceeded as client_disconnect
+// and timeout; otherwise the Go type of err after unwrapping fmt.Errorf's
+// wrappers. The types of errors.New and errors.Join say nothing of the
+// failure, so they read as "_OTHER".
 func errorType(err error) string {
+	var et interface{ ErrorType() string }
+	if errors.As(err, &et) {
+		if v := et.ErrorType(); v != "" {
+			return v
+		}
+	}
 	switch {
-	case errors.Is(err, ErrClientAbort):
-		return attrs.ErrorClientAbort
-	case errors.Is(err, ErrClientDisconnect), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled):
 		return attrs.ErrorClientDisconnect
-	case errors.Is(err, ErrStageError):
-		return attrs.ErrorStageError
-	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
 		return attrs.ErrorTimeout
 	}
-	t := fmt.Sprintf("%T", err)
-	switch t {
-	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
-		// The types of errors.New and fmt.Errorf say nothing about the
-		// failure; the convention's fallback value is better.
-		return "_OTHER"
+	v := semconv.ErrorType(err).Value.AsString()
+	switch v {
+	case "*errors.errorString", "*errors.joinError", "*fmt.wrapError", "*fmt.wrapErrors":
+		return otherValue
 	}
-	return t
+	return v
 }

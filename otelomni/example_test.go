@@ -32,13 +32,13 @@ func ExampleRequest_StartPhase() {
 		Modality: attrs.ModalityImage, NumInferenceSteps: 50,
 	})
 	// This model has no pre-processor: no preprocess phase, so no span.
-	exec := req.StartPhase(spans.Exec)
-	req.StartPhase(spans.QueueWait).End() // admitted at once
+	exec := req.StartPhase(context.Background(), spans.Exec)
+	req.StartPhase(context.Background(), spans.QueueWait).End() // admitted at once
 	_ = req.Run(ctx, spans.Forward, func(context.Context) error {
 		return nil // the denoising loop
 	})
 	exec.End()
-	req.StartPhase(spans.Postprocess).End()
+	req.StartPhase(context.Background(), spans.Postprocess).End()
 	req.End(nil)
 
 	printTree(rec)

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
 )
 
 // recorded is a provider whose spans land in a recorder, and the
@@ -35,17 +37,50 @@ func newRecorded(t testing.TB, opts ...otelomni.Option) *recorded {
 	return r
 }
 
-// assertNoNegativeSpan is checked after every test that records: a negative
-// duration must never reach an exporter.
+// assertNoNegativeSpan is checked after every test that records: what
+// otelomni hands the SDK must be exportable and consistent, whatever the
+// input. Every span starts and ends within what OTLP carries, start <= end;
+// every string is valid UTF-8 and within the value limit; every child lies
+// inside its parent (but omni.stage and omni.transfer, whose times come
+// from another process's clock).
 func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) {
 	t.Helper()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range ss {
+		byID[s.SpanContext().SpanID()] = s
+	}
 	for _, s := range ss {
 		if s.EndTime().Before(s.StartTime()) {
 			t.Errorf("span %s has a negative duration: %v", s.Name(), s.EndTime().Sub(s.StartTime()))
 		}
-		if s.StartTime().IsZero() || s.EndTime().IsZero() {
-			t.Errorf("span %s has a zero time", s.Name())
+		if !spans.InRange(s.StartTime()) || !spans.InRange(s.EndTime()) {
+			t.Errorf("span %s has a time OTLP cannot carry: %v .. %v", s.Name(), s.StartTime(), s.EndTime())
 		}
+		checkString(t, s.Name()+" status", s.Status().Description)
+		for _, kv := range s.Attributes() {
+			checkString(t, s.Name()+" key", string(kv.Key))
+			if kv.Value.Type() == attribute.STRING {
+				checkString(t, s.Name()+"."+string(kv.Key), kv.Value.AsString())
+			}
+		}
+		p, ok := byID[s.Parent().SpanID()]
+		if !ok || !s.Parent().IsValid() || s.Name() == spans.TransferSpanName || s.Name() == spans.StageSpanName {
+			continue
+		}
+		if s.StartTime().Before(p.StartTime()) || s.EndTime().After(p.EndTime()) {
+			t.Errorf("%s [%v, %v] lies outside its parent %s [%v, %v]", s.Name(), s.StartTime(), s.EndTime(),
+				p.Name(), p.StartTime(), p.EndTime())
+		}
+	}
+}
+
+func checkString(t testing.TB, what, v string) {
+	t.Helper()
+	if !utf8.ValidString(v) {
+		t.Errorf("%s is not valid UTF-8: %q", what, v)
+	}
+	if len(v) > otelomni.DefaultValueLimit {
+		t.Errorf("%s is %d bytes, over the %d-byte limit", what, len(v), otelomni.DefaultValueLimit)
 	}
 }
 

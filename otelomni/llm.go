@@ -26,28 +26,47 @@ const (
 	LLMPreempted
 )
 
-// llmState is what a scope remembers of the LLM events it was told.
+// llmState is what a request remembers of the LLM events it was told.
 type llmState struct {
 	queued, scheduled, first time.Time
 	decoded                  bool
 	preemptions              int
 }
 
-// markLLM records event e at t (under mu) and emits each LLM phase once
-// both of its ends have been seen.
-func (r *scope) markLLM(e LLMEvent, t time.Time) error {
+// MarkLLM records LLM event e now. Each LLM phase is emitted as soon as both
+// of its ends have been seen: llm.queue at the first LLMScheduled after
+// LLMQueued, llm.prefill at LLMFirstToken, llm.decode at LLMLastToken. A
+// phase whose start was never seen (a request whose queued event was lost)
+// makes no span. Only the first LLMScheduled counts.
+func (r *Request) MarkLLM(e LLMEvent) error {
 	if !r.recording() {
 		return nil
 	}
-	if t.IsZero() {
-		err := &spans.PhaseError{Phase: llmPhaseOf(e), Output: -1, Step: -1, Err: spans.ErrZeroTime}
+	return r.markLLM(e, time.Now())
+}
+
+// MarkLLMAt is MarkLLM with the time the engine stamped the event. A zero
+// t, or one a span cannot carry, is refused.
+func (r *Request) MarkLLMAt(e LLMEvent, t time.Time) error {
+	if !r.recording() {
+		return nil
+	}
+	return r.markLLM(e, t)
+}
+
+func (r *Request) markLLM(e LLMEvent, t time.Time) error {
+	if t.IsZero() || !spans.InRange(t) {
+		err := &spans.PhaseError{Phase: llmPhaseOf(e), Output: -1, Step: -1, Interval: spans.Between(t, t), Err: spans.ErrZeroTime}
+		if !t.IsZero() {
+			err.Err = spans.ErrOutOfRange
+		}
 		r.in.stats.reject(err)
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.ended {
-		r.in.stats.misused("an LLM event on a scope that had already ended")
+		r.mu.Unlock()
+		r.in.stats.misused("an LLM event on a request that had already ended")
 		return ErrRequestEnded
 	}
 	st := &r.llm
@@ -58,21 +77,25 @@ func (r *scope) markLLM(e LLMEvent, t time.Time) error {
 		if st.queued.IsZero() {
 			st.queued = t
 		}
+		r.mu.Unlock()
 		return nil
 	case LLMScheduled:
 		if !st.scheduled.IsZero() {
+			r.mu.Unlock()
 			return nil // a re-schedule after preemption
 		}
 		st.scheduled = t
 		p, from = spans.LLMQueue, st.queued
 	case LLMFirstToken:
 		if !st.first.IsZero() {
+			r.mu.Unlock()
 			return nil
 		}
 		st.first = t
 		p, from = spans.LLMPrefill, st.scheduled
 	case LLMLastToken:
 		if st.decoded {
+			r.mu.Unlock()
 			return nil
 		}
 		if !st.first.IsZero() {
@@ -81,12 +104,16 @@ func (r *scope) markLLM(e LLMEvent, t time.Time) error {
 		p, from = spans.LLMDecode, st.first
 	case LLMPreempted:
 		st.preemptions++
-		r.setAttributes(attrs.NumPreemptions(st.preemptions))
+		n := st.preemptions
+		r.mu.Unlock()
+		r.SetAttributes(attrs.NumPreemptions(n))
 		return nil
 	default:
+		r.mu.Unlock()
 		r.in.stats.misused("an unknown LLM event")
 		return ErrInvalidPhase
 	}
+	r.mu.Unlock()
 	if from.IsZero() {
 		return nil // its start was never seen: not measured
 	}
@@ -96,8 +123,8 @@ func (r *scope) markLLM(e LLMEvent, t time.Time) error {
 		r.in.stats.reject(err)
 		return err
 	}
-	r.emitLocked(p, iv.Start(), iv.End(), -1, false, -1, false, nil)
-	return nil
+	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
+	return r.recordPlanned(ps[:], nil, false)
 }
 
 func llmPhaseOf(e LLMEvent) spans.Phase {
@@ -108,24 +135,4 @@ func llmPhaseOf(e LLMEvent) spans.Phase {
 		return spans.LLMPrefill
 	}
 	return spans.LLMDecode
-}
-
-// recordLLM emits an LLM record's phases.
-func (r *scope) recordLLM(rec *spans.LLMRecord) error {
-	if !r.recording() || rec == nil {
-		return nil
-	}
-	var buf [3]spans.PlannedSpan
-	plan, err := rec.Plan(buf[:0])
-	r.countRejects(err)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended {
-		r.in.stats.misused("a record was handed to a scope that had already ended")
-		return ErrRequestEnded
-	}
-	for _, ps := range plan {
-		r.emitLocked(ps.Phase, ps.Start, ps.End, -1, false, -1, rec.Reconstructed, nil)
-	}
-	return err
 }

@@ -92,9 +92,9 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 				_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
 				if path == "live" {
 					if i < k {
-						req.StartPhase(spans.Preprocess).End()
+						req.StartPhase(context.Background(), spans.Preprocess).End()
 					}
-					req.StartPhase(spans.Exec).End()
+					req.StartPhase(context.Background(), spans.Exec).End()
 				} else {
 					rec := &spans.DiffusionRecord{Exec: spans.Between(at(10), at(20))}
 					if i < k {
@@ -161,7 +161,7 @@ func TestSynchronousOutputRecordsNoWait(t *testing.T) {
 	if got := phaseCount(h[otelomni.PhaseDurationName], spans.Postprocess); got != 2 {
 		t.Errorf("postprocess count %d, want one per output", got)
 	}
-	ttfo := h[otelomni.TimeToFirstOutputName]
+	ttfo := h[otelomni.TimeToFirstTokenName]
 	if len(ttfo) != 1 || ttfo[0].Count != 1 || ttfo[0].Sum != 0.050 {
 		t.Errorf("time to first output: %+v, want once, 50 ms (the first output's postprocess end)", ttfo)
 	}
@@ -174,7 +174,7 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 	m := newMetered(t, true)
 	for i, id := range []string{"chatcmpl-1", "chatcmpl-2", "0_501f96ba-7c1d"} {
 		ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: "m", NumInferenceSteps: 20, Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
-		req.StartPhase(spans.Exec).End()
+		req.StartPhase(context.Background(), spans.Exec).End()
 		_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 		_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 1 << 20, Connector: "shm", RxDecode: spans.Between(at(0), at(1))})
 		st.End(nil)
@@ -185,7 +185,7 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 		req.End(err)
 	}
 	allowed := map[attribute.Key]bool{attrs.PhaseKey: true, attrs.StageTypeKey: true, attrs.RequestModelKey: true,
-		attrs.ErrorTypeKey: true, attrs.TransferConnectorKey: true}
+		attrs.ErrorTypeKey: true, attrs.TransferConnectorKey: true, attrs.OperationNameKey: true, attrs.ProviderNameKey: true}
 	h := m.histograms(t)
 	for name, dps := range h {
 		for _, dp := range dps {
@@ -223,11 +223,12 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", NumInferenceSteps: 10})
-				p := req.StartPhase(spans.Exec)
+				p := req.StartPhase(ctx, spans.Exec)
+				req.StartPhase(ctx, spans.Forward) // still open when exec ends: ended with it
 				p.End()
 				p.End() // twice: counted once
 				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
-				req.StartPhase(spans.Forward) // still open at the end: ended with the request
+				req.StartPhase(ctx, spans.OutputReadyWait) // still open at the end: ended with the request
 				req.End(nil)
 				req.End(nil)
 			}
@@ -247,7 +248,7 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 func TestExemplarPointsToTheTrace(t *testing.T) {
 	m := newMetered(t, true)
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
-	req.StartPhase(spans.Exec).End()
+	req.StartPhase(context.Background(), spans.Exec).End()
 	req.End(nil)
 	tid := req.Span().SpanContext().TraceID()
 	var found bool
@@ -288,7 +289,7 @@ func TestStageAndTransferMetrics(t *testing.T) {
 	if s := h[otelomni.TransferSizeName]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("transfer sizes %+v", s)
 	}
-	if s := h[otelomni.TimeToFirstOutputName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h[otelomni.TimeToFirstTokenName]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("time to first output %+v", s)
 	}
 }

@@ -1,88 +1,107 @@
 package otelomni
 
 import (
+	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/spans"
 )
 
-// emitOutput makes the omni.output span of the next output: from the
-// previous output (or the scope's start) to now.
-func (r *scope) emitOutput(final bool) int {
+// EmitOutput makes the omni.output span of the next output (an audio chunk,
+// a text chunk) at a stage that is not a diffusion stage: from the previous
+// output, or the start of the request (or stage), to now, with
+// omni.output.index and omni.output.final. It returns the output, whose
+// Index is -1 when nothing is recorded.
+func (r *Request) EmitOutput(final bool) spans.Output {
 	if !r.recording() {
-		return -1
+		return spans.Output{Index: -1}
 	}
 	now := time.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.ended {
-		r.in.stats.misused("an output emitted on a scope that had already ended")
-		return -1
+		r.mu.Unlock()
+		r.in.stats.misused("an output emitted on a request that had already ended")
+		return spans.Output{Index: -1}
 	}
 	start := r.lastOutput
 	if start.IsZero() {
-		start = r.startTime(now)
+		start = r.scopeStart()
 	}
+	out := spans.Output{Index: r.outputs, Final: final}
 	iv := spans.Between(start, now)
 	if err := iv.Validate(); err != nil {
 		// The previous output (recorded with engine times) or the start
 		// lies after now.
-		r.in.stats.reject(&spans.PhaseError{Output: r.outputs, Step: -1, Interval: iv, Err: err})
-		return -1
+		r.mu.Unlock()
+		r.in.stats.reject(&spans.OutputError{Output: out.Index, Interval: iv, Err: err})
+		return spans.Output{Index: -1}
 	}
-	i := r.outputs
-	r.outputOnLocked(i, iv, final)
-	return i
+	r.claimOutputLocked(out.Index, iv)
+	r.mu.Unlock()
+	r.emitOutput(out, iv)
+	return out
 }
 
-// recordOutput makes the omni.output span of output i with its own
-// interval.
-func (r *scope) recordOutput(i int, iv spans.Interval, final bool) error {
+// RecordOutput makes the omni.output span of output out with its own
+// interval. A bad interval makes no span and returns a [*spans.OutputError];
+// so does one that starts before the request (or stage).
+func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
+	if out.Index < 0 {
+		r.in.stats.misused(fmt.Sprintf("RecordOutput(output %d): a negative index", out.Index))
+		return ErrInvalidPhase
+	}
 	if err := iv.Validate(); err != nil {
-		err = &spans.PhaseError{Output: i, Step: -1, Interval: iv, Err: err}
+		err = &spans.OutputError{Output: out.Index, Interval: iv, Err: err}
 		r.in.stats.reject(err)
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.ended {
-		r.in.stats.misused("an output recorded on a scope that had already ended")
+		r.mu.Unlock()
+		r.in.stats.misused("an output recorded on a request that had already ended")
 		return ErrRequestEnded
 	}
-	r.outputOnLocked(i, iv, final)
+	if iv.Start().Before(r.scopeStart()) {
+		r.mu.Unlock()
+		err := &spans.OutputError{Output: out.Index, Interval: iv, Err: spans.ErrOutsideParent}
+		r.in.stats.conflict(err)
+		return err
+	}
+	r.claimOutputLocked(out.Index, iv)
+	r.mu.Unlock()
+	r.emitOutput(out, iv)
 	return nil
 }
 
-func (r *scope) outputOnLocked(i int, iv spans.Interval, final bool) {
-	ctx := r.ctx
-	if r.span != nil {
-		r.startOpt[0] = trace.WithTimestamp(iv.Start())
-		var span trace.Span
-		ctx, span = r.tracer.Start(r.ctx, spans.OutputSpanName, r.startOpt[:1]...)
-		kv := append(r.attrBuf[:0], attrs.OutputIndex(i), attrs.OutputFinal(final))
-		if r.pattrs.model != "" {
-			kv = append(kv, attrs.RequestModel(r.pattrs.model))
-		}
-		span.SetAttributes(kv...)
-		r.endOpt[0] = trace.WithTimestamp(iv.End())
-		span.End(r.endOpt[:]...)
-	}
-	if i == 0 {
-		r.firstOutput(ctx, iv.End())
-	}
+// claimOutputLocked counts output i and moves the request's bounds.
+func (r *Request) claimOutputLocked(i int, iv spans.Interval) {
 	if i >= r.outputs {
 		r.outputs = i + 1
 	}
-	if iv.End().After(r.lastOutput) {
-		r.lastOutput = iv.End()
+	r.lastOutput = later(r.lastOutput, iv.End())
+	r.lastEnd = later(r.lastEnd, iv.End())
+}
+
+func (r *Request) emitOutput(out spans.Output, iv spans.Interval) {
+	ctx := r.ctx
+	if r.span != nil {
+		kv := make([]attribute.KeyValue, 0, 3)
+		if r.tbl.hasModel {
+			kv = append(kv, attrs.RequestModel(r.tbl.model))
+		}
+		kv = append(kv, attrs.OutputIndex(out.Index), attrs.OutputFinal(out.Final))
+		var span trace.Span
+		ctx, span = r.tracer.Start(r.ctx, spans.OutputSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
+		span.End(trace.WithTimestamp(iv.End()))
 	}
-	if iv.End().After(r.lastEnd) {
-		r.lastEnd = iv.End()
+	if out.Index == 0 {
+		r.firstOutput(ctx, iv.End())
 	}
 }

@@ -13,190 +13,119 @@ import (
 )
 
 // ActivePhase is a phase started on the live path. End it when the phase
-// ends; its end time comes from the monotonic clock (start plus elapsed), so
-// a step of the wall clock cannot make it negative. The zero ActivePhase,
-// returned when nothing is recorded, is safe to use.
+// ends; the SDK takes its end from the monotonic clock (start plus
+// elapsed), so a step of the wall clock cannot make it negative. The zero
+// ActivePhase, and the one returned when nothing is recorded, are safe to
+// use.
 type ActivePhase struct {
-	r    *scope
+	r    *Request
 	id   uint64
 	span trace.Span
 	ctx  context.Context
 }
 
-// End ends the phase now. Ending it twice, or after its request ended (which
-// ended it), does nothing.
+// End ends the phase now. Ending it twice, or after its request ended
+// (which ended it), does nothing. Ending an exec or a forward first ends the
+// phases still open inside it, at the same moment, so that no part outlives
+// the phase it is part of.
 func (a ActivePhase) End() {
 	if a.r != nil {
-		a.end(nil)
+		a.r.endLive(a.id, nil)
 	}
 }
 
-// EndError ends the phase now, marked failed with err (status Error and
-// error.type) when err is not nil.
+// EndError ends the phase now, marked failed with err (status Error with
+// err's message, and error.type) when err is not nil.
 func (a ActivePhase) EndError(err error) {
 	if a.r != nil {
-		a.end(err)
+		a.r.endLive(a.id, err)
 	}
-}
-
-func (a ActivePhase) end(err error) {
-	a.r.mu.Lock()
-	o, mine := a.r.open.remove(a.id)
-	a.r.mu.Unlock()
-	if !mine {
-		return
-	}
-	if err != nil && o.span != nil {
-		markError(o.span, err)
-	}
-	a.r.finish(&o, time.Time{})
 }
 
 // SetAttributes records kv on the phase span, such as attrs.BatchSize on
-// exec.
+// exec. Strings are bounded like every string otelomni records.
 func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
 	if a.span != nil {
-		a.span.SetAttributes(kv...)
+		a.span.SetAttributes(a.r.in.kvs(kv)...)
 	}
 }
 
-// Context returns a context that holds the phase span, for spans of your own
-// inside the phase; nil when nothing is recorded.
-func (a ActivePhase) Context() context.Context { return a.ctx }
+// Context returns the context the phase was started with, holding the
+// phase's span when one is recorded: for spans of your own inside the
+// phase, and for bounding an engine call (context.WithTimeout). It is never
+// nil: the zero ActivePhase returns context.Background().
+func (a ActivePhase) Context() context.Context {
+	if a.ctx == nil {
+		return context.Background()
+	}
+	if a.span == nil {
+		return a.ctx
+	}
+	return trace.ContextWithSpan(a.ctx, a.span)
+}
 
 // Recording reports whether the phase makes a span or a measurement.
 func (a ActivePhase) Recording() bool { return a.r != nil }
 
-// openPhase is a live phase started and not yet ended.
-type openPhase struct {
-	id     uint64
-	phase  spans.Phase
-	output int
-	span   trace.Span // nil when the scope records metrics only
-	ctx    context.Context
-	start  time.Time // set when there is no span to ask
+// StartPhase starts phase p now, under its parent in the tree: kv_recv,
+// forward and vae_decode under exec (once exec has started; without an exec
+// they hang under the request), the other phases directly under the request
+// (or stage) span. ctx is the caller's context: the phase's
+// [ActivePhase.Context] derives from it. kv adds attributes, such as
+// attrs.BatchSize on exec. A phase never started makes no span; a phase
+// still open when the request ends is ended with it.
+//
+// Each phase is measured once per request: a second exec is refused
+// (counted in Stats.Conflicts), as is a part of exec started after exec
+// ended. Per-output phases use [Request.StartOutputPhase], denoise steps
+// [Request.StartStep], transfers [Request.RecordTransfer].
+func (r *Request) StartPhase(ctx context.Context, p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
+	// Written out so that it inlines: a disabled phase costs a nil check.
+	if r == nil || r.in == nil {
+		return ActivePhase{ctx: ctx}
+	}
+	return r.startLive(ctx, p, -1, false, -1, kv)
 }
 
-// finish ends an open phase's span and records its measurement. now is
-// the end when the caller has read the clock already (the zero time: read it
-// here, only if a measurement needs it).
-func (r *scope) finish(o *openPhase, now time.Time) {
-	if o.span != nil {
-		o.span.End()
+// StartOutputPhase starts a per-output phase (output-ready wait or
+// postprocess) of output out of a streaming request, with
+// omni.output.index and omni.output.final.
+func (r *Request) StartOutputPhase(ctx context.Context, p spans.Phase, out spans.Output, kv ...attribute.KeyValue) ActivePhase {
+	if r == nil || r.in == nil {
+		return ActivePhase{ctx: ctx}
 	}
-	if r.met != nil {
-		if now.IsZero() {
-			now = time.Now()
-		}
-		start, end := r.spanTimes(o.span, o.start, now)
-		r.observe(o.ctx, o.phase, start, end, o.output)
+	if !p.PerOutput() || out.Index < 0 {
+		r.in.stats.misused(fmt.Sprintf("StartOutputPhase(%v, output %d): not a per-output phase, or a negative index", p, out.Index))
+		return ActivePhase{ctx: ctx}
 	}
+	return r.startLive(ctx, p, out.Index, out.Final, -1, kv)
 }
 
-func (r *scope) startPhaseAPI(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
-	if !r.recording() {
-		return ActivePhase{}
+// StartStep starts the span of denoise step i (from 0) under forward. It does
+// nothing unless per-step spans are on (WithDenoiseSteps).
+func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
+	if r == nil || r.in == nil || !r.in.cfg.denoiseSteps || i < 0 {
+		return ActivePhase{ctx: ctx}
 	}
-	return r.startLive(p, kv)
+	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
 }
 
-func (r *scope) startLive(p spans.Phase, kv []attribute.KeyValue) ActivePhase {
-	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
-		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): use StartStep for denoise steps and a transfer for its parts", p))
-		return ActivePhase{}
-	}
-	return r.startPhase(p, -1, kv)
-}
-
-func (r *scope) startStepAPI(i int) ActivePhase {
-	if !r.recording() || !r.in.cfg.denoiseSteps {
-		return ActivePhase{}
-	}
-	return r.startPhase(spans.DenoiseStep, i, nil)
-}
-
-func (r *scope) startPhase(p spans.Phase, step int, kv []attribute.KeyValue) ActivePhase {
-	r.mu.Lock()
-	if r.ended {
-		r.mu.Unlock()
-		r.in.stats.misused(fmt.Sprintf("phase %v started after its request ended", p))
-		return ActivePhase{}
-	}
-	o := openPhase{phase: p, output: outputIndex(p, kv), ctx: r.ctx}
-	if r.span != nil {
-		o.ctx, o.span = r.tracer.Start(r.parentLocked(p.Parent()), p.SpanName())
-		if step < 0 && len(kv) == 0 {
-			o.span.SetAttributes(r.pattrs.of(p)...) // the common case: no copy
-		} else {
-			a := append(r.attrBuf[:0], r.pattrs.of(p)...)
-			if step >= 0 {
-				a = append(a, attrs.Step(step))
-			}
-			o.span.SetAttributes(append(a, kv...)...)
-		}
-		r.nestLocked(p, o.ctx)
-	}
-	if r.span == nil || r.met != nil {
-		// The measurement's own start, for when there is no SDK span to
-		// ask (tracing off, or a provider that is not the SDK's).
-		o.start = time.Now()
-	}
-	o.id = r.open.add(o)
-	r.mu.Unlock()
-	return ActivePhase{r: r, id: o.id, span: o.span, ctx: o.ctx}
-}
-
-// outputIndex returns the omni.output.index among a per-output phase's
-// attributes, or -1.
-func outputIndex(p spans.Phase, kv []attribute.KeyValue) int {
-	if !p.PerOutput() {
-		return -1
-	}
-	for _, a := range kv {
-		if a.Key == attrs.OutputIndexKey {
-			return int(a.Value.AsInt64())
-		}
-	}
-	return -1
-}
-
-// parentLocked returns the context of the span that a phase with parent
-// kind k hangs under. Without its exec (or forward) span, a phase hangs
-// under the next span up rather than being lost.
-func (r *scope) parentLocked(k spans.Parent) context.Context {
-	switch k {
-	case spans.ParentForward:
-		if r.forward != nil {
-			return r.forward
-		}
-		fallthrough
-	case spans.ParentExec:
-		if r.exec != nil {
-			return r.exec
-		}
-	}
-	return r.ctx
-}
-
-// nestLocked keeps the context of a span that other phases nest in.
-func (r *scope) nestLocked(p spans.Phase, ctx context.Context) {
-	switch p {
-	case spans.Exec:
-		r.exec = ctx
-	case spans.Forward:
-		r.forward = ctx
-	}
-}
-
-func (r *scope) run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
+// Run runs fn inside phase p: the phase starts before fn and ends when it
+// returns; fn gets ctx with the phase span in it. An error from fn marks the
+// phase failed and is returned. A panic in fn marks the phase failed, ends
+// it, and is re-raised. A nil fn runs nothing and returns ErrNilFunc.
+func (r *Request) Run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	a := r.startPhaseAPI(p)
-	if a.r != nil {
-		if a.span != nil {
-			ctx = trace.ContextWithSpan(ctx, a.span)
+	if fn == nil {
+		if r.recording() {
+			r.in.stats.misused("Run was given a nil function")
 		}
+		return ErrNilFunc
+	}
+	a := r.StartPhase(ctx, p)
+	if a.r != nil {
 		defer func() {
 			if v := recover(); v != nil {
 				a.EndError(fmt.Errorf("panic: %v", v))
@@ -204,13 +133,222 @@ func (r *scope) run(ctx context.Context, p spans.Phase, fn func(context.Context)
 			}
 		}()
 	}
-	err := fn(ctx)
+	err := fn(a.Context())
 	a.EndError(err)
 	return err
 }
 
+// openPhase is a live phase started and not yet ended.
+type openPhase struct {
+	id     uint64
+	phase  spans.Phase
+	output int
+	// under is the id of the live phase it hangs under (its exec or
+	// forward), 0 when it hangs under the request or a recorded phase.
+	under uint64
+	span  trace.Span // nil when the request records metrics only
+	ctx   context.Context
+	start time.Time // set when there is no SDK span to ask
+}
+
+// timed is what the SDK's spans tell of their own times.
+type timed interface {
+	StartTime() time.Time
+	EndTime() time.Time
+}
+
+// spanStart returns s's own start when it tells it, or fallback.
+func spanStart(s trace.Span, fallback time.Time) time.Time {
+	if t, ok := s.(timed); ok {
+		if st := t.StartTime(); !st.IsZero() {
+			return st
+		}
+	}
+	return fallback
+}
+
+func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) ActivePhase {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !p.Valid() || (p == spans.DenoiseStep) != (step >= 0) || p.Parent() == spans.ParentTransfer {
+		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: RecordTransfer)", p))
+		return ActivePhase{ctx: ctx}
+	}
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		r.in.stats.misused(fmt.Sprintf("phase %v started after its request ended", p))
+		return ActivePhase{ctx: ctx}
+	}
+	parent, under, ok := r.liveParentLocked(p.Parent())
+	if !ok {
+		r.mu.Unlock()
+		r.in.stats.conflict(&spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded})
+		return ActivePhase{ctx: ctx}
+	}
+	if once := singleton(p, output, step); once != 0 {
+		if r.seen&once != 0 {
+			r.mu.Unlock()
+			r.in.stats.conflict(&spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase})
+			return ActivePhase{ctx: ctx}
+		}
+		r.seen |= once
+	}
+	r.starting++
+	r.mu.Unlock()
+
+	o := openPhase{phase: p, output: output, under: under, ctx: parent}
+	var nestStart time.Time
+	if p == spans.Exec || p == spans.Forward {
+		nestStart = time.Now()
+	}
+	if r.span != nil {
+		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
+	}
+	if _, ok := o.span.(timed); !ok && r.met != nil {
+		// The measurement's own start, for when there is no SDK span to
+		// ask (tracing off, or a provider that is not the SDK's).
+		o.start = time.Now()
+	}
+
+	r.mu.Lock()
+	o.id = r.open.add(o)
+	if n := r.nestOf(p); n != nil {
+		*n = nest{set: true, ctx: o.ctx, span: o.span, start: nestStart, live: o.id}
+	}
+	r.starting--
+	if r.starting == 0 && r.cond != nil {
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
+	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
+}
+
+// errParentEnded: a live part of exec (or a step of forward) started after
+// its exec (forward) had ended.
+var errParentEnded = fmt.Errorf("%w: its exec or forward had already ended", spans.ErrOutsideParent)
+
+// singleton returns the bit of a phase that is measured once per request,
+// or 0 for one measured per output or per step.
+func singleton(p spans.Phase, output, step int) uint32 {
+	if output >= 0 || step >= 0 {
+		return 0
+	}
+	return 1 << p
+}
+
+// nestOf returns the nest that phase p is, or nil.
+func (r *Request) nestOf(p spans.Phase) *nest {
+	switch p {
+	case spans.Exec:
+		return &r.exec
+	case spans.Forward:
+		return &r.forward
+	}
+	return nil
+}
+
+// liveParentLocked returns the context a live phase with parent kind k
+// starts under, and the id of that parent when it is a live phase. Without
+// its exec (or forward), a phase hangs under the next span up rather than
+// being lost; under one that has ended, it is refused (ok false).
+func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint64, bool) {
+	switch k {
+	case spans.ParentForward:
+		if r.forward.set {
+			if !r.forward.end.IsZero() {
+				return nil, 0, false
+			}
+			return r.forward.ctx, r.forward.live, true
+		}
+		fallthrough
+	case spans.ParentExec:
+		if r.exec.set {
+			if !r.exec.end.IsZero() {
+				return nil, 0, false
+			}
+			return r.exec.ctx, r.exec.live, true
+		}
+	}
+	return r.ctx, 0, true
+}
+
+// phaseOptions returns the start options of a phase span: the table's
+// prebuilt ones in the common case, no copy.
+func (r *Request) phaseOptions(p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) []trace.SpanStartOption {
+	if output < 0 && step < 0 && len(kv) == 0 {
+		return r.tbl.phaseOpt[p]
+	}
+	a := append(make([]attribute.KeyValue, 0, 4+len(kv)), r.tbl.kv(p)...)
+	if output >= 0 {
+		a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
+	}
+	if step >= 0 {
+		a = append(a, attrs.Step(step))
+	}
+	if len(kv) > 0 {
+		a = append(a, r.in.kvs(kv)...)
+	}
+	return []trace.SpanStartOption{trace.WithAttributes(a...)}
+}
+
+func (r *Request) endLive(id uint64, err error) {
+	r.mu.Lock()
+	o, ok := r.open.remove(id)
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	var kids []openPhase
+	var at time.Time
+	if n := r.nestOf(o.phase); n != nil && n.live == id {
+		kids = r.open.removeUnder(id)
+		now := time.Now()
+		if n.lastChild.After(now) {
+			// A part recorded inside it ends later: it ends there.
+			at = n.lastChild
+			r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
+		}
+		n.end, n.live = now, 0
+		if !at.IsZero() {
+			n.end = at
+		}
+	}
+	r.mu.Unlock()
+	for i := len(kids) - 1; i >= 0; i-- {
+		r.finish(&kids[i], at, nil)
+	}
+	r.finish(&o, at, err)
+}
+
+// finish ends a live phase's span, at at when it is given (its request or
+// parent ended at an explicit time), and records its measurement.
+func (r *Request) finish(o *openPhase, at time.Time, err error) {
+	if o.span != nil {
+		if err != nil {
+			r.markError(o.span, err)
+		}
+		if at.IsZero() {
+			o.span.End()
+		} else {
+			o.span.End(trace.WithTimestamp(at))
+		}
+	}
+	if r.met != nil {
+		start, end := o.start, at
+		if t, ok := o.span.(timed); ok {
+			start, end = t.StartTime(), t.EndTime()
+		}
+		if end.IsZero() {
+			end = time.Now()
+		}
+		r.observe(o.ctx, o.phase, start, end, o.output)
+	}
+}
+
 // openPhases is the set of live phases started and not yet ended, in start
-// order. Most scopes have a few open at once, so they live inline.
+// order. Most requests have a few open at once, so they live inline.
 type openPhases struct {
 	next  uint64
 	n     int
@@ -255,15 +393,42 @@ func (o *openPhases) remove(id uint64) (openPhase, bool) {
 	return openPhase{}, false
 }
 
+// all returns the open phases in start order.
+func (o *openPhases) all() []openPhase {
+	out := make([]openPhase, 0, o.n+len(o.more))
+	out = append(out, o.small[:o.n]...)
+	return append(out, o.more...)
+}
+
+// removeUnder removes and returns, in start order, the phases that hang
+// under the live phase id, and those under them.
+func (o *openPhases) removeUnder(id uint64) []openPhase {
+	if o.n == 0 {
+		return nil
+	}
+	var out []openPhase
+	parents := []uint64{id}
+	for _, p := range o.all() {
+		for _, q := range parents {
+			if p.under == q {
+				out = append(out, p)
+				parents = append(parents, p.id)
+				break
+			}
+		}
+	}
+	for _, p := range out {
+		o.remove(p.id)
+	}
+	return out
+}
+
 // drain empties the set and returns its phases in start order.
 func (o *openPhases) drain() []openPhase {
 	if o.n == 0 && len(o.more) == 0 {
 		return nil
 	}
-	out := make([]openPhase, 0, o.n+len(o.more))
-	out = append(out, o.small[:o.n]...)
-	out = append(out, o.more...)
-	next := o.next
-	*o = openPhases{next: next}
+	out := o.all()
+	*o = openPhases{next: o.next}
 	return out
 }

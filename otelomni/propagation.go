@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -10,16 +11,25 @@ import (
 // Carrier carries trace context in a stage message: put a Carrier field in
 // your message struct (it marshals as a JSON object) and pass its address
 // to [Instrumenter.Inject] and [Instrumenter.Extract]. For a map you already
-// have, use propagation.MapCarrier.
+// have, use propagation.MapCarrier. A nil *Carrier reads as empty and
+// ignores writes.
 type Carrier map[string]string
 
 var _ propagation.TextMapCarrier = (*Carrier)(nil)
 
 // Get returns the value of key.
-func (c *Carrier) Get(key string) string { return (*c)[key] }
+func (c *Carrier) Get(key string) string {
+	if c == nil {
+		return ""
+	}
+	return (*c)[key]
+}
 
 // Set sets key, making the map if it is nil.
 func (c *Carrier) Set(key, value string) {
+	if c == nil {
+		return
+	}
 	if *c == nil {
 		*c = Carrier{}
 	}
@@ -28,6 +38,9 @@ func (c *Carrier) Set(key, value string) {
 
 // Keys lists the keys.
 func (c *Carrier) Keys() []string {
+	if c == nil {
+		return nil
+	}
 	out := make([]string, 0, len(*c))
 	for k := range *c {
 		out = append(out, k)
@@ -57,22 +70,39 @@ func (in *Instrumenter) propagator() propagation.TextMapPropagator {
 // stage process the one [Instrumenter.Extract] returned), not a stage's or a
 // phase's, so that the next stage hangs under omni.request. An unsampled
 // request's context is injected too, so that the next stage does not sample
-// it anew.
+// it anew. A nil ctx or carrier does nothing; a carrier that panics on
+// write (a nil propagation.MapCarrier, a nil http.Header) is counted as
+// misuse, not raised.
 func (in *Instrumenter) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
-	if ctx == nil || carrier == nil {
+	if in == nil || ctx == nil || carrier == nil {
 		return
 	}
+	in.ready()
+	defer func() {
+		if v := recover(); v != nil {
+			in.stats.misused(fmt.Sprintf("Inject: the carrier (%T) panicked on write: %v", carrier, v))
+		}
+	}()
 	in.propagator().Inject(ctx, carrier)
 }
 
 // Extract returns ctx with the trace context that carrier holds, from which
-// a stage process starts its stage with [Instrumenter.StartStage].
-func (in *Instrumenter) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
+// a stage process starts its stage with [Instrumenter.StartStage]. A nil
+// ctx is taken as context.Background(); a nil carrier, or one that panics on
+// read, gives ctx unchanged.
+func (in *Instrumenter) Extract(ctx context.Context, carrier propagation.TextMapCarrier) (out context.Context) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if carrier == nil {
+	if in == nil || carrier == nil {
 		return ctx
 	}
+	in.ready()
+	defer func() {
+		if v := recover(); v != nil {
+			in.stats.misused(fmt.Sprintf("Extract: the carrier (%T) panicked on read: %v", carrier, v))
+			out = ctx
+		}
+	}()
 	return in.propagator().Extract(ctx, carrier)
 }

@@ -13,107 +13,249 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// Record turns a timing record, as an engine that timed itself reports it,
-// into the request's phase spans, with the record's own start and end
-// times: the same spans as the live path. Phases the record did not measure
-// make no span. A bad measurement (end before start, zero time) makes no
-// span and is reported in the returned error, which names each bad phase
-// ([*spans.PhaseError]); the other phases are still recorded.
-func (r *scope) record(rec *spans.DiffusionRecord) error {
+// Record turns a diffusion timing record, as an engine that timed itself
+// reports it, into phase spans with the record's own start and end times:
+// the same spans as the live path, a failed phase marked failed
+// (DiffusionRecord.Err). A phase the record did not measure makes no span.
+// A bad measurement makes no span and is reported in the returned error,
+// which names each bad phase ([*spans.PhaseError]); the other phases are
+// still recorded. Bad are: an end before its start, a zero time or one a
+// span cannot carry (Stats.RejectedIntervals); a phase this request already
+// measured, a phase that starts before the request, a part of exec outside
+// exec (Stats.Conflicts).
+func (r *Request) Record(rec *spans.DiffusionRecord) error {
 	if !r.recording() || rec == nil {
 		return nil
 	}
 	var buf [16]spans.PlannedSpan
 	plan, err := rec.Plan(buf[:0], spans.PlanOptions{DenoiseSteps: r.in.cfg.denoiseSteps})
-	if err != nil {
-		r.countRejects(err)
+	r.countBad(err)
+	return errors.Join(err, r.recordPlanned(plan, nil, rec.Reconstructed))
+}
+
+// RecordLLM turns an LLM stage's timing record into its phase spans
+// (llm.queue, llm.prefill, llm.decode), each only when measured, as
+// [Request.Record] does.
+func (r *Request) RecordLLM(rec *spans.LLMRecord) error {
+	if !r.recording() || rec == nil {
+		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended {
-		r.in.stats.misused("a record was handed to a request that had already ended")
-		return errors.Join(ErrRequestEnded, err)
-	}
-	for i := range plan {
-		ps := &plan[i]
-		r.emitLocked(ps.Phase, ps.Start, ps.End, ps.Output, ps.Final, ps.Step, rec.Reconstructed, nil)
-	}
-	return err
+	var buf [3]spans.PlannedSpan
+	plan, err := rec.Plan(buf[:0])
+	r.countBad(err)
+	return errors.Join(err, r.recordPlanned(plan, nil, rec.Reconstructed))
 }
 
 // RecordPhase records one phase measured elsewhere (the scheduler's queue
-// wait, say) as a span with the interval's own start and end. An interval
-// that was not measured makes no span and no error; a bad one makes no span
-// and returns a [*spans.PhaseError].
-func (r *scope) recordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
+// wait, say) as a span with the interval's own times, under its parent in
+// the tree as for [Request.StartPhase]. An unmeasured interval makes no span
+// and no error; a bad one makes no span and returns a [*spans.PhaseError]
+// (see [Request.Record] for what is bad).
+func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
+	return r.recordOne(p, -1, false, iv, nil, kv)
+}
+
+// RecordFailedPhase is RecordPhase for a phase during which the request
+// failed: its span gets status Error and error.type, as
+// [ActivePhase.EndError] gives on the live path.
+func (r *Request) RecordFailedPhase(p spans.Phase, iv spans.Interval, err error, kv ...attribute.KeyValue) error {
+	return r.recordOne(p, -1, false, iv, err, kv)
+}
+
+// RecordOutputPhase records a per-output phase (output-ready wait or
+// postprocess) of output out of a streaming request, with
+// omni.output.index and omni.output.final.
+func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, kv ...attribute.KeyValue) error {
+	if r.recording() && (!p.PerOutput() || out.Index < 0) {
+		r.in.stats.misused(fmt.Sprintf("RecordOutputPhase(%v, output %d): not a per-output phase, or a negative index", p, out.Index))
+		return ErrInvalidPhase
+	}
+	return r.recordOne(p, out.Index, out.Final, iv, nil, kv)
+}
+
+func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Interval, fail error, kv []attribute.KeyValue) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
 	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
 		// A denoise step needs its index (DiffusionRecord.DenoiseSteps), a
-		// transfer part its transfer (Stage.RecordTransfer).
-		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): use a record for denoise steps and a transfer for its parts", p))
+		// transfer part its transfer (RecordTransfer).
+		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): not a phase this call takes (denoise steps: a record; transfer parts: RecordTransfer)", p))
 		return ErrInvalidPhase
 	}
 	if err := iv.Validate(); err != nil {
-		err = &spans.PhaseError{Phase: p, Output: -1, Step: -1, Interval: iv, Err: err}
+		err = &spans.PhaseError{Phase: p, Output: output, Step: -1, Interval: iv, Err: err}
 		r.in.stats.reject(err)
 		return err
 	}
+	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
+	return r.recordPlanned(ps[:], kv, false)
+}
+
+// countBad counts each bad phase of a planner's error.
+func (r *Request) countBad(err error) {
+	for _, e := range flatten(err) {
+		if errors.Is(e, spans.ErrOutsideParent) || errors.Is(e, spans.ErrDuplicatePhase) {
+			r.in.stats.conflict(e)
+		} else {
+			r.in.stats.reject(e)
+		}
+	}
+}
+
+// accepted is one planned span that passed the tree's checks, with where
+// it hangs: a context, or an earlier span of the same batch.
+type accepted struct {
+	ps     *spans.PlannedSpan
+	parent context.Context
+	// in is the index in the batch of the span it hangs under, or -1.
+	in int
+}
+
+// batchNests are the indices, in a batch of accepted spans, of its exec and
+// forward, or -1.
+type batchNests struct{ exec, forward int }
+
+func (b *batchNests) of(p spans.Phase) *int {
+	if p == spans.Exec {
+		return &b.exec
+	}
+	return &b.forward
+}
+
+// recordPlanned checks planned spans against the request's tree, then
+// starts and ends their spans outside the lock, and records their
+// measurements.
+func (r *Request) recordPlanned(plan []spans.PlannedSpan, kv []attribute.KeyValue, reconstructed bool) error {
+	if len(plan) == 0 {
+		return nil
+	}
+	var buf [16]accepted
+	ok := buf[:0]
+	var bad []error
+	batch := batchNests{-1, -1}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.ended {
-		r.in.stats.misused("a phase was recorded on a request that had already ended")
+		r.mu.Unlock()
+		r.in.stats.misused("a measurement was recorded on a request that had already ended")
 		return ErrRequestEnded
 	}
-	r.emitLocked(p, iv.Start(), iv.End(), -1, false, -1, false, kv)
-	if outputIndex(p, kv) == 0 && p == spans.Postprocess {
-		r.firstOutput(r.ctx, iv.End())
+	scopeStart := r.scopeStart()
+	for i := range plan {
+		ps := &plan[i]
+		a, err := r.placeLocked(ps, scopeStart, batch, ok)
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		if once := singleton(ps.Phase, ps.Output, ps.Step); once != 0 {
+			r.seen |= once
+		}
+		if ps.Phase == spans.Exec || ps.Phase == spans.Forward {
+			*batch.of(ps.Phase) = len(ok)
+		}
+		r.lastEnd = later(r.lastEnd, ps.End)
+		ok = append(ok, a)
 	}
-	return nil
+	r.mu.Unlock()
+	for _, e := range bad {
+		r.in.stats.conflict(e)
+	}
+
+	ctxs := make([]context.Context, 0, 16)
+	for i := range ok {
+		a := &ok[i]
+		parent := a.parent
+		if a.in >= 0 {
+			parent = ctxs[a.in]
+		}
+		c := r.emit(parent, a.ps, kv, reconstructed)
+		ctxs = append(ctxs, c)
+		r.observe(c, a.ps.Phase, a.ps.Start, a.ps.End, a.ps.Output)
+	}
+	if batch.exec >= 0 || batch.forward >= 0 {
+		r.mu.Lock()
+		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
+			if i := *batch.of(p); i >= 0 {
+				if n := r.nestOf(p); !n.set {
+					*n = nest{set: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
+				}
+			}
+		}
+		r.mu.Unlock()
+	}
+	return errors.Join(bad...)
 }
 
-// emitLocked starts and ends the span of one phase with explicit times.
-func (r *scope) emitLocked(p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
-	r.emitUnderLocked(r.parentLocked(p.Parent()), p, start, end, output, final, step, reconstructed, kv)
+// placeLocked decides where a planned span hangs and checks that it fits:
+// measured once, and inside its parent's interval.
+func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch batchNests, ok []accepted) (accepted, error) {
+	fail := func(err error) (accepted, error) {
+		return accepted{}, &spans.PhaseError{Phase: ps.Phase, Output: ps.Output, Step: ps.Step,
+			Interval: spans.Between(ps.Start, ps.End), Err: err}
+	}
+	if once := singleton(ps.Phase, ps.Output, ps.Step); once != 0 && r.seen&once != 0 {
+		return fail(spans.ErrDuplicatePhase)
+	}
+	iv := spans.Between(ps.Start, ps.End)
+	var parents []spans.Phase
+	switch ps.Phase.Parent() {
+	case spans.ParentForward:
+		parents = []spans.Phase{spans.Forward, spans.Exec}
+	case spans.ParentExec:
+		parents = []spans.Phase{spans.Exec}
+	}
+	for _, pp := range parents {
+		if i := *batch.of(pp); i >= 0 {
+			// Its parent is in the same batch.
+			if p := ok[i].ps; !iv.Within(p.Start, p.End) {
+				return fail(spans.ErrOutsideParent)
+			}
+			return accepted{ps: ps, in: i}, nil
+		}
+		n := r.nestOf(pp)
+		if !n.set {
+			continue
+		}
+		if !iv.Within(spanStart(n.span, n.start), n.end) {
+			return fail(spans.ErrOutsideParent)
+		}
+		if n.end.IsZero() {
+			n.lastChild = later(n.lastChild, ps.End)
+		}
+		return accepted{ps: ps, parent: n.ctx, in: -1}, nil
+	}
+	if ps.Start.Before(scopeStart) {
+		return fail(spans.ErrOutsideParent)
+	}
+	return accepted{ps: ps, parent: r.ctx, in: -1}, nil
 }
 
-// emitUnderLocked starts and ends the span of one phase under parent, with
-// explicit times, and records its measurement.
-func (r *scope) emitUnderLocked(parent context.Context, p spans.Phase, start, end time.Time, output int, final bool, step int, reconstructed bool, kv []attribute.KeyValue) {
-	ctx := parent
-	if r.span != nil {
-		r.startOpt[0] = trace.WithTimestamp(start)
-		var span trace.Span
-		ctx, span = r.tracer.Start(parent, p.SpanName(), r.startOpt[:1]...)
-		a := append(r.attrBuf[:0], r.pattrs.of(p)...)
-		if output >= 0 {
-			a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
-		}
-		if step >= 0 {
-			a = append(a, attrs.Step(step))
-		}
-		if reconstructed {
-			a = append(a, attrs.Reconstructed(true))
-		}
-		span.SetAttributes(append(a, kv...)...)
-		r.nestLocked(p, ctx)
-		r.endOpt[0] = trace.WithTimestamp(end)
-		span.End(r.endOpt[:]...)
+// emit starts and ends the span of one recorded phase under parent, with
+// its own times, and returns the context that holds it.
+func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, kv []attribute.KeyValue, reconstructed bool) context.Context {
+	if r.span == nil {
+		return parent
 	}
-	r.observe(ctx, p, start, end, output)
-	// A transfer's parts are timed partly on the sender's clock and hang
-	// under the request: they do not bound this scope's end.
-	if p.Parent() != spans.ParentTransfer && end.After(r.lastEnd) {
-		r.lastEnd = end
+	a := append(make([]attribute.KeyValue, 0, 5+len(kv)), r.tbl.kv(ps.Phase)...)
+	if ps.Output >= 0 {
+		a = append(a, attrs.OutputIndex(ps.Output), attrs.OutputFinal(ps.Final))
 	}
-}
-
-// countRejects counts each bad phase of a record's error.
-func (r *scope) countRejects(err error) {
-	for _, e := range flatten(err) {
-		r.in.stats.reject(e)
+	if ps.Step >= 0 {
+		a = append(a, attrs.Step(ps.Step))
 	}
+	if reconstructed {
+		a = append(a, attrs.Reconstructed(true))
+	}
+	if len(kv) > 0 {
+		a = append(a, r.in.kvs(kv)...)
+	}
+	ctx, span := r.tracer.Start(parent, ps.Phase.SpanName(), trace.WithAttributes(a...), trace.WithTimestamp(ps.Start))
+	if ps.Err != nil {
+		r.markError(span, ps.Err)
+	}
+	span.End(trace.WithTimestamp(ps.End))
+	return ctx
 }
 
 // flatten returns the errors an errors.Join holds, or err itself.

@@ -53,10 +53,13 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				for _, p := range []spans.Phase{spans.Preprocess, spans.Exec, spans.QueueWait, spans.KVRecv, spans.Forward, spans.VAEDecode} {
-					req.StartPhase(p).End()
+				req.StartPhase(ctx, spans.Preprocess).End()
+				exec := req.StartPhase(ctx, spans.Exec)
+				for _, p := range []spans.Phase{spans.QueueWait, spans.KVRecv, spans.Forward, spans.VAEDecode} {
+					req.StartPhase(ctx, p).End()
 				}
-				req.StartPhase(spans.OutputReadyWait).End()
+				exec.End()
+				req.StartPhase(context.Background(), spans.OutputReadyWait).End()
 				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
 			}
 			req.End(nil)
@@ -238,11 +241,11 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 	t.Run("live", func(t *testing.T) {
 		r := newRecorded(t)
 		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "stream"})
-		exec := req.StartPhase(spans.Exec)
-		req.StartPhase(spans.OutputReadyWait, attrs.OutputIndex(0), attrs.OutputFinal(false)).End()
-		req.StartPhase(spans.Postprocess, attrs.OutputIndex(0), attrs.OutputFinal(false)).End()
+		exec := req.StartPhase(context.Background(), spans.Exec)
+		req.StartOutputPhase(context.Background(), spans.OutputReadyWait, spans.Output{Index: 0}).End()
+		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End()
 		exec.End()
-		req.StartPhase(spans.Postprocess, attrs.OutputIndex(1), attrs.OutputFinal(true)).End()
+		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 1, Final: true}).End()
 		req.End(nil)
 		check(t, r.rec.Ended())
 	})
@@ -306,7 +309,7 @@ func TestRequestAttributesOnlyWhenKnown(t *testing.T) {
 	s := one(t, r.rec.Ended(), spans.RequestSpanName)
 	want := map[string]any{
 		"omni.request.id": "sdxl-turbo", "gen_ai.request.model": "stabilityai/sdxl-turbo",
-		"gen_ai.operation.name": "generate_content", "omni.output.modality": "image",
+		"gen_ai.operation.name": "generate_content", "omni.output.modality": "image", "gen_ai.output.type": "image",
 		"omni.diffusion.num_inference_steps": int64(1), "omni.diffusion.guidance_scale": 0.0,
 		"omni.diffusion.height": int64(512), "omni.diffusion.width": int64(512),
 		"omni.stage.id": int64(0), "omni.stage.name": "dit", "omni.stage.type": "diffusion", "omni.replica.id": "dit-0",
@@ -378,7 +381,7 @@ func (*oomError) Error() string { return "out of memory" }
 func TestAbortedBeforeAdmissionHasNoQueueWait(t *testing.T) {
 	r := newRecorded(t)
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "aborted"})
-	req.StartPhase(spans.Preprocess).End()
+	req.StartPhase(context.Background(), spans.Preprocess).End()
 	req.End(otelomni.ErrClientAbort)
 	got := byName(r.rec.Ended())
 	if len(got[spans.QueueWait.SpanName()]) != 0 || len(got[spans.Exec.SpanName()]) != 0 {

@@ -47,7 +47,7 @@ func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
 	rctx := p.handOver(ctx)
 	_, st := p.st.in.StartStage(rctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, ReplicaID: "0", Model: "Qwen/Qwen2.5-Omni-7B"})
 	st.SetUsage(512, 128)
-	st.StartPhase(spans.Preprocess).End()
+	st.StartPhase(context.Background(), spans.Preprocess).End()
 	st.End(nil)
 	req.End(nil)
 
@@ -138,8 +138,8 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRecorded(t)
-			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
-			_, st := r.in.StartStage(ctx, otelomni.StageInfo{Name: "thinker", Type: attrs.StageLLM})
+			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: base})
+			_, st := r.in.StartStage(ctx, otelomni.StageInfo{Name: "thinker", Type: attrs.StageLLM, Start: base})
 			for _, e := range tc.events {
 				if err := st.MarkLLMAt(e.e, e.t); err != nil {
 					t.Fatal(err)
@@ -245,7 +245,7 @@ func TestTransferAcrossProcesses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTwoProcesses(t)
 			ctx, req := p.gw.in.Start(context.Background(), otelomni.RequestInfo{ID: "img-1"})
-			send := spans.StartSend(0, "mooncake")
+			send := otelomni.StartSend(0, "mooncake")
 			time.Sleep(2 * time.Millisecond)
 			hdr := tc.header(send.Done(8 << 20))
 			time.Sleep(time.Millisecond)
@@ -324,8 +324,8 @@ func TestOutputSpansAtANonDiffusionStage(t *testing.T) {
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav", Type: attrs.StageOther})
 	for i := 0; i < 4; i++ {
 		time.Sleep(time.Millisecond)
-		if got := st.EmitOutput(i == 3); got != i {
-			t.Fatalf("EmitOutput returned %d, want %d", got, i)
+		if got := st.EmitOutput(i == 3); got.Index != i || got.Final != (i == 3) {
+			t.Fatalf("EmitOutput returned %+v, want index %d", got, i)
 		}
 	}
 	st.End(nil)
@@ -356,7 +356,7 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 			ctx, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 			_ = ctx
 			_ = st.MarkLLM(otelomni.LLMQueued)
-			st.StartPhase(spans.LLMDecode).End()
+			st.StartPhase(context.Background(), spans.LLMDecode).End()
 			st.EmitOutput(false)
 			_ = st.StartReceive(spans.TransferHeader{}).End()
 			st.End(nil)
@@ -365,11 +365,11 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 			t.Errorf("%v allocations", n)
 		}
 	}
-	var nilStage *otelomni.Stage
-	nilStage.StartPhase(spans.Exec).End()
+	var nilStage *otelomni.Request
+	nilStage.StartPhase(context.Background(), spans.Exec).End()
 	nilStage.End(nil)
 	_ = nilStage.RecordTransfer(spans.TransferRecord{})
-	var zero otelomni.Stage
+	var zero otelomni.Request
 	zero.EmitOutput(true)
 	_ = zero.MarkLLM(otelomni.LLMFirstToken)
 }

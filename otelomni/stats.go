@@ -5,52 +5,101 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
+
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
-// Stats counts what otelomni refused instead of exporting it wrong. Every
-// count is also logged once, through the OpenTelemetry error handler
-// (otel.Handle), the first time it happens.
+// Stats counts what otelomni refused, moved or repaired instead of exporting
+// it wrong. Each kind is also logged once, through the OpenTelemetry error
+// handler (otel.Handle), the first time it happens; the log line is bounded
+// like every string otelomni records.
 type Stats struct {
-	// RejectedIntervals counts measurements that made no span, or were
-	// clamped, because they were bad: an end before its start, a zero
-	// time.Time, a request ended before it started.
+	// RejectedIntervals counts measurements that made no span because they
+	// were bad: an end before its start, a zero time.Time, a time outside
+	// what a span can carry (1970 to 2262-04-11).
 	RejectedIntervals uint64
+	// Conflicts counts measurements that made no span because they
+	// contradict the tree: a phase measured twice for one request (a
+	// second exec), a phase outside the interval of the span it hangs
+	// under (one that starts before its request, a part of exec outside
+	// exec), a live phase started under an exec or forward that had
+	// already ended.
+	Conflicts uint64
 	// Misuse counts calls that did nothing because the API was misused: a
 	// phase started or recorded on a request that had already ended, a
-	// request ended twice, an invalid phase. (A nil context is not misuse:
-	// it is taken as context.Background().)
+	// request ended twice, an invalid phase, a nil function, a nil carrier.
+	// (A nil context is not misuse: it is taken as context.Background().)
 	Misuse uint64
 	// ClockSkew counts parts computed across two hosts' clocks (a
 	// transfer's in-flight time) that came out negative and were left out.
 	ClockSkew uint64
+	// ClampedEnds counts spans whose end was moved so that it covers its
+	// children: a request ended (End) before a recorded phase's end, an
+	// EndAt earlier than a phase it holds, an exec ended before a part
+	// recorded inside it. The span ends at the latest such end instead.
+	ClampedEnds uint64
+	// RepairedStrings counts strings that were not valid UTF-8 (each
+	// invalid sequence replaced by U+FFFD) or longer than the value limit
+	// (cut at a UTF-8 boundary).
+	RepairedStrings uint64
+	// OtherModels counts requests whose model the histograms record as
+	// "_OTHER", beyond the limit on distinct models.
+	OtherModels uint64
 }
 
+// maxLogBytes bounds what one log line says of a refused measurement: it
+// may quote a request id, an error or a panic value.
+const maxLogBytes = 2048
+
 type counters struct {
-	rejected, misuse, skew               atomic.Uint64
-	loggedReject, loggedMisu, loggedSkew atomic.Bool
+	rejected, conflicts, misuse, skew, clamped, repaired, otherModels atomic.Uint64
+	logged                                                            [7]atomic.Bool
 }
 
 func (c *counters) snapshot() Stats {
-	return Stats{RejectedIntervals: c.rejected.Load(), Misuse: c.misuse.Load(), ClockSkew: c.skew.Load()}
+	return Stats{
+		RejectedIntervals: c.rejected.Load(), Conflicts: c.conflicts.Load(), Misuse: c.misuse.Load(),
+		ClockSkew: c.skew.Load(), ClampedEnds: c.clamped.Load(), RepairedStrings: c.repaired.Load(),
+		OtherModels: c.otherModels.Load(),
+	}
+}
+
+// count adds one to n and logs what once per kind.
+func (c *counters) count(n *atomic.Uint64, kind int, what func() string) {
+	n.Add(1)
+	if c.logged[kind].CompareAndSwap(false, true) {
+		otel.Handle(fmt.Errorf("otelomni: %s (logged once; see Instrumenter.Stats)", sanitize.String(what(), maxLogBytes)))
+	}
 }
 
 func (c *counters) reject(err error) {
-	c.rejected.Add(1)
-	if c.loggedReject.CompareAndSwap(false, true) {
-		otel.Handle(fmt.Errorf("otelomni: rejected a bad measurement (logged once; see Instrumenter.Stats): %w", err))
-	}
+	c.count(&c.rejected, 0, func() string { return "rejected a bad measurement: " + err.Error() })
+}
+
+func (c *counters) conflict(err error) {
+	c.count(&c.conflicts, 1, func() string { return "refused a measurement that contradicts the span tree: " + err.Error() })
 }
 
 func (c *counters) misused(what string) {
-	c.misuse.Add(1)
-	if c.loggedMisu.CompareAndSwap(false, true) {
-		otel.Handle(fmt.Errorf("otelomni: %s (logged once; see Instrumenter.Stats)", what))
-	}
+	c.count(&c.misuse, 2, func() string { return what })
 }
 
 func (c *counters) skewed(err error) {
-	c.skew.Add(1)
-	if c.loggedSkew.CompareAndSwap(false, true) {
-		otel.Handle(fmt.Errorf("otelomni: left out a part skewed across two clocks (logged once; see Instrumenter.Stats): %w", err))
-	}
+	c.count(&c.skew, 3, func() string { return "left out a part skewed across two clocks: " + err.Error() })
+}
+
+func (c *counters) clampedEnd(what string) {
+	c.count(&c.clamped, 4, func() string { return what })
+}
+
+func (c *counters) repairedString() {
+	c.count(&c.repaired, 5, func() string {
+		return "repaired a string that was not valid UTF-8 or was longer than the value limit"
+	})
+}
+
+func (c *counters) otherModel() {
+	c.count(&c.otherModels, 6, func() string {
+		return "the histograms record a model as _OTHER: more distinct models than the limit (WithMetricModelLimit)"
+	})
 }

@@ -4,39 +4,65 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/spans"
 )
 
+// Sender measures the sending side of a hand-over between stages. Start it
+// just before serialising with [StartSend], and put what [Sender.Done]
+// returns in the stage message.
+type Sender struct {
+	from      int
+	connector string
+	start     time.Time
+}
+
+// StartSend starts measuring a send from stage from over connector.
+func StartSend(from int, connector string) Sender {
+	return Sender{from: from, connector: connector, start: time.Now()}
+}
+
+// Done returns the header to put in the stage message. The end is the start
+// plus the monotonic elapsed time, so the send never measures negative.
+func (s Sender) Done(bytes int64) spans.TransferHeader {
+	h := spans.TransferHeader{FromStage: s.from, Connector: s.connector, Bytes: bytes}
+	if !s.start.IsZero() {
+		end := s.start.Add(time.Since(s.start))
+		h.TxStart, h.TxEnd = s.start.UnixNano(), end.UnixNano()
+	}
+	return h
+}
+
 // Receive measures the receiving side of a hand-over: from
-// [Stage.StartReceive] to [Receive.End] is the receive-and-decode time.
+// [Request.StartReceive] to [Receive.End] is the receive-and-decode time.
 type Receive struct {
-	s     *Stage
+	r     *Request
 	hdr   spans.TransferHeader
 	start time.Time
 }
 
-// StartReceive starts receiving the payload that hdr (from the stage
-// message) describes.
-func (s *Stage) StartReceive(hdr spans.TransferHeader) Receive {
-	if s == nil || !s.recording() {
+// StartReceive starts receiving, at this stage, the payload that hdr (from
+// the stage message) describes.
+func (r *Request) StartReceive(hdr spans.TransferHeader) Receive {
+	if !r.recording() {
 		return Receive{}
 	}
-	return Receive{s: s, hdr: hdr, start: time.Now()}
+	return Receive{r: r, hdr: hdr, start: time.Now()}
 }
 
 // End ends the receipt and makes the transfer's spans: omni.transfer under
 // the request span, with its measured parts (tx and in flight from the
 // header, rx decode measured here) as children. See
-// [Stage.RecordTransfer].
+// [Request.RecordTransfer].
 func (x Receive) End() error {
-	if x.s == nil {
+	if x.r == nil {
 		return nil
 	}
-	rec := x.hdr.Record(x.s.stageID, spans.Between(x.start, time.Now()))
-	return x.s.RecordTransfer(rec)
+	rec := x.hdr.Record(x.r.stageID, spans.Between(x.start, time.Now()))
+	return x.r.RecordTransfer(rec)
 }
 
 // RecordTransfer makes the spans of one hand-over into this stage:
@@ -46,8 +72,8 @@ func (x Receive) End() error {
 // time that comes out negative across the two hosts' clocks is left out and
 // counted (Stats.ClockSkew), not reported as an error; any other bad part
 // makes no span and is reported.
-func (s *Stage) RecordTransfer(rec spans.TransferRecord) error {
-	if s == nil || !s.recording() {
+func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
+	if !r.recording() {
 		return nil
 	}
 	var buf [3]spans.PlannedSpan
@@ -56,50 +82,49 @@ func (s *Stage) RecordTransfer(rec spans.TransferRecord) error {
 	for _, e := range flatten(err) {
 		switch {
 		case errors.Is(e, spans.ErrClockSkew):
-			s.in.stats.skewed(e)
+			r.in.stats.skewed(e)
 		case errors.Is(e, spans.ErrNoTransferPart):
 			// Not measured: no span, and no error (the absence rule).
 		default:
-			s.in.stats.reject(e)
+			r.in.stats.reject(e)
 			bad = append(bad, e)
 		}
 	}
-	if s.met != nil && rec.Bytes > 0 && s.met.size.Enabled(s.parent) {
-		s.met.size.Record(s.parent, rec.Bytes, s.pattrs.transferRec(rec.Connector)...)
+	connector := r.in.str(rec.Connector)
+	if r.met != nil && rec.Bytes > 0 {
+		r.met.size.Record(r.parent, rec.Bytes, r.tbl.rec.transfer(connector)...)
 	}
 	if !iv.Measured() {
 		return errors.Join(bad...)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		s.in.stats.misused("a transfer recorded on a stage that had already ended")
+	r.mu.Lock()
+	ended := r.ended
+	r.mu.Unlock()
+	if ended {
+		r.in.stats.misused("a transfer recorded on a request that had already ended")
 		return ErrRequestEnded
 	}
-	tctx := s.parent
+	tctx := r.parent
 	var span trace.Span
-	if s.span != nil {
-		s.startOpt[0] = trace.WithTimestamp(iv.Start())
-		tctx, span = s.tracer.Start(s.parent, spans.TransferSpanName, s.startOpt[:1]...)
-		kv := append(s.attrBuf[:0],
-			attrs.TransferFromStage(rec.FromStage), attrs.TransferToStage(rec.ToStage))
+	if r.span != nil {
+		kv := []attribute.KeyValue{attrs.TransferFromStage(rec.FromStage), attrs.TransferToStage(rec.ToStage)}
 		if rec.Bytes > 0 {
 			kv = append(kv, attrs.TransferBytes(rec.Bytes))
 		}
-		if rec.Connector != "" {
-			kv = append(kv, attrs.TransferConnector(rec.Connector))
+		if connector != "" {
+			kv = append(kv, attrs.TransferConnector(connector))
 		}
 		if rec.Reconstructed {
 			kv = append(kv, attrs.Reconstructed(true))
 		}
-		span.SetAttributes(kv...)
+		tctx, span = r.tracer.Start(r.parent, spans.TransferSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 	}
-	for _, p := range plan {
-		s.emitUnderLocked(tctx, p.Phase, p.Start, p.End, -1, false, -1, rec.Reconstructed, nil)
+	for i := range plan {
+		c := r.emit(tctx, &plan[i], nil, rec.Reconstructed)
+		r.observe(c, plan[i].Phase, plan[i].Start, plan[i].End, -1)
 	}
 	if span != nil {
-		s.endOpt[0] = trace.WithTimestamp(iv.End())
-		span.End(s.endOpt[:]...)
+		span.End(trace.WithTimestamp(iv.End()))
 	}
 	return errors.Join(bad...)
 }

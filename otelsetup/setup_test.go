@@ -163,7 +163,7 @@ func TestSetupFromEnvironment(t *testing.T) {
 				in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
 				if n := testing.AllocsPerRun(50, func() {
 					_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
-					req.StartPhase(spans.Exec).End()
+					req.StartPhase(context.Background(), spans.Exec).End()
 					req.End(nil)
 				}); n != 0 {
 					t.Errorf("%v allocations per request with tracing off", n)
@@ -297,7 +297,7 @@ func TestSetupInstallsGlobals(t *testing.T) {
 	}
 	in := otelomni.New() // follows the global
 	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "g"})
-	req.StartPhase(spans.Exec).End()
+	req.StartPhase(context.Background(), spans.Exec).End()
 	req.End(nil)
 	_ = tel.Shutdown(context.Background())
 	if n := len(exp.GetSpans()); n != 2 {
@@ -366,11 +366,11 @@ func TestSetupWithMetricReaderRecordsThroughIt(t *testing.T) {
 // fivePhases runs one request with five phases.
 func fivePhases(in *otelomni.Instrumenter) {
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m"})
-	req.StartPhase(spans.Preprocess).End()
-	exec := req.StartPhase(spans.Exec)
-	req.StartPhase(spans.QueueWait).End()
+	req.StartPhase(context.Background(), spans.Preprocess).End()
+	exec := req.StartPhase(context.Background(), spans.Exec)
+	req.StartPhase(context.Background(), spans.QueueWait).End()
 	exec.End()
-	req.StartPhase(spans.OutputReadyWait).End()
+	req.StartPhase(context.Background(), spans.OutputReadyWait).End()
 	_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
 	req.End(nil)
 }

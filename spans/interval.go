@@ -3,6 +3,7 @@ package spans
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -15,32 +16,59 @@ type Interval struct {
 	measured   bool
 }
 
+// The range of times an exported span can carry: OTLP encodes a time as
+// nanoseconds since 1970 in an unsigned 64-bit integer, and the
+// OpenTelemetry Go SDK converts through int64 nanoseconds, so a time before
+// 1970 or after 2262-04-11 would reach a backend as a different time, often
+// making a span end before it starts.
+var (
+	// MinTime is the earliest time a span can carry: 1970-01-01T00:00:00Z.
+	MinTime = time.Unix(0, 0).UTC()
+	// MaxTime is the latest: 2262-04-11T23:47:16.854775807Z.
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// InRange reports whether t lies between [MinTime] and [MaxTime].
+func InRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
+
 // Between returns the measured interval from start to end. Equal ends make
-// a measured 0, which becomes a zero-length span. An end before the start, or
-// a zero time, is kept as given and reported by [Interval.Validate].
+// a measured 0, which becomes a zero-length span. An end before the start,
+// a zero time or a time out of range is kept as given and reported by
+// [Interval.Validate].
 //
 // When both times carry a monotonic clock reading (they came from time.Now in
 // this process), the end is re-based on the start plus the monotonic elapsed
 // time, so a step of the wall clock between the two cannot make the exported
 // span negative.
 func Between(start, end time.Time) Interval {
-	if !start.IsZero() && !end.IsZero() {
-		// Sub uses the monotonic readings when both have one; Add carries
-		// the start's wall time forward by exactly that much.
+	if monotonic(start) && monotonic(end) {
+		// Sub uses the monotonic readings; Add carries the start's wall
+		// time forward by exactly that much.
 		end = start.Add(end.Sub(start))
 	}
 	return Interval{start: start, end: end, measured: true}
 }
 
+// monotonic reports whether t carries a monotonic clock reading: Round(0)
+// strips it, and nothing else.
+func monotonic(t time.Time) bool { return t != t.Round(0) }
+
 // Lasting returns the measured interval that starts at start and lasts d.
-// A negative d is kept as given and reported by [Interval.Validate].
+// A negative d, or one that would end past [MaxTime], is kept and reported
+// by [Interval.Validate].
 func Lasting(start time.Time, d time.Duration) Interval {
 	end := time.Time{}
 	if !start.IsZero() {
 		end = start.Add(d)
+		if d > 0 && end.Before(start) {
+			end = beyond // the addition overflowed
+		}
 	}
 	return Interval{start: start, end: end, measured: true}
 }
+
+// beyond stands for an end too late to represent.
+var beyond = MaxTime.Add(time.Hour)
 
 // Measured reports whether the interval was measured.
 func (iv Interval) Measured() bool { return iv.measured }
@@ -61,7 +89,8 @@ func (iv Interval) Duration() (time.Duration, bool) {
 }
 
 // Validate returns nil for an interval that was not measured or that is a
-// valid measurement, [ErrZeroTime] when either end is the zero time, and
+// valid measurement, [ErrZeroTime] when either end is the zero time,
+// [ErrOutOfRange] when either end lies outside [MinTime]..[MaxTime], and
 // [ErrEndBeforeStart] when the end lies before the start.
 func (iv Interval) Validate() error {
 	if !iv.measured {
@@ -70,10 +99,22 @@ func (iv Interval) Validate() error {
 	if iv.start.IsZero() || iv.end.IsZero() {
 		return ErrZeroTime
 	}
+	if !InRange(iv.start) || !InRange(iv.end) {
+		return ErrOutOfRange
+	}
 	if iv.end.Before(iv.start) {
 		return ErrEndBeforeStart
 	}
 	return nil
+}
+
+// Within reports whether iv lies inside [start, end]; a zero end means the
+// parent is still open, so only the start is checked.
+func (iv Interval) Within(start, end time.Time) bool {
+	if iv.start.Before(start) {
+		return false
+	}
+	return end.IsZero() || !iv.end.After(end)
 }
 
 // String formats the interval for logs: "not measured", or its start and
@@ -85,14 +126,25 @@ func (iv Interval) String() string {
 	return iv.start.Format(time.RFC3339Nano) + " +" + iv.end.Sub(iv.start).String()
 }
 
-// Errors that [Interval.Validate] returns, wrapped in a [*PhaseError] by the
-// record and live paths.
+// Errors that [Interval.Validate] and the planners return, wrapped in a
+// [*PhaseError] by the record and live paths.
 var (
 	// ErrEndBeforeStart: the interval's end lies before its start.
 	ErrEndBeforeStart = errors.New("end before start")
 	// ErrZeroTime: an end of the interval is the zero time.Time, which is
 	// not a measurement (the SDK would read it as "now").
 	ErrZeroTime = errors.New("zero time.Time")
+	// ErrOutOfRange: an end of the interval lies before 1970 or after
+	// 2262-04-11, which no exported span can carry.
+	ErrOutOfRange = errors.New("time out of the range a span can carry (1970 to 2262-04-11)")
+	// ErrOutsideParent: the interval does not lie inside the span it
+	// would hang under (a part of exec outside exec, a phase that starts
+	// before its request).
+	ErrOutsideParent = errors.New("outside the interval of its parent span")
+	// ErrDuplicatePhase: the phase was already measured for this request
+	// (a second exec, say); a phase is measured once per request, once per
+	// output for a per-output phase, once per step for a denoise step.
+	ErrDuplicatePhase = errors.New("already measured for this request")
 )
 
 // PhaseError reports a phase that produced no span because its measurement
@@ -107,7 +159,8 @@ type PhaseError struct {
 	Step int
 	// Interval is the bad measurement.
 	Interval Interval
-	// Err is the reason: [ErrEndBeforeStart], [ErrZeroTime] or another
+	// Err is the reason: [ErrEndBeforeStart], [ErrZeroTime],
+	// [ErrOutOfRange], [ErrOutsideParent], [ErrDuplicatePhase] or another
 	// error of the record.
 	Err error
 }
@@ -121,11 +174,34 @@ func (e *PhaseError) Error() string {
 	if e.Step >= 0 {
 		where += " (step " + strconv.Itoa(e.Step) + ")"
 	}
-	if errors.Is(e.Err, ErrEndBeforeStart) {
-		return fmt.Sprintf("omni: phase %s: %v by %v; no span emitted", where, e.Err, e.Interval.start.Sub(e.Interval.end))
-	}
-	return fmt.Sprintf("omni: phase %s: %v; no span emitted", where, e.Err)
+	return "omni: phase " + where + ": " + reason(e.Err, e.Interval) + "; no span emitted"
 }
 
 // Unwrap returns the reason, so errors.Is(err, ErrEndBeforeStart) works.
 func (e *PhaseError) Unwrap() error { return e.Err }
+
+// OutputError reports an output (an omni.output span) that produced no span
+// because its measurement was bad.
+type OutputError struct {
+	// Output is the output's index, from 0.
+	Output int
+	// Interval is the bad measurement.
+	Interval Interval
+	// Err is the reason, as for [PhaseError].
+	Err error
+}
+
+// Error names the output and the reason.
+func (e *OutputError) Error() string {
+	return "omni: output " + strconv.Itoa(e.Output) + ": " + reason(e.Err, e.Interval) + "; no span emitted"
+}
+
+// Unwrap returns the reason.
+func (e *OutputError) Unwrap() error { return e.Err }
+
+func reason(err error, iv Interval) string {
+	if errors.Is(err, ErrEndBeforeStart) {
+		return fmt.Sprintf("%v by %v", err, iv.start.Sub(iv.end))
+	}
+	return fmt.Sprint(err)
+}

@@ -16,6 +16,11 @@ type LLMRecord struct {
 	Prefill Interval
 	// Decode runs from the first token to the last token.
 	Decode Interval
+	// Err, when not nil, is why the request failed, during the phase
+	// FailedPhase (llm.decode when FailedPhase is 0): that phase's span
+	// gets status Error and error.type.
+	Err         error
+	FailedPhase Phase
 	// Reconstructed marks records whose start times were placed by the
 	// phase order rather than read from a clock.
 	Reconstructed bool
@@ -46,11 +51,23 @@ func (r *LLMRecord) Plan(dst []PlannedSpan) ([]PlannedSpan, error) {
 		return dst, nil
 	}
 	var errs []error
-	for _, x := range []struct {
+	failed := r.FailedPhase
+	if failed == 0 {
+		failed = LLMDecode
+	}
+	n := len(dst)
+	for _, x := range [...]struct {
 		p  Phase
 		iv Interval
 	}{{LLMQueue, r.Queue}, {LLMPrefill, r.Prefill}, {LLMDecode, r.Decode}} {
+		m := len(dst)
 		dst, errs = planOne(dst, errs, x.p, x.iv, -1, false, -1)
+		if len(dst) > m && r.Err != nil && x.p == failed {
+			dst[m].Err = r.Err
+		}
+	}
+	if r.Err != nil && !planned(dst[n:], failed) {
+		errs = append(errs, &PhaseError{Phase: failed, Output: -1, Step: -1, Err: ErrFailedNotMeasured})
 	}
 	return dst, errors.Join(errs...)
 }

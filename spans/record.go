@@ -27,10 +27,24 @@ type DiffusionRecord struct {
 	Postprocess     Interval
 	Outputs         []OutputTiming
 
+	// Err, when not nil, is why the request failed, during the phase
+	// FailedPhase (exec when FailedPhase is 0): that phase's span gets
+	// status Error and error.type, as on the live path. End the request
+	// with the same error to mark the request span too.
+	Err         error
+	FailedPhase Phase
+
 	// Reconstructed marks records whose start times were placed by the
 	// documented phase order rather than read from a clock (records rebuilt
 	// from durations). Their spans carry omni.timing.reconstructed = true.
 	Reconstructed bool
+}
+
+// Output identifies one output of a streaming request: its index, from 0,
+// and whether it is the output that finishes the stage.
+type Output struct {
+	Index int
+	Final bool
 }
 
 // OutputTiming is the timing of one output of a streaming request. Its index
@@ -61,6 +75,8 @@ type PlannedSpan struct {
 	Final bool
 	// Step is the step of a denoise step, or -1.
 	Step int
+	// Err, when not nil, marks the span failed.
+	Err error
 }
 
 // PlanOptions tune [DiffusionRecord.Plan].
@@ -74,7 +90,10 @@ type PlanOptions struct {
 // valid phase of r, and returns the extended slice. Phases that were not
 // measured are left out. A bad measurement is left out too and reported in
 // the returned error (a join of [*PhaseError], one per bad phase); the other
-// phases are still planned.
+// phases are still planned. A part of exec (kv_recv, forward, vae_decode)
+// must lie inside the record's exec when the record measured one, and a
+// denoise step inside forward; otherwise it is reported as
+// [ErrOutsideParent].
 //
 // Parents come before their children in the result, so a caller can start
 // each span as it goes.
@@ -83,20 +102,38 @@ func (r *DiffusionRecord) Plan(dst []PlannedSpan, opts PlanOptions) ([]PlannedSp
 		return dst, nil
 	}
 	var errs []error
-	add := func(p Phase, iv Interval, output int, final bool, step int) {
+	failed := r.FailedPhase
+	if failed == 0 {
+		failed = Exec
+	}
+	add := func(p Phase, iv Interval, output int, final bool, step int) bool {
+		n := len(dst)
 		dst, errs = planOne(dst, errs, p, iv, output, final, step)
+		if len(dst) > n && r.Err != nil && p == failed {
+			dst[n].Err = r.Err
+		}
+		return len(dst) > n
+	}
+	inside := func(p Phase, iv, parent Interval, parentOK bool, step int) {
+		if iv.measured && parentOK && iv.Validate() == nil && !iv.Within(parent.start, parent.end) {
+			errs = append(errs, &PhaseError{Phase: p, Output: -1, Step: step, Interval: iv, Err: ErrOutsideParent})
+			return
+		}
+		add(p, iv, -1, false, step)
 	}
 	add(QueueWait, r.QueueWait, -1, false, -1)
 	add(Preprocess, r.Preprocess, -1, false, -1)
-	add(Exec, r.Exec, -1, false, -1)
-	add(KVRecv, r.KVRecv, -1, false, -1)
-	add(Forward, r.Forward, -1, false, -1)
+	execOK := add(Exec, r.Exec, -1, false, -1)
+	inside(KVRecv, r.KVRecv, r.Exec, execOK, -1)
+	n := len(dst)
+	inside(Forward, r.Forward, r.Exec, execOK, -1)
+	forwardOK := len(dst) > n
 	if opts.DenoiseSteps {
 		for i, iv := range r.DenoiseSteps {
-			add(DenoiseStep, iv, -1, false, i)
+			inside(DenoiseStep, iv, r.Forward, forwardOK, i)
 		}
 	}
-	add(VAEDecode, r.VAEDecode, -1, false, -1)
+	inside(VAEDecode, r.VAEDecode, r.Exec, execOK, -1)
 	if len(r.Outputs) > 0 {
 		if r.OutputReadyWait.measured || r.Postprocess.measured {
 			errs = append(errs, &PhaseError{Phase: Postprocess, Output: -1, Step: -1, Err: ErrOutputsConflict})
@@ -109,5 +146,21 @@ func (r *DiffusionRecord) Plan(dst []PlannedSpan, opts PlanOptions) ([]PlannedSp
 		add(OutputReadyWait, r.OutputReadyWait, -1, false, -1)
 		add(Postprocess, r.Postprocess, -1, false, -1)
 	}
+	if r.Err != nil && !planned(dst, failed) {
+		errs = append(errs, &PhaseError{Phase: failed, Output: -1, Step: -1, Err: ErrFailedNotMeasured})
+	}
 	return dst, errors.Join(errs...)
+}
+
+// ErrFailedNotMeasured is reported when a record's Err names a phase the
+// record did not measure: there is no span to mark failed.
+var ErrFailedNotMeasured = errors.New("the record's error names a phase it did not measure")
+
+func planned(ps []PlannedSpan, p Phase) bool {
+	for i := range ps {
+		if ps[i].Phase == p {
+			return true
+		}
+	}
+	return false
 }

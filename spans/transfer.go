@@ -82,30 +82,6 @@ type TransferHeader struct {
 	TxEnd   int64 `json:"tx_end_unix_nano,omitempty"`
 }
 
-// Sender measures the sending side of a hand-over. Start it just before
-// serialising, and call [Sender.Done] once the payload is sent.
-type Sender struct {
-	from      int
-	connector string
-	start     time.Time
-}
-
-// StartSend starts measuring a send from stage from over connector.
-func StartSend(from int, connector string) Sender {
-	return Sender{from: from, connector: connector, start: time.Now()}
-}
-
-// Done returns the header to put in the stage message. The end is the start
-// plus the monotonic elapsed time, so the send never measures negative.
-func (s Sender) Done(bytes int64) TransferHeader {
-	h := TransferHeader{FromStage: s.from, Connector: s.connector, Bytes: bytes}
-	if !s.start.IsZero() {
-		end := s.start.Add(time.Since(s.start))
-		h.TxStart, h.TxEnd = s.start.UnixNano(), end.UnixNano()
-	}
-	return h
-}
-
 // Record builds the transfer's record from its header and the receiver's
 // measured receive-and-decode interval, for the stage toStage. The in-flight
 // part runs from the header's TxEnd to rx's start, and is measured only when

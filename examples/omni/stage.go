@@ -140,7 +140,7 @@ func (s *stageServer) serve(m pipeline.Message) {
 		_ = st.MarkLLM(otelomni.LLMLastToken)
 		st.SetUsage(200+rng.IntN(400), 64+rng.IntN(192))
 	case attrs.StageDiffusion:
-		exec := st.StartPhase(spans.Exec)
+		exec := st.StartPhase(sctx, spans.Exec)
 		accepted := time.Now()
 		sleep(0, 4)
 		_ = st.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
@@ -161,7 +161,7 @@ func (s *stageServer) serve(m pipeline.Message) {
 
 	reply := pipeline.Message{Type: "result", ID: m.ID, Pipeline: m.Pipeline, Special: m.Special}
 	if !s.last {
-		send := spans.StartSend(s.st.ID, s.st.Connector)
+		send := otelomni.StartSend(s.st.ID, s.st.Connector)
 		sleep(1, 4) // serialise and send
 		size := int64(2<<20 + rng.IntN(1<<20))
 		if s.st.Connector == "mooncake" {

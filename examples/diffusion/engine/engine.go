@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
@@ -97,7 +96,7 @@ func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, r
 		return fmt.Errorf("request withdrawn before admission: %w", otelomni.ErrClientAbort)
 	}
 
-	exec := req.StartPhase(spans.Exec)
+	exec := req.StartPhase(ctx, spans.Exec)
 	release, err := e.admit(ctx, req, s)
 	if err != nil {
 		exec.EndError(err)
@@ -169,9 +168,9 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 	if s.Modality == attrs.ModalityVideo {
 		perStep = 12
 	}
-	denoise := func(context.Context) error {
+	denoise := func(ctx context.Context) error {
 		for i := 0; i < s.Steps; i++ {
-			step := req.StartStep(i)
+			step := req.StartStep(ctx, i)
 			e.sleep(rng, perStep*0.9, perStep*1.1)
 			step.End()
 			if s.Fail && i == s.Steps/2 {
@@ -197,17 +196,20 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 // post-process. Each output's wait is its own: a synchronous output after
 // an asynchronous one has none.
 func (e *Engine) output(ctx context.Context, req *otelomni.Request, rng *rand.Rand, o Output, i int, final, streaming bool) {
-	var tags []attribute.KeyValue
-	if streaming {
-		tags = []attribute.KeyValue{attrs.OutputIndex(i), attrs.OutputFinal(final)}
+	// A streaming request's phases say which output they belong to.
+	start := func(p spans.Phase) otelomni.ActivePhase {
+		if streaming {
+			return req.StartOutputPhase(ctx, p, spans.Output{Index: i, Final: final})
+		}
+		return req.StartPhase(ctx, p)
 	}
 	if o == Async {
-		w := req.StartPhase(spans.OutputReadyWait, tags...)
+		w := start(spans.OutputReadyWait)
 		e.sleep(rng, 2, 8)
 		w.End()
 	}
-	p := req.StartPhase(spans.Postprocess, tags...)
-	_ = e.cpu(rng, 4, 12)(ctx)
+	p := start(spans.Postprocess)
+	_ = e.cpu(rng, 4, 12)(p.Context())
 	p.End()
 }
 

@@ -1,0 +1,483 @@
+package otelomni_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// These tests hand the public API what clients and engines can hand it:
+// invalid UTF-8, megabyte strings, times out of range, nil values, and
+// measurements that contradict the tree. newRecorded's cleanup checks every
+// span exported (valid, bounded, inside its parent, within OTLP's range).
+
+const invalid = "chatcmpl-\xff\xfe-bad"
+
+func TestEveryStringReachingASpanIsValidAndBounded(t *testing.T) {
+	for name, s := range map[string]string{
+		"invalid UTF-8":         invalid,
+		"12 KB of 3-byte runes": strings.Repeat("日", 4000),
+		"10 MB":                 strings.Repeat("x", 10<<20),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRecorded(t)
+			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{
+				ID: s, Model: s, Modality: s, Stage: otelomni.StageInfo{Name: s, Type: attrs.StageDiffusion, ReplicaID: s},
+				Attributes: []attribute.KeyValue{attribute.String(s, s), attribute.StringSlice("user.list", []string{s, "ok"})},
+			})
+			exec := req.StartPhase(ctx, spans.Exec, attribute.String("user.note", s))
+			exec.SetAttributes(attribute.String(s, s))
+			exec.EndError(errors.New(s))
+			_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: s, ReplicaID: s, Model: s, Type: s})
+			_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Connector: s, Bytes: 10,
+				RxDecode: spans.Between(time.Now(), time.Now())})
+			st.SetAttributes(attribute.String("late", s))
+			st.End(errors.New(s))
+			req.End(fmt.Errorf("wrapped: %w", errors.New(s)))
+			if n := len(r.rec.Ended()); n < 5 {
+				t.Fatalf("%d spans: a bad string must cost no span", n)
+			}
+			if r.in.Stats().RepairedStrings == 0 {
+				t.Error("repairs must be counted")
+			}
+			// The id is cut, never dropped: what is left is the start of it.
+			id, _ := attr(one(t, r.rec.Ended(), spans.RequestSpanName), attrs.RequestIDKey)
+			if got := id.AsString(); got == "" || (utf8.ValidString(s) && !strings.HasPrefix(s, got)) {
+				t.Errorf("omni.request.id %.40q is not a prefix of the id", got)
+			}
+		})
+	}
+}
+
+// sameMemory reports whether a's bytes lie inside b's.
+func sameMemory(a, b string) bool {
+	pa, pb := uintptr(unsafe.Pointer(unsafe.StringData(a))), uintptr(unsafe.Pointer(unsafe.StringData(b)))
+	return pa >= pb && pa < pb+uintptr(len(b))
+}
+
+func TestCutStringsDoNotKeepTheirOriginalAlive(t *testing.T) {
+	r := newRecorded(t)
+	id := strings.Repeat("a", 256<<10)
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: id})
+	req.StartPhase(context.Background(), spans.Exec, attribute.String("user.note", id)).End()
+	req.End(errors.New(id))
+	for _, s := range r.rec.Ended() {
+		for _, kv := range s.Attributes() {
+			if v := kv.Value.AsString(); kv.Value.Type() == attribute.STRING && sameMemory(v, id) {
+				t.Errorf("%s.%s shares the 256 KiB original's memory, which it keeps alive", s.Name(), kv.Key)
+			}
+		}
+		if sameMemory(s.Status().Description, id) {
+			t.Errorf("%s's status shares the original's memory", s.Name())
+		}
+	}
+	if got, _ := attr(one(t, r.rec.Ended(), spans.RequestSpanName), attrs.RequestIDKey); len(got.AsString()) != otelomni.DefaultValueLimit {
+		t.Errorf("id of %d bytes, want %d", len(got.AsString()), otelomni.DefaultValueLimit)
+	}
+}
+
+func TestErrorsAndLogLinesAreBounded(t *testing.T) {
+	var logged []string
+	var mu sync.Mutex
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		logged = append(logged, err.Error())
+		mu.Unlock()
+	}))
+	t.Cleanup(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {})) })
+	r := newRecorded(t)
+	huge := strings.Repeat("z", 10<<20)
+	t0 := time.Now()
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: huge, Start: t0})
+	errs := []error{
+		req.RecordPhase(spans.Exec, spans.Between(t0, t0.Add(-time.Second))),
+		req.RecordPhase(spans.Preprocess, spans.Between(t0.Add(-time.Hour), t0)),
+		req.EndAt(t0.Add(-time.Hour), errors.New(huge)),
+		req.EndAt(time.Now(), nil),
+	}
+	for i, err := range errs {
+		if err == nil {
+			t.Fatalf("call %d must fail", i)
+		}
+		if n := len(err.Error()); n > 4096 {
+			t.Errorf("an error of %d bytes: %.80s", n, err.Error())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) == 0 {
+		t.Fatal("refusals must be logged")
+	}
+	for _, l := range logged {
+		if len(l) > 4096 || !utf8.ValidString(l) {
+			t.Errorf("a log line of %d bytes: %.80s", len(l), l)
+		}
+	}
+}
+
+func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
+	now := time.Now()
+	year2 := time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC) // year 1 would be the zero time
+	y9999 := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	edge := spans.MaxTime.Add(-time.Second)
+	cases := []struct {
+		name string
+		do   func(req *otelomni.Request) error
+		want error
+	}{
+		{"Lasting(now, MaxInt64)", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MaxInt64))
+		}, spans.ErrOutOfRange},
+		{"Lasting(now, MinInt64)", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MinInt64))
+		}, spans.ErrOutOfRange},
+		{"an interval crossing 2262-04-11", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.Exec, spans.Between(edge, edge.Add(time.Hour)))
+		}, spans.ErrOutOfRange},
+		{"Between(year 1, year 9999) is not rewritten", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.Exec, spans.Between(year2, y9999))
+		}, spans.ErrOutOfRange},
+		{"before 1970", func(req *otelomni.Request) error {
+			return req.Record(&spans.DiffusionRecord{Exec: spans.Between(time.Unix(-10, 0), time.Unix(-5, 0))})
+		}, spans.ErrOutOfRange},
+		{"EndAt(year 9999)", func(req *otelomni.Request) error { return req.EndAt(y9999, nil) }, nil},
+		{"MarkLLMAt(year 9999)", func(req *otelomni.Request) error { return req.MarkLLMAt(otelomni.LLMQueued, y9999) }, spans.ErrOutOfRange},
+		{"RecordOutput in year 9999", func(req *otelomni.Request) error {
+			return req.RecordOutput(spans.Output{Index: 0}, spans.Between(y9999, y9999))
+		}, spans.ErrOutOfRange},
+		{"a transfer header from before 1970", func(req *otelomni.Request) error {
+			h := spans.TransferHeader{FromStage: 0, TxStart: -2e9, TxEnd: -1e9}
+			return req.RecordTransfer(h.Record(1, spans.Interval{}))
+		}, spans.ErrOutOfRange},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorded(t)
+			_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "t"})
+			err := tc.do(req)
+			req.End(nil)
+			if tc.want == nil && err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+			if len(byName(r.rec.Ended())[spans.RequestSpanName]) != 1 {
+				t.Error("the request span itself must still be exported")
+			}
+		})
+	}
+	t.Run("a start out of range starts now", func(t *testing.T) {
+		r := newRecorded(t)
+		ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "t", Start: y9999})
+		_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Start: year2})
+		st.End(nil)
+		req.End(nil)
+		if r.in.Stats().RejectedIntervals != 2 {
+			t.Errorf("stats %+v, want both starts counted", r.in.Stats())
+		}
+	})
+}
+
+func TestNilAndMisuseNeverPanic(t *testing.T) {
+	var nilIn *otelomni.Instrumenter
+	var nilCarrier *otelomni.Carrier
+	var nilMap propagation.MapCarrier
+	var nilHeader http.Header
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "m"})
+	calls := map[string]func(){
+		"nil instrumenter Start": func() {
+			c, q := nilIn.Start(ctx, otelomni.RequestInfo{ID: "x"})
+			q.StartPhase(c, spans.Exec).End()
+			q.End(nil)
+		},
+		"nil instrumenter StartStage":      func() { _, s := nilIn.StartStage(ctx, otelomni.StageInfo{}); s.End(nil) },
+		"nil instrumenter Inject":          func() { nilIn.Inject(ctx, &otelomni.Carrier{}) },
+		"nil instrumenter Extract":         func() { _ = nilIn.Extract(ctx, &otelomni.Carrier{}) },
+		"nil instrumenter Stats":           func() { _ = nilIn.Stats() },
+		"Inject into a typed-nil Carrier":  func() { r.in.Inject(ctx, nilCarrier) },
+		"Extract from a typed-nil Carrier": func() { _ = r.in.Extract(ctx, nilCarrier) },
+		"Inject into a nil MapCarrier":     func() { r.in.Inject(ctx, nilMap) },
+		"Inject into a nil http.Header":    func() { r.in.Inject(ctx, propagation.HeaderCarrier(nilHeader)) },
+		"Run with a nil function": func() {
+			if err := req.Run(ctx, spans.Preprocess, nil); !errors.Is(err, otelomni.ErrNilFunc) {
+				t.Errorf("Run(nil) = %v", err)
+			}
+		},
+		"nil request": func() {
+			var q *otelomni.Request
+			q.StartPhase(ctx, spans.Exec).End()
+			_ = q.Record(&spans.DiffusionRecord{})
+			q.EmitOutput(true)
+			q.End(nil)
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Fatalf("panic: %v", v)
+				}
+			}()
+			call()
+		})
+	}
+	req.End(nil)
+	if r.in.Stats().Misuse < 3 {
+		t.Errorf("misuse %d: the nil carriers and the nil function must be counted", r.in.Stats().Misuse)
+	}
+}
+
+func TestPhaseContextIsNeverNil(t *testing.T) {
+	type key struct{}
+	parent := context.WithValue(context.Background(), key{}, "request")
+	unsampled := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))))
+	cases := map[string]*otelomni.Instrumenter{
+		"sampled":   newRecorded(t).in,
+		"unsampled": unsampled,
+		"off":       otelomni.New(otelomni.WithTracerProvider(noopTP())),
+		"nil":       nil,
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, req := in.Start(parent, otelomni.RequestInfo{ID: "c"})
+			ph := req.StartPhase(ctx, spans.Exec)
+			pctx := ph.Context()
+			if pctx == nil || pctx.Value(key{}) != "request" {
+				t.Fatalf("phase context %v lost the request's", pctx)
+			}
+			bounded, cancel := context.WithTimeout(pctx, time.Hour)
+			cancel()
+			if bounded.Err() == nil {
+				t.Error("a context bounded on the phase's must work")
+			}
+			ph.End()
+			req.End(nil)
+		})
+	}
+	if (otelomni.ActivePhase{}).Context() == nil {
+		t.Error("the zero ActivePhase's context is nil")
+	}
+}
+
+func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
+	cases := []struct {
+		name string
+		do   func(ctx context.Context, req *otelomni.Request, t0 time.Time) error
+		want error
+		// phase, count: how many spans of phase must be exported.
+		phase spans.Phase
+		count int
+		// counted: the outcome must show in Stats.
+		counted bool
+	}{
+		{"a second live exec is refused", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
+			req.StartPhase(ctx, spans.Exec).End()
+			req.StartPhase(ctx, spans.Exec).End()
+			return nil
+		}, nil, spans.Exec, 1, true},
+		{"a recorded exec after a live one is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
+			req.StartPhase(ctx, spans.Exec).End()
+			return req.RecordPhase(spans.Exec, spans.Between(t0, time.Now()))
+		}, spans.ErrDuplicatePhase, spans.Exec, 1, true},
+		{"a second record's phases are refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
+			rec := &spans.DiffusionRecord{Exec: spans.Between(t0, t0.Add(time.Millisecond))}
+			if err := req.Record(rec); err != nil {
+				return err
+			}
+			return req.Record(rec)
+		}, spans.ErrDuplicatePhase, spans.Exec, 1, true},
+		{"a phase that starts before its request is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
+			return req.RecordPhase(spans.QueueWait, spans.Between(t0.Add(-time.Second), t0))
+		}, spans.ErrOutsideParent, spans.QueueWait, 0, true},
+		{"a recorded part of exec outside exec is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
+			return req.Record(&spans.DiffusionRecord{
+				Exec:    spans.Between(t0, t0.Add(time.Second)),
+				Forward: spans.Between(t0.Add(500*time.Millisecond), t0.Add(2*time.Second)),
+			})
+		}, spans.ErrOutsideParent, spans.Forward, 0, true},
+		{"parts of exec far longer than exec are refused, whatever their sum", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
+			long := time.Duration(math.MaxInt64 / 4)
+			return req.Record(&spans.DiffusionRecord{
+				Exec:   spans.Lasting(t0, time.Second),
+				KVRecv: spans.Lasting(t0, long), Forward: spans.Lasting(t0, long), VAEDecode: spans.Lasting(t0, long),
+			})
+		}, spans.ErrOutsideParent, spans.Forward, 0, true},
+		{"a live forward under an exec a record closed is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
+			if err := req.RecordPhase(spans.Exec, spans.Between(t0, t0)); err != nil {
+				return err
+			}
+			req.StartPhase(ctx, spans.Forward).End()
+			return nil
+		}, nil, spans.Forward, 0, true},
+		{"a live forward after its exec ended is refused", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
+			req.StartPhase(ctx, spans.Exec).End()
+			req.StartPhase(ctx, spans.Forward).End()
+			return nil
+		}, nil, spans.Forward, 0, true},
+		{"End before a recorded phase's end ends at that end", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
+			now := time.Now()
+			return req.RecordPhase(spans.Postprocess, spans.Between(now, now.Add(time.Hour)))
+		}, nil, spans.Postprocess, 1, true},
+		{"ending exec ends a forward still open inside it", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
+			e := req.StartPhase(ctx, spans.Exec)
+			f := req.StartPhase(ctx, spans.Forward)
+			e.End()
+			f.End() // already ended with its exec: does nothing
+			return nil
+		}, nil, spans.Forward, 1, false},
+		{"a recorded part inside a live exec that ends later stretches it", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
+			e := req.StartPhase(ctx, spans.Exec)
+			now := time.Now()
+			err := req.RecordPhase(spans.VAEDecode, spans.Between(now, now.Add(time.Hour)))
+			e.End()
+			return err
+		}, nil, spans.VAEDecode, 1, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorded(t)
+			t0 := time.Now()
+			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "tree", Start: t0})
+			err := tc.do(ctx, req, t0)
+			req.End(nil)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+			if got := len(byName(r.rec.Ended())[tc.phase.SpanName()]); got != tc.count {
+				t.Errorf("%d %v spans, want %d", got, tc.phase, tc.count)
+			}
+			st := r.in.Stats()
+			if tc.counted && st.Conflicts+st.ClampedEnds+st.RejectedIntervals == 0 {
+				t.Errorf("nothing counted: %+v", st)
+			}
+		})
+	}
+}
+
+// OOMError is an engine's own error type, as a caller would define it.
+type OOMError struct{}
+
+func (*OOMError) Error() string { return "out of accelerator memory" }
+
+type typedError struct{}
+
+func (typedError) Error() string     { return "typed" }
+func (typedError) ErrorType() string { return "engine.overload" }
+
+func TestErrorTypeFollowsTheConvention(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("dit: %w", &OOMError{}), "*otelomni_test.OOMError"},
+		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", &OOMError{})), "*otelomni_test.OOMError"},
+		{fmt.Errorf("queue: %w", typedError{}), "engine.overload"},
+		{fmt.Errorf("gateway: %w", otelomni.ErrClientAbort), attrs.ErrorClientAbort},
+		{context.DeadlineExceeded, attrs.ErrorTimeout},
+		{fmt.Errorf("x: %w", context.Canceled), attrs.ErrorClientDisconnect},
+		{errors.New("plain"), "_OTHER"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			r := newRecorded(t)
+			_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "e"})
+			req.End(tc.err)
+			s := one(t, r.rec.Ended(), spans.RequestSpanName)
+			if v, _ := attr(s, attrs.ErrorTypeKey); v.AsString() != tc.want {
+				t.Errorf("error.type %q, want %q", v.AsString(), tc.want)
+			}
+		})
+	}
+}
+
+func TestFailedRequestMakesTheSameSpansOnBothPaths(t *testing.T) {
+	oom := fmt.Errorf("dit: %w", &OOMError{})
+	type result struct {
+		code    codes.Code
+		errType string
+	}
+	run := func(t *testing.T, live bool) result {
+		r := newRecorded(t)
+		t0 := time.Now()
+		ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "f", Start: t0})
+		if live {
+			_ = req.Run(ctx, spans.Exec, func(context.Context) error { return oom })
+		} else if err := req.Record(&spans.DiffusionRecord{Exec: spans.Between(t0, time.Now()), Err: oom}); err != nil {
+			t.Fatal(err)
+		}
+		req.End(oom)
+		e := one(t, r.rec.Ended(), spans.Exec.SpanName())
+		v, _ := attr(e, attrs.ErrorTypeKey)
+		return result{e.Status().Code, v.AsString()}
+	}
+	live, record := run(t, true), run(t, false)
+	if live != record || live.code != codes.Error || live.errType != "*otelomni_test.OOMError" {
+		t.Errorf("live exec %+v, recorded exec %+v: both want status Error and the error's type", live, record)
+	}
+}
+
+func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
+	for _, limit := range []int{0, 3} {
+		t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			in := otelomni.New(otelomni.WithMeterProvider(mp), otelomni.WithTracerProvider(noopTP()),
+				otelomni.WithMetricModelLimit(limit))
+			want := limit
+			if limit == 0 {
+				want = otelomni.DefaultMetricModelLimit
+			}
+			for i := 0; i < want+10; i++ {
+				model := fmt.Sprintf("model-%d-%s", i, strings.Repeat("m", 1<<20))
+				_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: model})
+				req.StartPhase(context.Background(), spans.Exec).End()
+				req.End(nil)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			models := map[string]bool{}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					h, ok := m.Data.(metricdata.Histogram[float64])
+					if !ok || m.Name != otelomni.PhaseDurationName {
+						continue
+					}
+					for _, dp := range h.DataPoints {
+						v, _ := dp.Attributes.Value(attrs.RequestModelKey)
+						if len(v.AsString()) > otelomni.DefaultValueLimit {
+							t.Fatalf("a model of %d bytes reached a metric", len(v.AsString()))
+						}
+						models[v.AsString()] = true
+					}
+				}
+			}
+			if len(models) != want+1 || !models["_OTHER"] {
+				t.Errorf("%d models on the phase histogram, want %d and _OTHER", len(models), want)
+			}
+			if got := in.Stats().OtherModels; got != 10 {
+				t.Errorf("OtherModels %d, want 10", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package otelomni
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// otherValue stands for a value beyond a cardinality cap, as the
+// OpenTelemetry conventions write it.
+const otherValue = "_OTHER"
+
+// modelTable holds, for one model and stage type, what every phase's span
+// and measurement carry, built once:
+//
+//   - on spans, omni.phase and gen_ai.request.model, as a ready start
+//     option. The model is repeated on the phases because span-metrics
+//     generators (Tempo's, the collector's spanmetrics connector) see only
+//     a span's own attributes, and phase durations by model is what
+//     operators chart;
+//   - on measurements, the attribute sets of each histogram. No request id
+//     ever reaches a metric: it would make one series per request. The
+//     model is "_OTHER" beyond the cap on distinct models.
+type modelTable struct {
+	model, stageType string
+	hasModel         bool
+	phaseKV          [spans.NumPhases][2]attribute.KeyValue
+	phaseOpt         [spans.NumPhases][]trace.SpanStartOption
+	rec              *recordSets
+}
+
+// recordSets are the metric attribute sets of one metric model and stage
+// type.
+type recordSets struct {
+	provider, model, stageType string
+	phase                      [spans.NumPhases][]metric.RecordOption
+	// scope: gen_ai.request.model and omni.stage.type.
+	scope []metric.RecordOption
+	// request: the GenAI request attributes (operation, provider, model).
+	request []metric.RecordOption
+
+	mu                   sync.Mutex
+	failedReq, failedStg map[string][]metric.RecordOption
+	transfers            map[string][]metric.RecordOption
+}
+
+// maxVariants bounds the error types and connectors kept per set; beyond
+// it, a value is recorded as "_OTHER".
+const maxVariants = 32
+
+func newRecordSets(provider, model, stageType string) *recordSets {
+	s := &recordSets{provider: provider, model: model, stageType: stageType}
+	base := s.base()
+	for p := spans.Phase(1); int(p) < spans.NumPhases; p++ {
+		s.phase[p] = recordSet(append(base, attrs.Phase(p.ID()))...)
+	}
+	s.scope = recordSet(base...)
+	s.request = recordSet(s.requestBase()...)
+	return s
+}
+
+// base is the model and stage type, each when known.
+func (s *recordSets) base() []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	if s.model != "" {
+		kv = append(kv, attrs.RequestModel(s.model))
+	}
+	if s.stageType != "" {
+		kv = append(kv, attrs.StageType(s.stageType))
+	}
+	return kv
+}
+
+// requestBase is what the GenAI conventions put on a server request
+// measurement.
+func (s *recordSets) requestBase() []attribute.KeyValue {
+	kv := []attribute.KeyValue{
+		attrs.OperationName(attrs.OperationGenerateContent),
+		attrs.ProviderName(s.provider),
+	}
+	if s.model != "" {
+		kv = append(kv, attrs.RequestModel(s.model))
+	}
+	return kv
+}
+
+// failedRequest returns the attributes of a failed request's measurement.
+func (s *recordSets) failedRequest(errType string) []metric.RecordOption {
+	return s.variant(&s.failedReq, errType, func(v string) []attribute.KeyValue {
+		return append(s.requestBase(), attrs.ErrorType(v))
+	})
+}
+
+// failedStage returns the attributes of a failed stage's measurement.
+func (s *recordSets) failedStage(errType string) []metric.RecordOption {
+	return s.variant(&s.failedStg, errType, func(v string) []attribute.KeyValue {
+		return append(s.base(), attrs.ErrorType(v))
+	})
+}
+
+// transfer returns the attributes of a transfer size: the model and the
+// connector.
+func (s *recordSets) transfer(connector string) []metric.RecordOption {
+	if connector == "" {
+		return s.scope
+	}
+	return s.variant(&s.transfers, connector, func(v string) []attribute.KeyValue {
+		return append(s.base(), attrs.TransferConnector(v))
+	})
+}
+
+func (s *recordSets) variant(m *map[string][]metric.RecordOption, key string, build func(string) []attribute.KeyValue) []metric.RecordOption {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := (*m)[key]; ok {
+		return o
+	}
+	if len(*m) >= maxVariants {
+		key = otherValue
+		if o, ok := (*m)[key]; ok {
+			return o
+		}
+	}
+	if *m == nil {
+		*m = map[string][]metric.RecordOption{}
+	}
+	o := recordSet(build(key)...)
+	(*m)[key] = o
+	return o
+}
+
+func newModelTable(model, stageType string, rec *recordSets) *modelTable {
+	t := &modelTable{model: model, stageType: stageType, hasModel: model != "", rec: rec}
+	n := 1
+	if t.hasModel {
+		n = 2
+	}
+	for p := spans.Phase(1); int(p) < spans.NumPhases; p++ {
+		t.phaseKV[p] = [2]attribute.KeyValue{attrs.Phase(p.ID()), attrs.RequestModel(model)}
+		t.phaseOpt[p] = []trace.SpanStartOption{trace.WithAttributes(t.phaseKV[p][:n]...)}
+	}
+	return t
+}
+
+// kv returns the span attributes of phase p (p must be valid).
+func (t *modelTable) kv(p spans.Phase) []attribute.KeyValue {
+	if t.hasModel {
+		return t.phaseKV[p][:]
+	}
+	return t.phaseKV[p][:1]
+}
+
+// modelCache maps a model and stage type to their table. An engine usually
+// serves one model, so the last table is kept where one atomic load finds
+// it.
+type modelCache struct {
+	limit    int
+	provider string
+	last     atomic.Pointer[modelTable]
+
+	mu     sync.Mutex
+	tables map[tableKey]*modelTable
+	models map[string]bool
+	sets   map[tableKey]*recordSets
+}
+
+type tableKey struct{ model, stageType string }
+
+func (c *modelCache) init(limit int, provider string) {
+	c.limit, c.provider = limit, provider
+}
+
+// get returns the table of model and stageType, both already bounded. The
+// first limit distinct models get a table of their own, kept; any other
+// model gets a table built for the request, whose measurements record the
+// model as "_OTHER": a client that sends many model names must grow neither
+// the engine's memory nor the metrics backend's series.
+func (c *modelCache) get(model, stageType string) (*modelTable, bool) {
+	if t := c.last.Load(); t != nil && t.model == model && t.stageType == stageType {
+		return t, false
+	}
+	k := tableKey{model, stageType}
+	c.mu.Lock()
+	if t, ok := c.tables[k]; ok {
+		c.mu.Unlock()
+		c.last.Store(t)
+		return t, false
+	}
+	if c.tables == nil {
+		c.tables, c.models, c.sets = map[tableKey]*modelTable{}, map[string]bool{}, map[tableKey]*recordSets{}
+	}
+	if !c.models[model] && len(c.models) >= c.limit {
+		rec := c.setsLocked(otherValue, stageType)
+		c.mu.Unlock()
+		return newModelTable(model, stageType, rec), true
+	}
+	c.models[model] = true
+	t := newModelTable(model, stageType, c.setsLocked(model, stageType))
+	c.tables[k] = t
+	c.mu.Unlock()
+	c.last.Store(t)
+	return t, false
+}
+
+func (c *modelCache) setsLocked(model, stageType string) *recordSets {
+	k := tableKey{model, stageType}
+	s, ok := c.sets[k]
+	if !ok {
+		s = newRecordSets(c.provider, model, stageType)
+		c.sets[k] = s
+	}
+	return s
+}
