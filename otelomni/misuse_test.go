@@ -21,7 +21,6 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-
 // fivePhases runs one request with the five phases of the benchmark, on the
 // live path and the record path.
 func fivePhases(in *otelomni.Instrumenter) {

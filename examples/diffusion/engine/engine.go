@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
