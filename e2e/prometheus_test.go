@@ -98,7 +98,7 @@ func TestDemoMetricsOverPrometheusCountWhatWasMeasured(t *testing.T) {
 			t.Errorf("%s: Prometheus counts %d, the scenarios measured %d", id, got[id], c)
 		}
 	}
-	if !strings.Contains(string(body), `omni_request_duration_seconds_count`) {
+	if !strings.Contains(string(body), `gen_ai_server_request_duration_seconds_count`) {
 		t.Error("no request duration histogram")
 	}
 	t.Logf("preprocess: %d of %d requests", got[spans.Preprocess.ID()], requests)
