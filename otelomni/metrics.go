@@ -1,8 +1,11 @@
 package otelomni
 
 import (
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/otelomni/otelomni/spans"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
@@ -94,4 +97,40 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 // recordSet returns the record option of an attribute set.
 func recordSet(kv ...attribute.KeyValue) []metric.RecordOption {
 	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
+}
+
+// observe records one measured phase in the phase histogram, and what
+// derives from it: exec per step, and the time to the first output.
+func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Time, output int) {
+	if r.met == nil {
+		return
+	}
+	if ctx == nil {
+		ctx = r.ctx
+	}
+	d := end.Sub(start)
+	if d < 0 {
+		return
+	}
+	r.met.phase.Record(ctx, seconds(d), r.tbl.rec.phase[p]...)
+	if p == spans.Exec && r.steps > 0 {
+		r.met.perStep.Record(ctx, seconds(d)/float64(r.steps), r.tbl.rec.scope...)
+	}
+	if p == spans.Postprocess && output == 0 {
+		r.firstOutput(ctx, end)
+	}
+}
+
+// firstOutput records the time from the scope's start to its first output,
+// once per scope whichever path reports that output.
+func (r *Request) firstOutput(ctx context.Context, at time.Time) {
+	if r.met == nil || !r.firstOut.CompareAndSwap(false, true) {
+		return
+	}
+	d := at.Sub(r.scopeStart())
+	if d < 0 {
+		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
+		return
+	}
+	r.met.ttft.Float64Histogram.Record(ctx, seconds(d), r.tbl.rec.request...)
 }

@@ -14,62 +14,6 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// RequestInfo describes a request when its span starts. Every field is
-// optional except ID; a field left at its zero value is not recorded, except
-// GuidanceScale, whose 0 is a real value and which is therefore a pointer.
-// Strings are client input: each is recorded as valid UTF-8 and bounded (see
-// WithValueLimit).
-type RequestInfo struct {
-	// ID is the request id, recorded exactly as given (within the value
-	// limit) and never parsed.
-	ID string
-	// Model is the requested model, such as "Qwen/Qwen-Image".
-	Model string
-	// Modality is the output modality: attrs.ModalityImage, ...Video,
-	// ...Audio, ...Text or ...Latent.
-	Modality string
-	// NumInferenceSteps is the number of denoising steps requested.
-	NumInferenceSteps int
-	// GuidanceScale is the classifier-free guidance scale; nil when unknown.
-	GuidanceScale *float64
-	// Height, Width and NumFrames give the size of the output in pixels and
-	// frames.
-	Height, Width, NumFrames int
-	// Stage describes the one stage that serves the request in a
-	// single-stage pipeline; the request span then carries the stage
-	// attributes itself. Leave it empty in a multi-stage pipeline.
-	Stage StageInfo
-	// Start is the request's arrival time; the zero time means now. A
-	// time a span cannot carry (before 1970, after 2262-04-11) is refused:
-	// the request starts now and the refusal is counted.
-	Start time.Time
-	// Attributes are recorded on the request span as well, at its start.
-	Attributes []attribute.KeyValue
-	// Prompt is the request's text prompt. It is recorded only when the
-	// instrumenter was made WithContentCapture, and then cut short.
-	Prompt string
-}
-
-// StageInfo describes one stage of a pipeline. A StageInfo whose Type is
-// empty is not recorded on a request span.
-type StageInfo struct {
-	// ID is the stage's index in the pipeline, from 0.
-	ID int
-	// Name is the stage's name, such as "thinker" or "dit".
-	Name string
-	// Type is attrs.StageLLM, attrs.StageDiffusion or attrs.StageOther;
-	// any other value is recorded as attrs.StageOther.
-	Type string
-	// ReplicaID names the replica of the stage that served the request.
-	ReplicaID string
-	// Model is the model this stage runs; it is repeated on the stage's
-	// phase spans (gen_ai.request.model). Optional.
-	Model string
-	// Start is when the stage started, for a stage rebuilt after the fact
-	// ([Instrumenter.StartStage] only); the zero time means now.
-	Start time.Time
-}
-
 // scopeKind tells a request from a stage: they end into different
 // histograms.
 type scopeKind uint8
@@ -301,68 +245,31 @@ func (in *Instrumenter) table(model, stageType string) *modelTable {
 	return t
 }
 
-// stageInfo returns s with its strings bounded and its type one of the
-// three the contract knows.
-func (in *Instrumenter) stageInfo(s *StageInfo) StageInfo {
-	out := *s
-	out.Name, out.ReplicaID = in.str(s.Name), in.str(s.ReplicaID)
-	switch s.Type {
-	case "", attrs.StageLLM, attrs.StageDiffusion, attrs.StageOther:
-	default:
-		out.Type = attrs.StageOther
-	}
-	return out
-}
-
-// requestAttrs appends the request span's attributes to kv and returns how
-// many there are.
-func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model string, stage *StageInfo) int {
-	kv = append(kv,
-		attrs.RequestID(id),
-		attrs.OperationName(attrs.OperationGenerateContent))
-	if model != "" {
-		kv = append(kv, attrs.RequestModel(model))
-	}
-	if info.Modality != "" {
-		m := in.str(info.Modality)
-		kv = append(kv, attrs.OutputModality(m))
-		if t, ok := attrs.OutputType(m); ok {
-			kv = append(kv, t)
-		}
-	}
-	if info.NumInferenceSteps > 0 {
-		kv = append(kv, attrs.NumInferenceSteps(info.NumInferenceSteps))
-	}
-	if info.GuidanceScale != nil {
-		kv = append(kv, attrs.GuidanceScale(*info.GuidanceScale))
-	}
-	if info.Height > 0 {
-		kv = append(kv, attrs.Height(info.Height))
-	}
-	if info.Width > 0 {
-		kv = append(kv, attrs.Width(info.Width))
-	}
-	if info.NumFrames > 0 {
-		kv = append(kv, attrs.NumFrames(info.NumFrames))
-	}
-	if stage.Type != "" {
-		kv = stage.appendAttrs(kv)
-	}
-	return len(kv)
-}
-
-func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
-	kv = append(kv, attrs.StageID(s.ID), attrs.StageType(s.Type))
-	if s.Name != "" {
-		kv = append(kv, attrs.StageName(s.Name))
-	}
-	if s.ReplicaID != "" {
-		kv = append(kv, attrs.ReplicaID(s.ReplicaID))
-	}
-	return kv
-}
-
 // scopeError is an error about a request or stage as a whole.
 type scopeError struct{ id, what string }
 
 func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what }
+
+// SetAttributes records kv on the request (or stage) span, such as counts
+// known only at the end. Strings are bounded like every string otelomni
+// records.
+func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
+	if r.recording() && r.span != nil {
+		r.span.SetAttributes(r.in.kvs(kv)...)
+	}
+}
+
+// SetUsage records the token counts (gen_ai.usage.input_tokens and
+// gen_ai.usage.output_tokens), once known.
+func (r *Request) SetUsage(inputTokens, outputTokens int) {
+	r.SetAttributes(attrs.InputTokens(inputTokens), attrs.OutputTokens(outputTokens))
+}
+
+// Span returns the request (or stage) span; a non-recording span when
+// nothing is recorded.
+func (r *Request) Span() trace.Span {
+	if !r.recording() || r.span == nil {
+		return trace.SpanFromContext(context.Background())
+	}
+	return r.span
+}

@@ -1,12 +1,10 @@
 package otelomni
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -160,64 +158,4 @@ func (in *Instrumenter) errorType(err error) string {
 func (r *Request) markError(span trace.Span, err error) {
 	span.SetStatus(codes.Error, r.in.str(err.Error()))
 	span.SetAttributes(attrs.ErrorType(r.in.errorType(err)))
-}
-
-// observe records one measured phase in the phase histogram, and what
-// derives from it: exec per step, and the time to the first output.
-func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Time, output int) {
-	if r.met == nil {
-		return
-	}
-	if ctx == nil {
-		ctx = r.ctx
-	}
-	d := end.Sub(start)
-	if d < 0 {
-		return
-	}
-	r.met.phase.Record(ctx, seconds(d), r.tbl.rec.phase[p]...)
-	if p == spans.Exec && r.steps > 0 {
-		r.met.perStep.Record(ctx, seconds(d)/float64(r.steps), r.tbl.rec.scope...)
-	}
-	if p == spans.Postprocess && output == 0 {
-		r.firstOutput(ctx, end)
-	}
-}
-
-// firstOutput records the time from the scope's start to its first output,
-// once per scope whichever path reports that output.
-func (r *Request) firstOutput(ctx context.Context, at time.Time) {
-	if r.met == nil || !r.firstOut.CompareAndSwap(false, true) {
-		return
-	}
-	d := at.Sub(r.scopeStart())
-	if d < 0 {
-		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
-		return
-	}
-	r.met.ttft.Float64Histogram.Record(ctx, seconds(d), r.tbl.rec.request...)
-}
-
-// SetAttributes records kv on the request (or stage) span, such as counts
-// known only at the end. Strings are bounded like every string otelomni
-// records.
-func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
-	if r.recording() && r.span != nil {
-		r.span.SetAttributes(r.in.kvs(kv)...)
-	}
-}
-
-// SetUsage records the token counts (gen_ai.usage.input_tokens and
-// gen_ai.usage.output_tokens), once known.
-func (r *Request) SetUsage(inputTokens, outputTokens int) {
-	r.SetAttributes(attrs.InputTokens(inputTokens), attrs.OutputTokens(outputTokens))
-}
-
-// Span returns the request (or stage) span; a non-recording span when
-// nothing is recorded.
-func (r *Request) Span() trace.Span {
-	if !r.recording() || r.span == nil {
-		return trace.SpanFromContext(context.Background())
-	}
-	return r.span
 }
