@@ -3,7 +3,7 @@ package otelomni_test
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,13 +157,27 @@ func BenchmarkRequest(b *testing.B) {
 			otelomniRequest(in)
 		}
 	})
-	// The SDK's own cost of one unsampled span: the floor under "unsampled".
-	b.Run("sdk-unsampled-span", func(b *testing.B) {
+	// The floor under "unsampled": the same request span, its attributes
+	// at start, unsampled; no phase is started.
+	b.Run("floor-unsampled", func(b *testing.B) {
 		tracer := benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample())).Tracer(otelomni.ScopeName)
+		f := newFloor()
 		b.ReportAllocs()
 		for b.Loop() {
-			_, s := tracer.Start(context.Background(), "omni.request", trace.WithSpanKind(trace.SpanKindServer))
-			s.End()
+			f.request(tracer)
+		}
+	})
+	// The API's own cost of the request span's Start with no SDK
+	// installed: the floor under "nosdk".
+	b.Run("floor-nosdk", func(b *testing.B) {
+		if _, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+			b.Skip("a test installed a global SDK in this process")
+		}
+		tracer := otel.GetTracerProvider().Tracer(otelomni.ScopeName)
+		f := newFloor()
+		b.ReportAllocs()
+		for b.Loop() {
+			f.request(tracer)
 		}
 	})
 }
@@ -187,6 +201,11 @@ func newFloor() *floor {
 
 func (f *floor) request(tracer trace.Tracer) {
 	ctx, req := tracer.Start(context.Background(), "omni.request", f.request0...)
+	if !req.IsRecording() {
+		// As otelomni: no phase span under a request that records nothing.
+		req.End()
+		return
+	}
 	_, p := tracer.Start(ctx, "omni.diffusion.preprocess", f.phase[spans.Preprocess]...)
 	p.End()
 	_, exec := tracer.Start(ctx, "omni.diffusion.exec", f.phase[spans.Exec]...)
@@ -238,12 +257,22 @@ func BenchmarkScaling(b *testing.B) {
 		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
 			in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
 			b.ReportAllocs()
-			b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					otelomniRequest(in)
+			// Exactly this many goroutines share b.N requests (RunParallel
+			// would start a multiple of GOMAXPROCS).
+			var wg sync.WaitGroup
+			n := b.N
+			for g := 0; g < goroutines; g++ {
+				share := n / goroutines
+				if g < n%goroutines {
+					share++
 				}
-			})
+				wg.Go(func() {
+					for i := 0; i < share; i++ {
+						otelomniRequest(in)
+					}
+				})
+			}
+			wg.Wait()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/6, "ns/span")
 		})
 	}

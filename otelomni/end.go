@@ -68,14 +68,17 @@ func (r *Request) end(at time.Time, err error) error {
 	var bad error
 	var now time.Time
 	if at.IsZero() {
-		now = time.Now()
-		if start := r.scopeStart(); start.After(now) {
-			// A start given from another clock lies in the future.
-			floor = later(floor, start)
-		}
-		if floor.After(now) {
-			at = floor
-			r.in.stats.clampedEnd(fmt.Sprintf("%s: ended before a phase it holds ended; ended at that phase's end", r.id))
+		// A start given from another clock may lie in the future, and a
+		// recorded phase may end later than now: the span ends no earlier.
+		if start := r.scopeStart(); !floor.IsZero() || !r.start.IsZero() || r.span == nil {
+			now = time.Now()
+			if start.After(now) {
+				floor = later(floor, start)
+			}
+			if floor.After(now) {
+				at = floor
+				r.in.stats.clampedEnd(fmt.Sprintf("%s: ended before a phase it holds ended; ended at that phase's end", r.id))
+			}
 		}
 	} else {
 		floor = later(floor, r.scopeStart())
@@ -117,6 +120,9 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	}
 	if end.IsZero() {
 		end = now
+		if end.IsZero() {
+			end = time.Now()
+		}
 	}
 	d := end.Sub(start)
 	if d < 0 {

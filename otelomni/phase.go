@@ -186,23 +186,20 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	r.mu.Unlock()
 
 	o := openPhase{phase: p, output: output, under: under, ctx: parent}
-	var nestStart time.Time
-	if p == spans.Exec || p == spans.Forward {
-		nestStart = time.Now()
-	}
 	if r.span != nil {
 		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
 	}
-	if _, ok := o.span.(timed); !ok && r.met != nil {
-		// The measurement's own start, for when there is no SDK span to
-		// ask (tracing off, or a provider that is not the SDK's).
+	if _, ok := o.span.(timed); !ok && (r.met != nil || p == spans.Exec || p == spans.Forward) {
+		// Its own start, for when there is no SDK span to ask (tracing
+		// off, or a provider that is not the SDK's): for the measurement,
+		// and for a part recorded inside it.
 		o.start = time.Now()
 	}
 
 	r.mu.Lock()
 	o.id = r.open.add(o)
 	if n := r.nestOf(p); n != nil {
-		*n = nest{set: true, ctx: o.ctx, span: o.span, start: nestStart, live: o.id}
+		*n = nest{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
 	r.starting--
 	if r.starting == 0 && r.cond != nil {
@@ -244,7 +241,7 @@ func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint64, boo
 	switch k {
 	case spans.ParentForward:
 		if r.forward.set {
-			if !r.forward.end.IsZero() {
+			if r.forward.closed {
 				return nil, 0, false
 			}
 			return r.forward.ctx, r.forward.live, true
@@ -252,7 +249,7 @@ func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint64, boo
 		fallthrough
 	case spans.ParentExec:
 		if r.exec.set {
-			if !r.exec.end.IsZero() {
+			if r.exec.closed {
 				return nil, 0, false
 			}
 			return r.exec.ctx, r.exec.live, true
@@ -291,15 +288,14 @@ func (r *Request) endLive(id uint64, err error) {
 	var at time.Time
 	if n := r.nestOf(o.phase); n != nil && n.live == id {
 		kids = r.open.removeUnder(id)
-		now := time.Now()
-		if n.lastChild.After(now) {
+		if !n.lastChild.IsZero() && n.lastChild.After(time.Now()) {
 			// A part recorded inside it ends later: it ends there.
 			at = n.lastChild
 			r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
 		}
-		n.end, n.live = now, 0
-		if !at.IsZero() {
-			n.end = at
+		n.closed, n.live, n.end = true, 0, at
+		if at.IsZero() && n.span == nil {
+			n.end = time.Now()
 		}
 	}
 	r.mu.Unlock()

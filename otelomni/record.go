@@ -178,7 +178,7 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, kv []attribute.KeyValu
 		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
 			if i := *batch.of(p); i >= 0 {
 				if n := r.nestOf(p); !n.set {
-					*n = nest{set: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
+					*n = nest{set: true, closed: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
 				}
 			}
 		}
@@ -217,10 +217,11 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 		if !n.set {
 			continue
 		}
-		if !iv.Within(spanStart(n.span, n.start), n.end) {
+		start, end := n.interval()
+		if !iv.Within(start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		if n.end.IsZero() {
+		if !n.closed {
 			n.lastChild = later(n.lastChild, ps.End)
 		}
 		return accepted{ps: ps, parent: n.ctx, in: -1}, nil

@@ -73,16 +73,29 @@ type Request struct {
 
 // nest is a phase that other phases hang under: exec, or forward.
 type nest struct {
-	set  bool
-	ctx  context.Context
-	span trace.Span
-	// start is when it started; end is zero while it is open.
+	set, closed bool
+	ctx         context.Context
+	// span is the live phase's span, which knows its own times; nil for a
+	// recorded phase, whose start and end are kept.
+	span       trace.Span
 	start, end time.Time
 	// live is the id of its open live phase, 0 when it was recorded.
 	live uint64
 	// lastChild is the latest end of a part recorded inside it while it
 	// was open: it ends no earlier.
 	lastChild time.Time
+}
+
+// interval returns the nest's start and end; the end is zero while it is
+// open.
+func (n *nest) interval() (time.Time, time.Time) {
+	start, end := spanStart(n.span, n.start), n.end
+	if n.closed && end.IsZero() {
+		if t, ok := n.span.(timed); ok {
+			end = t.EndTime()
+		}
+	}
+	return start, end
 }
 
 // noRequest is what Start returns when nothing is recorded. It is never
@@ -210,7 +223,8 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 	if span == nil && met == nil {
 		return ctx, noRequest
 	}
-	if start.IsZero() {
+	if _, ok := span.(timed); start.IsZero() && !ok {
+		// No SDK span to ask for its start: keep one.
 		start = time.Now()
 	}
 	r := &Request{in: in, span: span, ctx: ctx, tbl: tbl, met: met, kind: kind, id: id,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/sanitize"
 )
 
 // One rule for every variable Setup reads: a value that is not well formed

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/sanitize"
 )
 
 // maxKeyBytes bounds attribute keys and span and event names on export.

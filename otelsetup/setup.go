@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/otelomni"
 )
 

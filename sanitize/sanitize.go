@@ -1,11 +1,13 @@
-// Package sanitize makes strings safe to hand to an OpenTelemetry SDK or a
-// terminal: valid UTF-8 (each invalid byte sequence replaced by U+FFFD) and
-// bounded in bytes, cut at a rune boundary and copied, so that a bounded
-// value never keeps a large original alive.
+// Package sanitize makes strings safe to hand to an OpenTelemetry SDK, a
+// log or a terminal: valid UTF-8 (each invalid byte sequence replaced by
+// U+FFFD) and bounded in bytes, cut at a rune boundary and copied, so that a
+// bounded value never keeps a large original alive.
 //
 // The OTLP exporters refuse a whole batch that holds one string that is not
 // valid UTF-8, and the SDK's attribute length limit counts characters, not
-// bytes: both are reasons to bound strings before they reach the SDK.
+// bytes: both are reasons to bound client strings before they reach the
+// SDK. otelomni does it for everything it records; use this package for
+// attributes of your own that carry client input.
 package sanitize
 
 import (

@@ -1,0 +1,84 @@
+package sanitize_test
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelomni/otelomni/sanitize"
+)
+
+func TestString(t *testing.T) {
+	cases := []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{"short and valid: itself", "chatcmpl-1", 64, "chatcmpl-1"},
+		{"no bound", strings.Repeat("x", 100), 0, strings.Repeat("x", 100)},
+		{"cut in bytes", strings.Repeat("x", 100), 10, strings.Repeat("x", 10)},
+		{"cut at a rune boundary", strings.Repeat("日", 10), 8, "日日"},
+		{"invalid bytes replaced", "a\xffb", 64, "a\uFFFDb"},
+		{"invalid bytes replaced, then cut", "\xff\xff\xff", 4, "\uFFFD"},
+		{"a huge invalid run costs only its head", strings.Repeat("\xff", 10<<20), 7, "\uFFFD"},
+		{"empty", "", 10, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sanitize.String(tc.in, tc.max); got != tc.want {
+				t.Errorf("String(%.20q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStringCopiesWhatItCuts(t *testing.T) {
+	in := strings.Repeat("a", 1<<20)
+	out := sanitize.String(in, 16)
+	p, q := uintptr(unsafe.Pointer(unsafe.StringData(out))), uintptr(unsafe.Pointer(unsafe.StringData(in)))
+	if p >= q && p < q+uintptr(len(in)) {
+		t.Error("the cut string shares the original's memory")
+	}
+}
+
+func TestKeyValuesNeverWritesTheCallersSlice(t *testing.T) {
+	in := []attribute.KeyValue{attribute.String("ok", "fine"), attribute.String("k\xff", "v\xff"), attribute.StringSlice("s", []string{"\xff"})}
+	orig := append([]attribute.KeyValue(nil), in...)
+	out := sanitize.KeyValues(in, 8, 8)
+	for i := range in {
+		if in[i] != orig[i] {
+			t.Fatalf("the caller's slice was written at %d", i)
+		}
+	}
+	if !sanitize.KeyValueOK(out[1], 8, 8) || !sanitize.KeyValueOK(out[2], 8, 8) || out[0] != in[0] {
+		t.Errorf("out %v", out)
+	}
+	if ok := []attribute.KeyValue{attribute.String("a", "b")}; &sanitize.KeyValues(ok, 8, 8)[0] != &ok[0] {
+		t.Error("a clean slice must be returned as is, without a copy")
+	}
+}
+
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"", "abc", "日本", "\xff\xfe", "a\x80b", strings.Repeat("é", 50)} {
+		f.Add(s, 5)
+	}
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		max %= 1 << 16
+		got := sanitize.String(s, max)
+		if !utf8.ValidString(got) {
+			t.Fatalf("String(%q, %d) = %q: not valid UTF-8", s, max, got)
+		}
+		if max > 0 && len(got) > max {
+			t.Fatalf("String(%q, %d) is %d bytes", s, max, len(got))
+		}
+		if utf8.ValidString(s) && !strings.HasPrefix(s, got) {
+			t.Fatalf("String(%q, %d) = %q: not a prefix of a valid string", s, max, got)
+		}
+		if sanitize.String(got, max) != got {
+			t.Fatalf("not idempotent on %q", s)
+		}
+	})
+}
