@@ -481,3 +481,90 @@ func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
 		})
 	}
 }
+
+// seenBySampler records the attributes a sampler was shown at each span's
+// start.
+type seenBySampler struct {
+	mu   sync.Mutex
+	seen map[string][]attribute.KeyValue
+}
+
+func (s *seenBySampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	s.mu.Lock()
+	s.seen[p.Name] = append([]attribute.KeyValue(nil), p.Attributes...)
+	s.mu.Unlock()
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (s *seenBySampler) Description() string { return "seenBySampler" }
+
+func TestSamplerSeesIdentifyingAttributesAtStart(t *testing.T) {
+	s := &seenBySampler{seen: map[string][]attribute.KeyValue{}}
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(s))))
+	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-1", Model: "Qwen/Qwen-Image", Modality: attrs.ModalityImage})
+	_, st := in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Type: attrs.StageDiffusion})
+	req.StartPhase(ctx, spans.Exec).End()
+	st.End(nil)
+	req.End(nil)
+	want := map[string]map[attribute.Key]string{
+		spans.RequestSpanName: {attrs.RequestIDKey: "chatcmpl-1", attrs.RequestModelKey: "Qwen/Qwen-Image", attrs.OutputModalityKey: "image"},
+		spans.StageSpanName:   {attrs.StageNameKey: "dit", attrs.StageTypeKey: "diffusion"},
+		spans.Exec.SpanName(): {attrs.PhaseKey: "exec"},
+	}
+	for name, kvs := range want {
+		got := map[attribute.Key]string{}
+		for _, kv := range s.seen[name] {
+			got[kv.Key] = kv.Value.Emit()
+		}
+		for k, v := range kvs {
+			if got[k] != v {
+				t.Errorf("the sampler saw %s=%q on %s, want %q", k, got[k], name, v)
+			}
+		}
+	}
+}
+
+func TestPublicEndpointStartsANewTraceLinkedToTheClients(t *testing.T) {
+	// A client's traceparent, sampled, against a sampler that keeps
+	// nothing on its own.
+	client := propagation.MapCarrier{"traceparent": "00-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b174-01"}
+	for _, public := range []bool{false, true} {
+		t.Run(fmt.Sprintf("public=%v", public), func(t *testing.T) {
+			r := newRecorded(t)
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.rec),
+				sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+			opts := []otelomni.Option{otelomni.WithTracerProvider(tp)}
+			if public {
+				opts = append(opts, otelomni.WithPublicEndpoint())
+			}
+			in := otelomni.New(opts...)
+			ctx := in.Extract(context.Background(), client)
+			_, req := in.Start(ctx, otelomni.RequestInfo{ID: "p"})
+			req.End(nil)
+			got := byName(r.rec.Ended())[spans.RequestSpanName]
+			if !public {
+				// Documented: the client's sampled flag decides.
+				if len(got) != 1 || got[0].SpanContext().TraceID().String() != "5b8efff798038103d269b633813fc60c" {
+					t.Fatalf("without the option the client's context decides: %d spans", len(got))
+				}
+				return
+			}
+			if len(got) != 0 {
+				t.Fatalf("with the option a client's sampled flag must not force recording under a ratio of 0: %d spans", len(got))
+			}
+		})
+	}
+	t.Run("public, sampled by our own sampler: a new trace linked to the client's", func(t *testing.T) {
+		r := newRecorded(t)
+		in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPublicEndpoint())
+		_, req := in.Start(in.Extract(context.Background(), client), otelomni.RequestInfo{ID: "p"})
+		req.End(nil)
+		s := one(t, r.rec.Ended(), spans.RequestSpanName)
+		if s.SpanContext().TraceID().String() == "5b8efff798038103d269b633813fc60c" || s.Parent().IsValid() {
+			t.Error("the request span must start a new trace")
+		}
+		if len(s.Links()) != 1 || s.Links()[0].SpanContext.SpanID().String() != "eee19b7ec3c1b174" {
+			t.Errorf("links %v, want one to the client's span", s.Links())
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package otelsetup_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/otelomni/otelomni/otelsetup"
+)
+
+func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
+	cases := []struct{ name, value string }{
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "-5"},
+		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-1"},
+		{"OTEL_BSP_SCHEDULE_DELAY", "0"},
+		{"OTEL_BSP_EXPORT_TIMEOUT", "soon"},
+		{"OTEL_TRACES_SAMPLER", "bogus"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "://bad"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector:4317"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:99999"},
+		{"OTEL_SDK_DISABLED", "maybe"},
+		{"OTEL_EXPORTER_OTLP_TIMEOUT", "-1"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/xml"},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"},
+		{"OTEL_EXPORTER_OTLP_INSECURE", "yes"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign"},
+		{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem"},
+		{"OTEL_TRACES_EXPORTER", "carrier-pigeon"},
+		{"OTEL_METRICS_EXPORTER", "graphite"},
+		{"OTEL_LOGS_EXPORTER", "syslog"},
+		{"OTEL_SERVICE_NAME", "engine\xff"},
+		{"OTEL_SERVICE_NAME", strings.Repeat("s", 300)},
+		{"OTEL_RESOURCE_ATTRIBUTES", "deployment=%ff"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "novalue"},
+		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "0"},
+		{"OTEL_SPAN_EVENT_COUNT_LIMIT", "-3"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "0"},
+		{"OTEL_EXPORTER_PROMETHEUS_PORT", "70000"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", strings.Repeat("x", 1<<20)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value[:min(len(tc.value), 20)], func(t *testing.T) {
+			clearOTelEnv(t)
+			t.Setenv(tc.name, tc.value)
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
+			var envErr *otelsetup.EnvError
+			if !errors.As(err, &envErr) || envErr.Name != tc.name {
+				t.Fatalf("Setup = %v, want an *EnvError naming %s", err, tc.name)
+			}
+			if len(err.Error()) > 512 {
+				t.Errorf("an error of %d bytes", len(err.Error()))
+			}
+			if tel == nil || tel.Enabled() {
+				t.Fatal("want a no-op Telemetry")
+			}
+			if err := tel.Shutdown(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestWellFormedVariablesAreAccepted(t *testing.T) {
+	// The control of the test above: each variable, well formed, passes.
+	env := map[string]string{
+		"OTEL_BSP_MAX_QUEUE_SIZE": "4096", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "256", "OTEL_BSP_SCHEDULE_DELAY": "200",
+		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "false",
+		"OTEL_EXPORTER_OTLP_TIMEOUT": "1000", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+		"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=abc%20def,x=y",
+		"OTEL_METRICS_EXPORTER": "none", "OTEL_SERVICE_NAME": "dit-engine",
+		"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,team=gen%20ai",
+	}
+	clearOTelEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
+	if err != nil || !tel.Enabled() {
+		t.Fatalf("Setup = %v, enabled %v", err, tel.Enabled())
+	}
+	_ = tel.Shutdown(context.Background())
+}
+
+func TestSamplerArgumentIsCheckedOnlyForARatioSampler(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "abc")
+	t.Setenv("OTEL_TRACES_EXPORTER", "none")
+	if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err != nil {
+		t.Errorf("no sampler reads the argument: %v", err)
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+	for _, arg := range []string{"abc", "1.5", "-0.1", "NaN"} {
+		t.Setenv("OTEL_TRACES_SAMPLER_ARG", arg)
+		if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err == nil {
+			t.Errorf("traceidratio with %q accepted", arg)
+		}
+	}
+}

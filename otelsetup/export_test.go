@@ -1,0 +1,185 @@
+package otelsetup_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otelomni/otelomni/otelsetup"
+)
+
+// collector is a fake OTLP collector that decodes what it gets as a real
+// one does (protobuf, which refuses a string that is not valid UTF-8) and
+// counts the spans.
+type collector struct {
+	coltrace.UnimplementedTraceServiceServer
+	spans, refused atomic.Int64
+}
+
+func (c *collector) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			c.spans.Add(int64(len(ss.Spans)))
+		}
+	}
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var req coltrace.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		c.refused.Add(1)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	_, _ = c.Export(r.Context(), &req)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+// startCollector starts a fake collector for proto and returns its
+// endpoint.
+func startCollector(t *testing.T, proto string, c *collector) string {
+	t.Helper()
+	if proto == "http/protobuf" {
+		srv := httptest.NewServer(c)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	coltrace.RegisterTraceServiceServer(srv, c)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return "http://" + l.Addr().String()
+}
+
+func TestOneBadStringCostsNoOtherSpan(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			clearOTelEnv(t)
+			c := &collector{}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, protocol, c))
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another instrumentation in the process, not otelomni: its
+			// strings reach the exporter as they are.
+			tr := tel.TracerProvider().Tracer("other")
+			_, bad := tr.Start(context.Background(), "op\xff")
+			bad.SetAttributes(attribute.String("k\xfe", "v\xff"), attribute.StringSlice("l", []string{"\xff"}))
+			bad.AddEvent("e\xff")
+			bad.SetStatus(codes.Error, "broken \xff")
+			bad.End()
+			for i := 0; i < 3; i++ {
+				_, s := tr.Start(context.Background(), "good")
+				s.End()
+			}
+			if err := tel.ForceFlush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.spans.Load(); got != 4 {
+				t.Errorf("the collector got %d spans, want 4 (refused %d requests)", got, c.refused.Load())
+			}
+			if st := tel.ExportStats(); st.Repaired != 1 || st.Exported != 4 {
+				t.Errorf("export stats %+v, want 4 exported, 1 repaired", st)
+			}
+			_ = tel.Shutdown(context.Background())
+		})
+	}
+	t.Run("control: the plain exporter loses the batch", func(t *testing.T) {
+		c := &collector{}
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(startCollector(t, "http/protobuf", c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		_, bad := tp.Tracer("other").Start(context.Background(), "op")
+		bad.SetAttributes(attribute.String("k", "v\xff"))
+		bad.End()
+		_, good := tp.Tracer("other").Start(context.Background(), "good")
+		good.End()
+		_ = tp.ForceFlush(context.Background())
+		_ = tp.Shutdown(context.Background())
+		if got := c.spans.Load(); got != 0 {
+			t.Errorf("the plain exporter delivered %d spans: this test shows nothing", got)
+		}
+	})
+}
+
+func TestLossIsReportedAlikeOverGRPCAndHTTP(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			clearOTelEnv(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+closedPort(t))
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "300")
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
+				otelsetup.WithShutdownTimeout(2*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 13; i++ {
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+			}
+			var loss *otelsetup.LossError
+			err = tel.Shutdown(context.Background())
+			if !errors.As(err, &loss) || !errors.Is(err, otelsetup.ErrSpansLost) {
+				t.Fatalf("Shutdown = %v, want the loss reported", err)
+			}
+			if loss.Ended != 13 || loss.Lost() != 13 {
+				t.Errorf("loss %+v, want 13 of 13", loss.ExportStats)
+			}
+		})
+	}
+}
+
+// failing is an exporter whose every export fails.
+type failing struct{}
+
+func (failing) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	return errors.New("refused")
+}
+func (failing) Shutdown(context.Context) error { return nil }
+
+func TestForceFlushReportsWhatItLost(t *testing.T) {
+	for name, exp := range map[string]sdktrace.SpanExporter{"failing": failing{}, "working": newKept()} {
+		t.Run(name, func(t *testing.T) {
+			clearOTelEnv(t)
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithSpanExporter(exp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+			s.End()
+			err = tel.ForceFlush(context.Background())
+			if lost := errors.Is(err, otelsetup.ErrSpansLost); lost != (name == "failing") {
+				t.Errorf("ForceFlush = %v", err)
+			}
+			_ = tel.Shutdown(context.Background())
+		})
+	}
+}
