@@ -21,6 +21,7 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -85,30 +86,37 @@ func run(out io.Writer, cfg config) (result, error) {
 	show := cfg.waterfall || embedded()
 	quiet := cfg.quiet
 
-	var mu sync.Mutex
-	summary := &traceview.Summary{}
-	collector := &traceview.Collector{OnTrace: func(t []traceview.Span) {
-		summary.Add(t)
-		if !quiet {
-			mu.Lock()
-			traceview.Waterfall(out, t)
-			mu.Unlock()
-		}
-	}}
+	// The terminal view is an exporter like any other: the fallback when
+	// the environment names no OTLP endpoint, or a second destination
+	// beside it with -waterfall.
+	var viewOpts []traceview.ExporterOption
+	if quiet {
+		viewOpts = append(viewOpts, traceview.WithoutWaterfalls())
+	}
+	view := traceview.NewExporter(out, viewOpts...)
 	// The demo reads its own instruments too, to show that the summary of
 	// the spans and the histograms agree.
 	reader := sdkmetric.NewManualReader()
-	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-diffusion-demo"), otelsetup.WithFallbackExporter(nil),
-		otelsetup.WithMetricReader(reader)}
+	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-diffusion-demo"), otelsetup.WithMetricReader(reader)}
 	if show {
-		opts = append(opts, otelsetup.WithSpanProcessor(collector))
+		// A simple processor shows each request as it completes.
+		opts = append(opts, otelsetup.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(view)))
+	}
+	if embedded() {
+		opts = append(opts, otelsetup.WithFallbackExporter(nil))
 	}
 	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {
 		return result{}, err
 	}
+	summary := view.Summary()
+	var mu sync.Mutex
+	dest := tel.Exporter()
+	if embedded() {
+		dest = "this terminal (no OTLP endpoint set)"
+	}
 	fmt.Fprintf(out, "otelomni diffusion demo: %d requests, concurrency %d, seed %d; traces to %s; metrics to %s\n\n",
-		requests, concurrency, seed, tel.Exporter(), tel.MetricsExporter())
+		requests, concurrency, seed, dest, tel.MetricsExporter())
 
 	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(tel.MeterProvider()))
 	eng := engine.New(engine.Config{Instrumenter: in, Slots: cfg.slots, TimeScale: cfg.scale})

@@ -1,0 +1,63 @@
+package traceview
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+func TestExporterShowsEachRequestOnceItsTraceIsComplete(t *testing.T) {
+	var out bytes.Buffer
+	view := NewExporter(&out)
+	// Batches as a batch processor makes them: phases before their request.
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	in := otelomni.New(otelomni.WithTracerProvider(tp))
+	t0 := time.Now()
+	for _, id := range []string{"a", "b"} {
+		_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: id, Start: t0})
+		_ = req.RecordPhase(spans.Exec, spans.Between(t0, t0.Add(time.Millisecond)))
+		_ = req.EndAt(t0.Add(2*time.Millisecond), nil)
+	}
+	ended := rec.Ended()
+	if err := view.ExportSpans(context.Background(), ended[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("a waterfall before its request ended:\n%s", out.String())
+	}
+	if err := view.ExportSpans(context.Background(), ended[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "omni.request "); n != 2 {
+		t.Errorf("%d waterfalls, want 2:\n%s", n, out.String())
+	}
+	if got := view.Summary().Requests(); got != 2 {
+		t.Errorf("summary of %d requests, want 2", got)
+	}
+}
+
+func TestDisplayBoundsAndDefusesClientStrings(t *testing.T) {
+	cases := map[string]struct {
+		in   string
+		want string
+	}{
+		"short":            {"chatcmpl-1", "chatcmpl-1"},
+		"terminal escapes": {"id\x1b[2J\x07", "id?[2J?"},
+		"invalid UTF-8":    {"a\xffb", "a\uFFFDb"},
+		"long":             {strings.Repeat("x", 1000), strings.Repeat("x", 13) + "…"},
+	}
+	for name, tc := range cases {
+		if got := display(tc.in, 16); got != tc.want {
+			t.Errorf("%s: display = %q, want %q", name, got, tc.want)
+		}
+	}
+}
