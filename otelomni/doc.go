@@ -1,17 +1,28 @@
 // Package otelomni traces requests through omni inference pipelines
 // (diffusion text-to-image, image-to-image and text-to-video, and
 // multi-stage speech and LLM pipelines) with OpenTelemetry: one span per
-// request ([spans.RequestSpanName]) and one child span per measured phase of
-// it (queue wait, preprocess, exec, output-ready wait, postprocess, and the
-// parts inside exec).
+// request (omni.request), one per stage in a multi-stage pipeline
+// (omni.stage), and one child span per measured phase (queue wait,
+// preprocess, exec, output-ready wait, postprocess, and the parts inside
+// exec), with histograms from the same measurements.
+//
+// Like all OpenTelemetry instrumentation, the package uses the
+// OpenTelemetry API alone: it follows the global tracer and meter providers
+// unless given some ([WithTracerProvider], [WithMeterProvider]), so
+// installing an SDK turns it on. The package
+// github.com/otelomni/otelomni/otelsetup installs one from the standard
+// OTEL_* variables.
 //
 // # The absence rule
 //
 // A phase that was not measured makes no span; a phase measured as 0 makes
 // a span whose end equals its start. Phases overlap (queue wait lies inside
 // exec) and are never added together. A bad measurement (an end before its
-// start, a zero time) makes no span: the caller gets an error naming the
-// phase, and the instrumenter counts it ([Instrumenter.Stats]).
+// start, a zero time, a time outside what a span can carry) makes no span:
+// the caller gets an error naming the phase ([*spans.PhaseError]), and the
+// instrumenter counts it ([Instrumenter.Stats]). So does a measurement that
+// contradicts the tree: a phase measured twice for one request, or one
+// that lies outside the span it hangs under.
 //
 // # Two ways in, one model
 //
@@ -24,14 +35,30 @@
 // The record path takes the timing an engine measured itself: hand a
 // [spans.DiffusionRecord] to [Request.Record], or one interval to
 // [Request.RecordPhase], and get the same spans with the record's own
-// timestamps.
+// timestamps, a failed phase marked failed as on the live path.
+//
+// In a multi-stage pipeline, each stage process extracts the request's
+// context from its stage message ([Instrumenter.Extract]) and records its
+// phases on the [Request] that [Instrumenter.StartStage] returns: the same
+// type, under an omni.stage span.
+//
+// # Untrusted input
+//
+// Request ids, model names, error text and attribute values come from
+// clients. Every string otelomni records is valid UTF-8 (invalid bytes
+// replaced: one invalid byte would make an OTLP exporter refuse its whole
+// batch) and bounded in bytes ([WithValueLimit]), cut at a UTF-8 boundary
+// and copied. The models on the histograms are capped
+// ([WithMetricModelLimit]). An incoming trace context decides the trace id
+// and, under a parent-based sampler, sampling: an engine facing untrusted
+// clients starts a new trace with [WithPublicEndpoint].
 //
 // # Cost
 //
-// Like all OpenTelemetry instrumentation, otelomni follows the global
-// tracer provider unless given one ([WithTracerProvider]): installing an SDK
-// turns it on. With a no-op provider, or the global one before an SDK is
-// installed, a request and its phases allocate nothing. When a request is
-// not sampled, no phase span is started. Nothing in the package panics into,
-// blocks or fails the engine it wraps.
+// With a no-op tracer provider and no metrics, a request and its phases
+// allocate nothing. With the global provider and no SDK installed, the cost
+// is the API's own for the request span, and no phase span is started; the
+// same when a request is not sampled. Nothing in the package panics into,
+// blocks or fails the engine it wraps; user span processors never run under
+// otelomni's locks.
 package otelomni

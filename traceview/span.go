@@ -1,7 +1,3 @@
-// Package traceview reads omni traces back (from the SDK in process, or
-// from OTLP/JSON as Jaeger's /api/v3 and OTLP file exporters write it) and
-// shows them as people read them in a terminal: a waterfall per request and
-// a summary per phase. It never adds phases together.
 package traceview
 
 import (

@@ -1,0 +1,26 @@
+// Package otelsetup installs the OpenTelemetry SDK for an omni engine in
+// one call, from the standard OTEL_* variables: [Setup] builds the span
+// exporter and metric reader (OTLP over gRPC or HTTP, Prometheus, console or
+// none, through go.opentelemetry.io/contrib/exporters/autoexport), the
+// resource (never the command line, which can hold secrets) and the
+// providers, and returns a [Telemetry] to flush and shut them down.
+//
+// It adds what the SDK leaves to the program:
+//
+//   - every variable is checked first: a malformed one is an error naming
+//     it ([*EnvError]) and a no-op Telemetry, never a panic, a spinning
+//     core or a silent default;
+//   - every span handed to the exporter is accounted for
+//     ([Telemetry.ExportStats]), and [Telemetry.Shutdown] and
+//     [Telemetry.ForceFlush] report spans that did not reach the collector
+//     ([ErrSpansLost]) whatever the protocol;
+//   - string attribute values are bounded by default
+//     ([DefaultAttributeValueLengthLimit]), and a span holding a string that
+//     is not valid UTF-8, from any instrumentation in the process, is
+//     repaired before export so that it cannot cost the rest of its batch;
+//   - shutdown is bounded ([DefaultShutdownTimeout]): a dead collector never
+//     holds up an engine's exit.
+//
+// The instrumentation itself (github.com/otelomni/otelomni/otelomni) links
+// the OpenTelemetry API only; this package is what links the SDK.
+package otelsetup
