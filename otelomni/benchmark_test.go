@@ -280,7 +280,7 @@ func BenchmarkScaling(b *testing.B) {
 
 // benchRecord is the benchmark's request as a timing record.
 var (
-	benchArrival = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	benchArrival = time.Date(2025, 1, 30, 12, 0, 0, 0, time.UTC)
 	benchEnd     = benchArrival.Add(2200 * time.Millisecond)
 	benchRecord  = spans.DiffusionRecord{
 		Preprocess:      spans.Between(benchArrival.Add(1*time.Millisecond), benchArrival.Add(10*time.Millisecond)),

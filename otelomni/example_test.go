@@ -56,7 +56,7 @@ func ExampleRequest_Record() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	in := otelomni.New(otelomni.WithTracerProvider(tp))
 
-	arrival := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	arrival := time.Date(2025, 1, 30, 12, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return arrival.Add(time.Duration(n) * time.Millisecond) }
 	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "0_501f96ba-7c1d", Start: arrival})
 	err := req.Record(&spans.DiffusionRecord{
@@ -88,8 +88,8 @@ func ExampleRequest_Record_badInterval() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	in := otelomni.New(otelomni.WithTracerProvider(tp))
 
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r1"})
+	t0 := time.Date(2025, 1, 30, 12, 0, 0, 0, time.UTC)
+	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r1", Start: t0})
 	err := req.Record(&spans.DiffusionRecord{
 		Exec:        spans.Between(t0, t0.Add(time.Second)),
 		Postprocess: spans.Between(t0.Add(time.Second), t0.Add(time.Second-time.Millisecond)),

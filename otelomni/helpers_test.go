@@ -135,7 +135,7 @@ func parentName(ss []sdktrace.ReadOnlySpan, s sdktrace.ReadOnlySpan) string {
 }
 
 // base is a fixed wall-clock time for records.
-var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var base = time.Date(2025, 1, 30, 12, 0, 0, 0, time.UTC)
 
 func at(ms float64) time.Time { return base.Add(time.Duration(ms * float64(time.Millisecond))) }
 

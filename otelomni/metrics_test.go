@@ -89,7 +89,7 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 			m := newMetered(t, true)
 			const n, k = 10, 4
 			for i := 0; i < n; i++ {
-				_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
+				_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r", Model: "m", Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
 				if path == "live" {
 					if i < k {
 						req.StartPhase(context.Background(), spans.Preprocess).End()
@@ -126,7 +126,7 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 
 func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
 	m := newMetered(t, true)
-	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r"})
 	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)))
 	req.End(nil)
 	dps := m.histograms(t)[otelomni.PhaseDurationName]

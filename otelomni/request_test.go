@@ -47,7 +47,7 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 	for _, path := range []string{"live", "record"} {
 		t.Run(path, func(t *testing.T) {
 			r := newRecorded(t)
-			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "req-1", Model: "Qwen/Qwen-Image"})
+			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "req-1", Model: "Qwen/Qwen-Image"})
 			if path == "record" {
 				if err := req.Record(fullRecord()); err != nil {
 					t.Fatal(err)
@@ -97,7 +97,7 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 
 func TestUnmeasuredPhaseProducesNoSpan(t *testing.T) {
 	r := newRecorded(t)
-	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "no-preprocessor"})
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "no-preprocessor"})
 	// A model with no pre-processor, the profiler off, no upstream KV, a
 	// synchronous output: only exec, queue wait and postprocess measured.
 	rec := &spans.DiffusionRecord{
@@ -124,7 +124,7 @@ func TestUnmeasuredPhaseProducesNoSpan(t *testing.T) {
 
 func TestMeasuredZeroMakesZeroLengthSpan(t *testing.T) {
 	r := newRecorded(t)
-	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "zero-wait"})
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: at(-10), ID: "zero-wait"})
 	rec := &spans.DiffusionRecord{
 		Exec:      spans.Between(at(0), at(100)),
 		QueueWait: spans.Between(at(1), at(1)), // admitted at once: a real 0
@@ -160,7 +160,7 @@ func TestBadIntervalMakesNoSpanAndAnErrorNamingThePhase(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRecorded(t)
-			_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "bad"})
+			_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "bad"})
 			rec := fullRecord()
 			tc.bad(rec)
 			err := req.Record(rec)
@@ -224,7 +224,7 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 	}
 	t.Run("record", func(t *testing.T) {
 		r := newRecorded(t)
-		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "stream"})
+		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "stream"})
 		rec := &spans.DiffusionRecord{
 			Exec: spans.Between(at(0), at(500)),
 			Outputs: []spans.OutputTiming{
@@ -240,7 +240,7 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 	})
 	t.Run("live", func(t *testing.T) {
 		r := newRecorded(t)
-		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "stream"})
+		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "stream"})
 		exec := req.StartPhase(context.Background(), spans.Exec)
 		req.StartOutputPhase(context.Background(), spans.OutputReadyWait, spans.Output{Index: 0}).End()
 		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End()
@@ -253,7 +253,7 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 
 func TestQueueWaitOverlapsExecWithRealTimesAndNothingIsSummed(t *testing.T) {
 	r := newRecorded(t)
-	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "overlap"})
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "overlap"})
 	rec := fullRecord()
 	if err := req.Record(rec); err != nil {
 		t.Fatal(err)

@@ -203,8 +203,8 @@ func TestLLMEventsRejectBadInput(t *testing.T) {
 
 func TestRecordLLM(t *testing.T) {
 	r := newRecorded(t)
-	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
-	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM})
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "llm"})
+	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM, Start: base})
 	rec := spans.LLMFromEvents(time.Time{}, at(5), at(50), at(300))
 	rec.Reconstructed = true
 	if err := st.RecordLLM(&rec); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var t0 = time.Date(2025, 1, 30, 12, 0, 0, 0, time.UTC)
 
 func at(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Millisecond))) }
 
