@@ -568,3 +568,45 @@ func TestPublicEndpointStartsANewTraceLinkedToTheClients(t *testing.T) {
 		}
 	})
 }
+func TestRequestContentIsNeverRecordedUnlessOptedIn(t *testing.T) {
+	prompt := "a photograph of my passport, number X1234567, " + strings.Repeat("é", 400)
+	cases := []struct {
+		name string
+		opts []otelomni.Option
+		want string
+	}{
+		{"default: never", nil, ""},
+		{"opt-in, 64 bytes", []otelomni.Option{otelomni.WithContentCapture(64)}, truncate(prompt, 64)},
+		{"opt-in, default length", []otelomni.Option{otelomni.WithContentCapture(0)}, truncate(prompt, otelomni.DefaultContentCaptureBytes)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorded(t, tc.opts...)
+			_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "p", Prompt: prompt})
+			req.End(nil)
+			s := one(t, r.rec.Ended(), spans.RequestSpanName)
+			v, ok := attr(s, attrs.PromptKey)
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("the prompt was recorded without opt-in: %q", v.AsString())
+				}
+				for _, kv := range s.Attributes() {
+					if strings.Contains(kv.Value.String(), "passport") {
+						t.Fatalf("%s carries request content", kv.Key)
+					}
+				}
+				return
+			}
+			if v.AsString() != tc.want || !utf8.ValidString(v.AsString()) {
+				t.Errorf("prompt %q (%d bytes), want %q", v.AsString(), len(v.AsString()), tc.want)
+			}
+		})
+	}
+}
+
+func truncate(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:min(n, len(s))]
+}
