@@ -514,7 +514,7 @@ func TestSamplerSeesIdentifyingAttributesAtStart(t *testing.T) {
 	for name, kvs := range want {
 		got := map[attribute.Key]string{}
 		for _, kv := range s.seen[name] {
-			got[kv.Key] = kv.Value.Emit()
+			got[kv.Key] = kv.Value.String()
 		}
 		for k, v := range kvs {
 			if got[k] != v {
