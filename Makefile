@@ -14,8 +14,8 @@ BENCHCOUNT  ?= 5
 demo:
 	$(GO) run ./examples/diffusion
 
-## test: vet, staticcheck, every test under the race detector, and a
-## bounded fuzz run of the record parser.
+## test: vet, staticcheck, every test under the race detector, and bounded
+## fuzz runs of the record parser and the string bounding.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -37,6 +37,7 @@ FUZZTIME ?= 20s
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz FuzzString -fuzztime 10s ./sanitize
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:
