@@ -161,7 +161,9 @@ func (in *Instrumenter) errorType(err error) string {
 
 // markError sets status Error with err's message and error.type on span,
 // both bounded: a 10 MB error must cost neither a batch nor a log line.
-func (r *Request) markError(span trace.Span, err error) {
-	span.SetStatus(codes.Error, r.in.str(err.Error()))
-	span.SetAttributes(attrs.ErrorType(r.in.errorType(err)))
+func (r *Request) markError(span trace.Span, err error) { markError(r.in, span, err) }
+
+func markError(in *Instrumenter, span trace.Span, err error) {
+	span.SetStatus(codes.Error, in.str(err.Error()))
+	span.SetAttributes(attrs.ErrorType(in.errorType(err)))
 }

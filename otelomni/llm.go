@@ -124,7 +124,7 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		return err
 	}
 	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
-	return r.recordPlanned(ps[:], nil, false)
+	return r.recordPlanned(ps[:], recordOpts{})
 }
 
 func llmPhaseOf(e LLMEvent) spans.Phase {

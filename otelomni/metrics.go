@@ -113,8 +113,16 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 		return
 	}
 	r.met.phase.Record(ctx, seconds(d), r.tbl.rec.phase[p]...)
-	if p == spans.Exec && r.steps > 0 {
-		r.met.perStep.Record(ctx, seconds(d)/float64(r.steps), r.tbl.rec.scope...)
+	if p == spans.Exec {
+		r.mu.Lock()
+		steps := r.stepsRun
+		r.mu.Unlock()
+		if steps <= 0 {
+			steps = r.steps
+		}
+		if steps > 0 {
+			r.met.perStep.Record(ctx, seconds(d)/float64(steps), r.tbl.rec.scope...)
+		}
 	}
 	if p == spans.Postprocess && output == 0 {
 		r.firstOutput(ctx, end)

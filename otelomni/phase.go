@@ -286,6 +286,7 @@ func (r *Request) endLive(id uint64, err error) {
 	}
 	var kids []openPhase
 	var at time.Time
+	stepsRun := r.stepsRun
 	if n := r.nestOf(o.phase); n != nil && n.live == id {
 		kids = r.open.removeUnder(id)
 		if !n.lastChild.IsZero() && n.lastChild.After(time.Now()) {
@@ -301,6 +302,13 @@ func (r *Request) endLive(id uint64, err error) {
 	r.mu.Unlock()
 	for i := len(kids) - 1; i >= 0; i-- {
 		r.finish(&kids[i], at, nil)
+	}
+	if o.phase == spans.Exec && stepsRun > 0 && o.span != nil {
+		end := at
+		if end.IsZero() {
+			end = time.Now()
+		}
+		o.span.SetAttributes(attrs.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
 	}
 	r.finish(&o, at, err)
 }

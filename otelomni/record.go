@@ -27,10 +27,18 @@ func (r *Request) Record(rec *spans.DiffusionRecord) error {
 	if !r.recording() || rec == nil {
 		return nil
 	}
+	return r.recordDiffusion(rec, nil)
+}
+
+// recordDiffusion records rec, its exec in batch when batch is not nil.
+func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) error {
 	var buf [16]spans.PlannedSpan
 	plan, err := rec.Plan(buf[:0], spans.PlanOptions{DenoiseSteps: r.in.cfg.denoiseSteps})
 	r.countBad(err)
-	return errors.Join(err, r.recordPlanned(plan, nil, rec.Reconstructed))
+	if rec.StepsRun > 0 {
+		r.SetStepsRun(rec.StepsRun)
+	}
+	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: rec.StepsRun}))
 }
 
 // RecordLLM turns an LLM stage's timing record into its phase spans
@@ -43,7 +51,7 @@ func (r *Request) RecordLLM(rec *spans.LLMRecord) error {
 	var buf [3]spans.PlannedSpan
 	plan, err := rec.Plan(buf[:0])
 	r.countBad(err)
-	return errors.Join(err, r.recordPlanned(plan, nil, rec.Reconstructed))
+	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed}))
 }
 
 // RecordPhase records one phase measured elsewhere (the scheduler's queue
@@ -89,7 +97,7 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 		return err
 	}
 	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
-	return r.recordPlanned(ps[:], kv, false)
+	return r.recordPlanned(ps[:], recordOpts{kv: kv})
 }
 
 // countBad counts each bad phase of a planner's error.
@@ -123,10 +131,21 @@ func (b *batchNests) of(p spans.Phase) *int {
 	return &b.forward
 }
 
+// recordOpts are what a batch of recorded spans carries beside the plan.
+type recordOpts struct {
+	// kv are attributes of the caller's, on every span.
+	kv            []attribute.KeyValue
+	reconstructed bool
+	// batch, when not nil, is the batch the exec ran in.
+	batch *batchRef
+	// stepsRun, when above 0, gives exec its mean step duration.
+	stepsRun int
+}
+
 // recordPlanned checks planned spans against the request's tree, then
 // starts and ends their spans outside the lock, and records their
 // measurements.
-func (r *Request) recordPlanned(plan []spans.PlannedSpan, kv []attribute.KeyValue, reconstructed bool) error {
+func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 	if len(plan) == 0 {
 		return nil
 	}
@@ -169,7 +188,7 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, kv []attribute.KeyValu
 		if a.in >= 0 {
 			parent = ctxs[a.in]
 		}
-		c := r.emit(parent, a.ps, kv, reconstructed)
+		c := r.emit(parent, a.ps, o)
 		ctxs = append(ctxs, c)
 		r.observe(c, a.ps.Phase, a.ps.Start, a.ps.End, a.ps.Output)
 	}
@@ -234,24 +253,38 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 
 // emit starts and ends the span of one recorded phase under parent, with
 // its own times, and returns the context that holds it.
-func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, kv []attribute.KeyValue, reconstructed bool) context.Context {
+func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, o recordOpts) context.Context {
 	if r.span == nil {
 		return parent
 	}
-	a := append(make([]attribute.KeyValue, 0, 5+len(kv)), r.tbl.kv(ps.Phase)...)
+	kv := o.kv
+	a := append(make([]attribute.KeyValue, 0, 8+len(kv)), r.tbl.kv(ps.Phase)...)
 	if ps.Output >= 0 {
 		a = append(a, attrs.OutputIndex(ps.Output), attrs.OutputFinal(ps.Final))
 	}
 	if ps.Step >= 0 {
 		a = append(a, attrs.Step(ps.Step))
 	}
-	if reconstructed {
+	if o.reconstructed {
 		a = append(a, attrs.Reconstructed(true))
 	}
 	if len(kv) > 0 {
 		a = append(a, r.in.kvs(kv)...)
 	}
-	ctx, span := r.tracer.Start(parent, ps.Phase.SpanName(), trace.WithAttributes(a...), trace.WithTimestamp(ps.Start))
+	opts := []trace.SpanStartOption{trace.WithTimestamp(ps.Start)}
+	if ps.Phase == spans.Exec {
+		if o.stepsRun > 0 {
+			a = append(a, attrs.MeanStepDuration(seconds(ps.End.Sub(ps.Start))/float64(o.stepsRun)))
+		}
+		if o.batch != nil {
+			a = append(a, attrs.BatchID(o.batch.id), attrs.BatchSize(o.batch.size))
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: o.batch.sc}))
+		}
+	}
+	ctx, span := r.tracer.Start(parent, ps.Phase.SpanName(), append(opts, trace.WithAttributes(a...))...)
+	if ps.Phase == spans.Exec && o.batch != nil {
+		o.batch.members = append(o.batch.members, span.SpanContext())
+	}
 	if ps.Err != nil {
 		r.markError(span, ps.Err)
 	}

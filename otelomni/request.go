@@ -49,6 +49,8 @@ type Request struct {
 	id      string // bounded, for errors and logs
 	stageID int
 	steps   int
+	// stepsRun is the steps actually run, when told (under mu).
+	stepsRun int
 	// start is the scope's start: given, or read when it started.
 	start time.Time
 
@@ -286,4 +288,22 @@ func (r *Request) Span() trace.Span {
 		return trace.SpanFromContext(context.Background())
 	}
 	return r.span
+}
+
+// SetStepsRun records the number of denoising steps the request actually
+// ran (omni.diffusion.num_steps_run), which can differ from the number
+// asked (an early exit). Called before exec ends, it also gives the exec
+// span its mean step duration (omni.diffusion.mean_step_duration: exec
+// divided by the steps run, a ratio of one span), and the exec-per-step
+// histogram uses it instead of the number asked.
+func (r *Request) SetStepsRun(n int) {
+	if !r.recording() || n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.stepsRun = n
+	r.mu.Unlock()
+	if r.span != nil {
+		r.span.SetAttributes(attrs.StepsRun(n))
+	}
 }

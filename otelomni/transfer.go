@@ -120,7 +120,7 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 		tctx, span = r.tracer.Start(r.parent, spans.TransferSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 	}
 	for i := range plan {
-		c := r.emit(tctx, &plan[i], nil, rec.Reconstructed)
+		c := r.emit(tctx, &plan[i], recordOpts{reconstructed: rec.Reconstructed})
 		r.observe(c, plan[i].Phase, plan[i].Start, plan[i].End, -1)
 	}
 	if span != nil {

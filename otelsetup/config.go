@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelomni/otelomni/attrs"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -30,6 +32,7 @@ type config struct {
 	metricReaders   []sdkmetric.Reader
 	noMetrics       bool
 	idGenerator     sdktrace.IDGenerator
+	engine          []attribute.KeyValue
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the
@@ -128,4 +131,12 @@ func WithIDGenerator(g sdktrace.IDGenerator) Option {
 			c.idGenerator = g
 		}
 	})
+}
+
+// WithEngineConfig records the engine's configuration (parallel sizes,
+// dtype, quantization, scheduling mode, stage connector, devices) as
+// resource attributes, once: every span, metric and log of the engine then
+// says which configuration served it. See attrs.EngineConfig for the keys.
+func WithEngineConfig(cfg attrs.EngineConfig) Option {
+	return optionFunc(func(c *config) { c.engine = append(c.engine, cfg.Attributes()...) })
 }

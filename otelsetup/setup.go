@@ -11,7 +11,9 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log/global"
 	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -90,7 +92,14 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		}
 		return &Telemetry{}, err
 	}
-	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 {
+	logExp, err := logExporter(ctx)
+	if err != nil {
+		if exp != nil {
+			_ = exp.Shutdown(ctx)
+		}
+		return &Telemetry{}, err
+	}
+	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 && logExp == nil {
 		// Nothing would leave the process: recording would only cost.
 		return &Telemetry{}, nil
 	}
@@ -131,7 +140,14 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		}
 		t.mp = sdkmetric.NewMeterProvider(mpOpts...)
 	}
+	if logExp != nil {
+		t.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(sdklog.NewBatchProcessor(logExp)))
+		t.logs = strings.ToLower(firstEnv("OTEL_LOGS_EXPORTER"))
+	}
 	if !cfg.noGlobal {
+		if t.lp != nil {
+			global.SetLoggerProvider(t.lp)
+		}
 		if t.tp != nil {
 			otel.SetTracerProvider(t.tp)
 		}
@@ -191,6 +207,20 @@ func metricReaders(ctx context.Context, cfg *config, t *Telemetry) ([]sdkmetric.
 	return append(readers, r), nil
 }
 
+// logExporter returns the log exporter that OTEL_LOGS_EXPORTER selects
+// through autoexport, or nil when it is unset or "none". Logs are exported
+// only when asked for: a trace backend such as Jaeger refuses them.
+func logExporter(ctx context.Context) (sdklog.Exporter, error) {
+	if k := strings.ToLower(firstEnv("OTEL_LOGS_EXPORTER")); k == "" || k == "none" {
+		return nil, nil
+	}
+	e, err := autoexport.NewLogExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otelsetup: setting up the log exporter: %w", err)
+	}
+	return e, nil
+}
+
 // exporterVars are the variables that configure where spans go.
 var exporterVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
 
@@ -210,6 +240,7 @@ func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
 	own = append(own,
 		attribute.String("telemetry.distro.name", "otelomni"),
 		attribute.String("telemetry.distro.version", otelomni.Version))
+	own = append(own, cfg.engine...)
 	own = append(own, cfg.resourceAttrs...)
 	// A resource attribute that is not valid UTF-8 would cost every export.
 	own = sanitize.KeyValues(own, 256, DefaultAttributeValueLengthLimit)

@@ -3,16 +3,21 @@ package otelsetup
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/contrib/bridges/otelslog"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelomni/otelomni/otelomni"
 )
 
 // Telemetry is what [Setup] built: the providers, the accounting of what
@@ -22,6 +27,8 @@ type Telemetry struct {
 	counts          *exportCounts
 	tp              *sdktrace.TracerProvider
 	mp              *sdkmetric.MeterProvider
+	lp              *sdklog.LoggerProvider
+	logs            string
 	metrics         string
 	shutdownTimeout time.Duration
 	exporter        string
@@ -45,6 +52,27 @@ func (t *Telemetry) MeterProvider() metric.MeterProvider {
 		return metricnoop.NewMeterProvider()
 	}
 	return t.mp
+}
+
+// LogHandler returns a log/slog handler for the logs of the component
+// name: one that exports each record over OTLP (or to the console) through
+// the OpenTelemetry slog bridge, with the trace and span of the context it
+// was logged with, when OTEL_LOGS_EXPORTER names an exporter; nil
+// otherwise. Logs are exported only when that variable is set: the
+// default exports none.
+func (t *Telemetry) LogHandler(name string) slog.Handler {
+	if t == nil || t.lp == nil {
+		return nil
+	}
+	return otelslog.NewHandler(name, otelslog.WithLoggerProvider(t.lp), otelslog.WithVersion(otelomni.Version))
+}
+
+// LogsExporter describes where logs go, for a start-up log line.
+func (t *Telemetry) LogsExporter() string {
+	if t == nil || t.logs == "" {
+		return "none"
+	}
+	return t.logs
 }
 
 // Enabled reports whether spans are recorded.
@@ -100,7 +128,7 @@ func (e *LossError) Unwrap() error { return ErrSpansLost }
 // failed to export during the flush, whether the exporter itself reported
 // it or not.
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
-	if t == nil || (t.tp == nil && t.mp == nil) {
+	if t == nil || (t.tp == nil && t.mp == nil && t.lp == nil) {
 		return nil
 	}
 	if ctx == nil {
@@ -118,6 +146,9 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	if t.mp != nil {
 		errs = append(errs, t.mp.ForceFlush(ctx))
 	}
+	if t.lp != nil {
+		errs = append(errs, t.lp.ForceFlush(ctx))
+	}
 	return errors.Join(errs...)
 }
 
@@ -129,7 +160,7 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 // and logs it once through the OpenTelemetry error handler. Calling it again
 // returns the first result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
-	if t == nil || (t.tp == nil && t.mp == nil) {
+	if t == nil || (t.tp == nil && t.mp == nil && t.lp == nil) {
 		return nil
 	}
 	t.once.Do(func() {
@@ -149,6 +180,9 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		}
 		if t.mp != nil {
 			errs = append(errs, t.mp.Shutdown(ctx))
+		}
+		if t.lp != nil {
+			errs = append(errs, t.lp.Shutdown(ctx))
 		}
 		t.err = errors.Join(errs...)
 	})

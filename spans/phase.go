@@ -216,4 +216,22 @@ const (
 	// OutputSpanName is the span of one emitted output at a stage that is
 	// not a diffusion stage (an audio chunk, a text chunk).
 	OutputSpanName = "omni.output"
+	// BatchSpanName is the span of one forward pass that ran several
+	// requests together: the root of a trace of its own, linked to each
+	// member's exec span.
+	BatchSpanName = "omni.batch"
+)
+
+// Names of the engine's own spans: a trace of their own, never under a
+// request.
+const (
+	// EngineStartSpanName is the root: the engine from start to ready.
+	EngineStartSpanName = "omni.engine.start"
+	// EngineLoadSpanName is loading a model's weights.
+	EngineLoadSpanName = "omni.engine.load"
+	// EngineWarmupSpanName is the warm-up runs before serving.
+	EngineWarmupSpanName = "omni.engine.warmup"
+	// EngineStageInitSpanName is one stage's initialisation in a
+	// multi-stage pipeline.
+	EngineStageInitSpanName = "omni.engine.stage_init"
 )

@@ -27,6 +27,12 @@ type DiffusionRecord struct {
 	Postprocess     Interval
 	Outputs         []OutputTiming
 
+	// StepsRun is the number of denoising steps the request actually ran,
+	// when the engine reports it: it can differ from the number asked (an
+	// early exit). The exec span then carries the mean step duration, exec
+	// divided by StepsRun. 0 when not reported.
+	StepsRun int
+
 	// Err, when not nil, is why the request failed, during the phase
 	// FailedPhase (exec when FailedPhase is 0): that phase's span gets
 	// status Error and error.type, as on the live path. End the request

@@ -1,0 +1,131 @@
+package attrs
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Keys of the engine's own spans (omni.engine.start and its children) and
+// of its configuration on the resource.
+const (
+	// EngineModelKey is the model an engine loads.
+	EngineModelKey = attribute.Key("omni.engine.model")
+	// EngineWeightBytesKey is the size of the weights loaded.
+	EngineWeightBytesKey = attribute.Key("omni.engine.weight_bytes")
+	// EngineDTypeKey is the dtype the weights run in.
+	EngineDTypeKey = attribute.Key("omni.engine.dtype")
+	// EngineQuantizationKey is the weights' quantization method.
+	EngineQuantizationKey = attribute.Key("omni.engine.quantization")
+	// EngineDeviceKindKey is the kind of accelerator the engine runs on.
+	EngineDeviceKindKey = attribute.Key("omni.engine.device.kind")
+	// EngineDeviceCountKey is the number of accelerators the engine uses.
+	EngineDeviceCountKey = attribute.Key("omni.engine.device.count")
+	// EngineAcceleratorMemoryKey is the accelerator memory in use after the
+	// model loaded, when the engine reports it.
+	EngineAcceleratorMemoryKey = attribute.Key("omni.engine.accelerator_memory_bytes")
+	// EngineTensorParallelKey is the tensor-parallel size.
+	EngineTensorParallelKey = attribute.Key("omni.engine.parallel.tensor")
+	// EnginePipelineParallelKey is the pipeline-parallel size.
+	EnginePipelineParallelKey = attribute.Key("omni.engine.parallel.pipeline")
+	// EngineDataParallelKey is the data-parallel size.
+	EngineDataParallelKey = attribute.Key("omni.engine.parallel.data")
+	// EngineSchedulingModeKey is how the engine's scheduler batches
+	// requests.
+	EngineSchedulingModeKey = attribute.Key("omni.engine.scheduling_mode")
+	// EngineStageConnectorKey is the connector a multi-stage pipeline's
+	// stages hand requests over with.
+	EngineStageConnectorKey = attribute.Key("omni.engine.stage_connector")
+)
+
+// Keys of classifier-free guidance and denoising steps, beside
+// omni.diffusion.guidance_scale and omni.diffusion.num_inference_steps.
+const (
+	// StepsRunKey is the number of denoising steps a request actually ran,
+	// which can differ from the number asked (an early exit).
+	StepsRunKey = attribute.Key("omni.diffusion.num_steps_run")
+	// MeanStepDurationKey is one exec span's duration divided by the steps
+	// it ran: a ratio of one span, never a sum across requests.
+	MeanStepDurationKey = attribute.Key("omni.diffusion.mean_step_duration")
+)
+
+// EngineModel returns the omni.engine.model attribute. Example:
+// "Qwen/Qwen-Image".
+func EngineModel(v string) attribute.KeyValue { return EngineModelKey.String(v) }
+
+// EngineWeightBytes returns the omni.engine.weight_bytes attribute (bytes).
+// Example: 40802189312.
+func EngineWeightBytes(v int64) attribute.KeyValue { return EngineWeightBytesKey.Int64(v) }
+
+// EngineDType returns the omni.engine.dtype attribute. Example: "bfloat16".
+func EngineDType(v string) attribute.KeyValue { return EngineDTypeKey.String(v) }
+
+// EngineQuantization returns the omni.engine.quantization attribute.
+// Example: "fp8".
+func EngineQuantization(v string) attribute.KeyValue { return EngineQuantizationKey.String(v) }
+
+// EngineDeviceKind returns the omni.engine.device.kind attribute. Example:
+// "cuda".
+func EngineDeviceKind(v string) attribute.KeyValue { return EngineDeviceKindKey.String(v) }
+
+// EngineDeviceCount returns the omni.engine.device.count attribute
+// (devices). Example: 2.
+func EngineDeviceCount(v int) attribute.KeyValue { return EngineDeviceCountKey.Int(v) }
+
+// EngineAcceleratorMemory returns the omni.engine.accelerator_memory_bytes
+// attribute (bytes). Example: 42949672960.
+func EngineAcceleratorMemory(v int64) attribute.KeyValue {
+	return EngineAcceleratorMemoryKey.Int64(v)
+}
+
+// StepsRun returns the omni.diffusion.num_steps_run attribute (steps).
+// Example: 28 of 50 asked.
+func StepsRun(v int) attribute.KeyValue { return StepsRunKey.Int(v) }
+
+// MeanStepDuration returns the omni.diffusion.mean_step_duration attribute
+// (seconds). Example: 0.085.
+func MeanStepDuration(seconds float64) attribute.KeyValue {
+	return MeanStepDurationKey.Float64(seconds)
+}
+
+// EngineConfig is an engine's configuration, recorded once, as resource
+// attributes (otelsetup.WithEngineConfig, or resource.WithAttributes with
+// [EngineConfig.Attributes]): every span and metric of the engine then
+// says which configuration served it. It holds what was chosen, never the
+// command line, which can carry secrets. A zero field is not recorded.
+type EngineConfig struct {
+	TensorParallel, PipelineParallel, DataParallel int
+	// DType is the weights' dtype, such as "bfloat16".
+	DType string
+	// Quantization is the weights' quantization method, such as "fp8".
+	Quantization string
+	// SchedulingMode is how the scheduler batches, such as "continuous".
+	SchedulingMode string
+	// StageConnector is how stages hand requests over, such as "shm".
+	StageConnector string
+	// DeviceKind is the accelerator kind, such as "cuda"; DeviceCount how
+	// many the engine uses.
+	DeviceKind  string
+	DeviceCount int
+}
+
+// Attributes returns the configuration's resource attributes, each only
+// when set.
+func (c EngineConfig) Attributes() []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	for _, n := range []struct {
+		k attribute.Key
+		v int
+	}{{EngineTensorParallelKey, c.TensorParallel}, {EnginePipelineParallelKey, c.PipelineParallel},
+		{EngineDataParallelKey, c.DataParallel}, {EngineDeviceCountKey, c.DeviceCount}} {
+		if n.v > 0 {
+			kv = append(kv, n.k.Int(n.v))
+		}
+	}
+	for _, s := range []struct {
+		k attribute.Key
+		v string
+	}{{EngineDTypeKey, c.DType}, {EngineQuantizationKey, c.Quantization}, {EngineSchedulingModeKey, c.SchedulingMode},
+		{EngineStageConnectorKey, c.StageConnector}, {EngineDeviceKindKey, c.DeviceKind}} {
+		if s.v != "" {
+			kv = append(kv, s.k.String(s.v))
+		}
+	}
+	return kv
+}

@@ -1,0 +1,298 @@
+package otelomni
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// EngineInfo describes an engine as it starts.
+type EngineInfo struct {
+	// Model is the model the engine serves (omni.engine.model).
+	Model string
+	// Start is when the engine started, for a start rebuilt after the fact;
+	// the zero time means now.
+	Start time.Time
+	// Attributes are recorded on the omni.engine.start span as well.
+	Attributes []attribute.KeyValue
+}
+
+// LoadInfo describes one model load. A zero field is not recorded.
+type LoadInfo struct {
+	// Model is the model whose weights are loaded.
+	Model string
+	// WeightBytes is the size of the weights.
+	WeightBytes int64
+	// DType is the dtype the weights run in, such as "bfloat16".
+	DType string
+	// DeviceKind is the accelerator kind, such as "cuda"; DeviceCount how
+	// many the model is loaded on.
+	DeviceKind  string
+	DeviceCount int
+	// AcceleratorMemoryBytes is the accelerator memory in use after the
+	// load, when the engine reports it. It is often known only once the
+	// load ends: set it with [EnginePhase.SetAcceleratorMemory].
+	AcceleratorMemoryBytes int64
+}
+
+// Engine is the trace of an engine's start (omni.engine.start): model
+// loads, warm-up, and each stage's initialisation, as its children. It is a
+// trace of its own, never under a request. Its methods are safe for
+// concurrent use, and do nothing on a nil *Engine or when nothing is
+// recorded.
+type Engine struct {
+	in     *Instrumenter
+	tracer trace.Tracer
+	span   trace.Span
+	ctx    context.Context
+	start  time.Time
+
+	mu    sync.Mutex
+	ended bool
+	// lastEnd is the latest end of a recorded step: the start ends no
+	// earlier.
+	lastEnd time.Time
+}
+
+// EnginePhase is a step of an engine's start on the live path.
+type EnginePhase struct {
+	in   *Instrumenter
+	span trace.Span
+}
+
+// End ends the step now.
+func (p EnginePhase) End() { p.EndError(nil) }
+
+// EndError ends the step, marked failed with err when err is not nil.
+func (p EnginePhase) EndError(err error) {
+	if p.span == nil {
+		return
+	}
+	if err != nil {
+		markError(p.in, p.span, err)
+	}
+	p.span.End()
+}
+
+// SetAcceleratorMemory records the accelerator memory in use after a load
+// (omni.engine.accelerator_memory_bytes).
+func (p EnginePhase) SetAcceleratorMemory(bytes int64) {
+	if p.span != nil && bytes > 0 {
+		p.span.SetAttributes(attrs.EngineAcceleratorMemory(bytes))
+	}
+}
+
+// StartEngine starts the trace of an engine's start: the root span
+// omni.engine.start, a trace of its own whatever ctx holds, with a link to
+// the span ctx holds, if any. End it when the engine is ready to serve. It
+// returns nil, on which every method does nothing, when nothing is
+// recorded.
+func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engine {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if in == nil {
+		return nil
+	}
+	in.ready()
+	if in.tracer == nil {
+		return nil
+	}
+	kv := []attribute.KeyValue{}
+	if info.Model != "" {
+		kv = append(kv, attrs.EngineModel(in.str(info.Model)))
+	}
+	kv = append(kv, in.kvs(info.Attributes)...)
+	start := info.Start
+	if !start.IsZero() && !spans.InRange(start) {
+		start = in.startTime(start, "engine")
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...)}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	if !start.IsZero() {
+		opts = append(opts, trace.WithTimestamp(start))
+	}
+	ctx, span := in.tracer.Start(ctx, spans.EngineStartSpanName, opts...)
+	if !span.IsRecording() {
+		return nil
+	}
+	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: spanStart(span, start)}
+}
+
+// Context returns a context that holds the omni.engine.start span, for
+// spans of your own during the start. Never start a request from it.
+func (e *Engine) Context() context.Context {
+	if e == nil {
+		return context.Background()
+	}
+	return e.ctx
+}
+
+func (l LoadInfo) attributes(in *Instrumenter) []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	if l.Model != "" {
+		kv = append(kv, attrs.EngineModel(in.str(l.Model)))
+	}
+	if l.WeightBytes > 0 {
+		kv = append(kv, attrs.EngineWeightBytes(l.WeightBytes))
+	}
+	if l.DType != "" {
+		kv = append(kv, attrs.EngineDType(in.str(l.DType)))
+	}
+	if l.DeviceKind != "" {
+		kv = append(kv, attrs.EngineDeviceKind(in.str(l.DeviceKind)))
+	}
+	if l.DeviceCount > 0 {
+		kv = append(kv, attrs.EngineDeviceCount(l.DeviceCount))
+	}
+	if l.AcceleratorMemoryBytes > 0 {
+		kv = append(kv, attrs.EngineAcceleratorMemory(l.AcceleratorMemoryBytes))
+	}
+	return kv
+}
+
+func (s StageInfo) initAttributes(in *Instrumenter) []attribute.KeyValue {
+	st := in.stageInfo(&s)
+	if st.Type == "" {
+		st.Type = attrs.StageOther
+	}
+	return st.appendAttrs(nil)
+}
+
+// StartLoad starts an omni.engine.load span now.
+func (e *Engine) StartLoad(info LoadInfo) EnginePhase {
+	if e == nil {
+		return EnginePhase{}
+	}
+	return e.startStep(spans.EngineLoadSpanName, info.attributes(e.in))
+}
+
+// StartWarmup starts an omni.engine.warmup span now.
+func (e *Engine) StartWarmup() EnginePhase {
+	if e == nil {
+		return EnginePhase{}
+	}
+	return e.startStep(spans.EngineWarmupSpanName, nil)
+}
+
+// StartStageInit starts the omni.engine.stage_init span of one stage of a
+// multi-stage pipeline now.
+func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
+	if e == nil {
+		return EnginePhase{}
+	}
+	return e.startStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in))
+}
+
+// RecordLoad records a model load measured elsewhere, with its own times.
+// A bad interval makes no span and returns an error.
+func (e *Engine) RecordLoad(info LoadInfo, iv spans.Interval) error {
+	if e == nil {
+		return nil
+	}
+	return e.recordStep(spans.EngineLoadSpanName, info.attributes(e.in), iv)
+}
+
+// RecordWarmup records a warm-up measured elsewhere.
+func (e *Engine) RecordWarmup(iv spans.Interval) error {
+	if e == nil {
+		return nil
+	}
+	return e.recordStep(spans.EngineWarmupSpanName, nil, iv)
+}
+
+// RecordStageInit records one stage's initialisation measured elsewhere.
+func (e *Engine) RecordStageInit(stage StageInfo, iv spans.Interval) error {
+	if e == nil {
+		return nil
+	}
+	return e.recordStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in), iv)
+}
+
+func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
+	e.mu.Lock()
+	ended := e.ended
+	e.mu.Unlock()
+	if ended {
+		e.in.stats.misused(name + " started after the engine's start ended")
+		return EnginePhase{}
+	}
+	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...))
+	return EnginePhase{in: e.in, span: span}
+}
+
+func (e *Engine) recordStep(name string, kv []attribute.KeyValue, iv spans.Interval) error {
+	if !iv.Measured() {
+		return nil
+	}
+	if err := iv.Validate(); err == nil && iv.Start().Before(e.start) {
+		err := &stepError{name: name, iv: iv, err: spans.ErrOutsideParent}
+		e.in.stats.conflict(err)
+		return err
+	} else if err != nil {
+		err := &stepError{name: name, iv: iv, err: err}
+		e.in.stats.reject(err)
+		return err
+	}
+	e.mu.Lock()
+	ended := e.ended
+	if !ended {
+		e.lastEnd = later(e.lastEnd, iv.End())
+	}
+	e.mu.Unlock()
+	if ended {
+		e.in.stats.misused(name + " recorded after the engine's start ended")
+		return ErrRequestEnded
+	}
+	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
+	span.End(trace.WithTimestamp(iv.End()))
+	return nil
+}
+
+// stepError reports an engine step that made no span.
+type stepError struct {
+	name string
+	iv   spans.Interval
+	err  error
+}
+
+func (e *stepError) Error() string {
+	return fmt.Sprintf("otelomni: %s: %v; no span emitted", e.name, e.err)
+}
+
+func (e *stepError) Unwrap() error { return e.err }
+
+// End ends the engine's start now: the engine is ready to serve, or, with
+// a non-nil err, failed to start.
+func (e *Engine) End(err error) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	if e.ended {
+		e.mu.Unlock()
+		e.in.stats.misused("an engine's start was ended twice")
+		return
+	}
+	e.ended = true
+	last := e.lastEnd
+	e.mu.Unlock()
+	if err != nil {
+		markError(e.in, e.span, err)
+	}
+	if !last.IsZero() && last.After(time.Now()) {
+		e.in.stats.clampedEnd("an engine's start ended before a step recorded in it; ended at that step's end")
+		e.span.End(trace.WithTimestamp(last))
+		return
+	}
+	e.span.End()
+}

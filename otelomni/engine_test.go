@@ -1,0 +1,198 @@
+package otelomni_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+func TestEngineStartIsATraceOfItsOwnWithItsSteps(t *testing.T) {
+	r := newRecorded(t)
+	// Started from a request's context by mistake: still its own trace.
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	e := r.in.StartEngine(ctx, otelomni.EngineInfo{Model: "Qwen/Qwen-Image"})
+	load := e.StartLoad(otelomni.LoadInfo{Model: "Qwen/Qwen-Image", WeightBytes: 40 << 30, DType: "bfloat16", DeviceKind: "cuda", DeviceCount: 2})
+	load.SetAcceleratorMemory(42 << 30)
+	load.End()
+	t0 := time.Now()
+	if err := e.RecordWarmup(spans.Between(t0, t0.Add(time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"thinker", "talker"} {
+		e.StartStageInit(otelomni.StageInfo{ID: i, Name: name, Type: attrs.StageLLM}).End()
+	}
+	if err := e.RecordWarmup(spans.Between(t0.Add(-time.Hour), t0)); !errors.Is(err, spans.ErrOutsideParent) {
+		t.Errorf("a step before the engine's start: %v", err)
+	}
+	e.End(nil)
+	req.End(nil)
+	ss := r.rec.Ended()
+	root := one(t, ss, spans.EngineStartSpanName)
+	if root.Parent().IsValid() || root.SpanContext().TraceID() == one(t, ss, spans.RequestSpanName).SpanContext().TraceID() {
+		t.Error("omni.engine.start must be a trace root of its own, never under a request")
+	}
+	want := map[string]int{spans.EngineLoadSpanName: 1, spans.EngineWarmupSpanName: 1, spans.EngineStageInitSpanName: 2}
+	for name, n := range want {
+		got := byName(ss)[name]
+		if len(got) != n {
+			t.Fatalf("%d %s spans, want %d", len(got), name, n)
+		}
+		for _, s := range got {
+			if s.Parent().SpanID() != root.SpanContext().SpanID() {
+				t.Errorf("%s is not a child of omni.engine.start", name)
+			}
+		}
+	}
+	l := one(t, ss, spans.EngineLoadSpanName)
+	for k, v := range map[string]any{"omni.engine.model": "Qwen/Qwen-Image", "omni.engine.weight_bytes": int64(40 << 30),
+		"omni.engine.dtype": "bfloat16", "omni.engine.device.kind": "cuda", "omni.engine.device.count": int64(2),
+		"omni.engine.accelerator_memory_bytes": int64(42 << 30)} {
+		if got, _ := attr(l, attributeKey(k)); got.AsInterface() != v {
+			t.Errorf("%s = %v, want %v", k, got.AsInterface(), v)
+		}
+	}
+}
+
+func TestEngineOnNilAndOffDoesNothing(t *testing.T) {
+	var nilIn *otelomni.Instrumenter
+	for _, in := range []*otelomni.Instrumenter{nilIn, otelomni.New(otelomni.WithTracerProvider(noopTP()))} {
+		e := in.StartEngine(context.Background(), otelomni.EngineInfo{})
+		e.StartLoad(otelomni.LoadInfo{}).End()
+		_ = e.RecordWarmup(spans.Between(time.Now(), time.Now()))
+		e.End(errors.New("x"))
+		b := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b"})
+		_ = b.Record(nil, nil)
+		b.End(nil)
+	}
+}
+
+func TestBatchLinksEveryMemberBothWays(t *testing.T) {
+	for _, path := range []string{"live", "record"} {
+		t.Run(path, func(t *testing.T) {
+			r := newRecorded(t)
+			t0 := time.Now()
+			var reqs []*otelomni.Request
+			var execs []otelomni.ActivePhase
+			for _, id := range []string{"a", "b", "c"} {
+				ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Start: t0})
+				reqs = append(reqs, req)
+				if path == "live" {
+					execs = append(execs, req.StartPhase(ctx, spans.Exec))
+				}
+			}
+			b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-7", Model: "m", Start: t0}, reqs...)
+			for i, req := range reqs {
+				if path == "live" {
+					execs[i].End()
+				} else if err := b.Record(req, &spans.DiffusionRecord{Exec: spans.Between(t0, t0.Add(time.Duration(i+1)*time.Millisecond))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.End(nil)
+			for _, req := range reqs {
+				req.End(nil)
+			}
+			ss := r.rec.Ended()
+			batch := one(t, ss, spans.BatchSpanName)
+			if batch.Parent().IsValid() {
+				t.Error("omni.batch must be a trace root")
+			}
+			linked := map[trace.SpanID]bool{}
+			for _, l := range batch.Links() {
+				linked[l.SpanContext.SpanID()] = true
+			}
+			execSpans := byName(ss)[spans.Exec.SpanName()]
+			if len(execSpans) != 3 || len(linked) != 3 {
+				t.Fatalf("%d execs, %d links from the batch; want 3 and 3", len(execSpans), len(linked))
+			}
+			for _, e := range execSpans {
+				if !linked[e.SpanContext().SpanID()] {
+					t.Errorf("the batch has no link to exec %s", e.SpanContext().SpanID())
+				}
+				if len(e.Links()) != 1 || e.Links()[0].SpanContext.SpanID() != batch.SpanContext().SpanID() {
+					t.Errorf("exec's links %v, want one back to the batch", e.Links())
+				}
+				id, _ := attr(e, attrs.BatchIDKey)
+				size, _ := attr(e, attrs.BatchSizeKey)
+				if id.AsString() != "step-7" || size.AsInt64() != 3 {
+					t.Errorf("exec carries batch %q of %d, want step-7 of 3", id.AsString(), size.AsInt64())
+				}
+			}
+		})
+	}
+}
+
+func TestStepsRunGiveExecItsMeanStep(t *testing.T) {
+	r := newRecorded(t)
+	t0 := time.Now()
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "early-exit", NumInferenceSteps: 50, Start: t0})
+	if err := req.Record(&spans.DiffusionRecord{Exec: spans.Between(t0, t0.Add(2800*time.Millisecond)), StepsRun: 28}); err != nil {
+		t.Fatal(err)
+	}
+	req.End(nil)
+	ss := r.rec.Ended()
+	if v, _ := attr(one(t, ss, spans.Exec.SpanName()), attrs.MeanStepDurationKey); math.Abs(v.AsFloat64()-0.1) > 1e-9 {
+		t.Errorf("mean step %v s, want 0.1 (2.8 s / 28 steps run, not / 50 asked)", v.AsFloat64())
+	}
+	if v, _ := attr(one(t, ss, spans.RequestSpanName), attrs.StepsRunKey); v.AsInt64() != 28 {
+		t.Errorf("steps run %d, want 28", v.AsInt64())
+	}
+}
+
+func TestLogRecordsCarryTheirPhasesTraceAndSpan(t *testing.T) {
+	r := newRecorded(t)
+	var out bytes.Buffer
+	log := slog.New(otelomni.NewLogHandler(slog.NewJSONHandler(&out, nil)))
+	grouped := log.WithGroup("engine").With("replica", "dit-0")
+
+	log.Info("starting") // outside any request
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "logged"})
+	_ = req.Run(ctx, spans.Preprocess, func(ctx context.Context) error {
+		log.InfoContext(ctx, "resizing")
+		grouped.InfoContext(ctx, "in a group")
+		return nil
+	})
+	exec := req.StartPhase(ctx, spans.Exec)
+	log.WarnContext(exec.Context(), "slow step")
+	exec.End()
+	req.End(nil)
+	log.InfoContext(context.Background(), "idle")
+
+	ss := r.rec.Ended()
+	pre, ex := one(t, ss, spans.Preprocess.SpanName()), one(t, ss, spans.Exec.SpanName())
+	traceID := pre.SpanContext().TraceID().String()
+	want := map[string]string{"starting": "", "resizing": pre.SpanContext().SpanID().String(),
+		"in a group": pre.SpanContext().SpanID().String(), "slow step": ex.SpanContext().SpanID().String(), "idle": ""}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d records, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for _, l := range lines {
+		for msg, span := range want {
+			if !strings.Contains(l, `"msg":"`+msg+`"`) {
+				continue
+			}
+			hasTrace := strings.Contains(l, `"trace_id":"`+traceID+`"`)
+			if span == "" && strings.Contains(l, "trace_id") {
+				t.Errorf("a record outside any request carries ids: %s", l)
+			}
+			if span != "" && (!hasTrace || !strings.Contains(l, `"span_id":"`+span+`"`)) {
+				t.Errorf("record %q lacks its request's trace id or its phase's span id: %s", msg, l)
+			}
+		}
+	}
+	if !strings.Contains(out.String(), `"trace_id":"`+traceID+`","span_id":"`+pre.SpanContext().SpanID().String()+`","engine":{"replica":"dit-0"`) {
+		t.Errorf("in a group, the ids belong at the top level:\n%s", out.String())
+	}
+}

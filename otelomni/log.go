@@ -1,0 +1,81 @@
+package otelomni
+
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Keys of the attributes the log handler adds.
+const (
+	// LogTraceIDKey is the trace id of the request a record was logged in.
+	LogTraceIDKey = "trace_id"
+	// LogSpanIDKey is the span id of the innermost span a record was logged
+	// in: the phase's, when logged with a phase's context.
+	LogSpanIDKey = "span_id"
+)
+
+// NewLogHandler returns a log/slog handler that adds trace_id and span_id
+// to every record logged with a context that holds a span, and passes the
+// record on to next. Log with the context of the innermost phase (the
+// context [Request.Run] hands its function, or [ActivePhase.Context]) and
+// the record carries that phase's span id; a record logged outside any
+// request carries neither. Search logs by trace_id to see what a request
+// logged, and jump from a log line to its trace.
+//
+// To export the records themselves over OTLP, beside the trace, use the
+// handler that otelsetup builds from OTEL_LOGS_EXPORTER, which the
+// OpenTelemetry slog bridge correlates the same way.
+func NewLogHandler(next slog.Handler) slog.Handler {
+	return &logHandler{next: next, base: next}
+}
+
+// logHandler adds the ids at the top level of a record, whatever groups
+// were opened: next has every WithAttrs and WithGroup applied; base has
+// those before the first group, and ops the rest, to replay after the ids.
+type logHandler struct {
+	next, base slog.Handler
+	ops        []func(slog.Handler) slog.Handler
+}
+
+func (h *logHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if ctx == nil {
+		return h.next.Handle(context.Background(), r)
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return h.next.Handle(ctx, r)
+	}
+	ids := [2]slog.Attr{slog.String(LogTraceIDKey, sc.TraceID().String()), slog.String(LogSpanIDKey, sc.SpanID().String())}
+	if len(h.ops) == 0 {
+		r.AddAttrs(ids[:]...)
+		return h.next.Handle(ctx, r)
+	}
+	// In a group: the ids go before it.
+	next := h.base.WithAttrs(ids[:])
+	for _, op := range h.ops {
+		next = op(next)
+	}
+	return next.Handle(ctx, r)
+}
+
+func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	out := &logHandler{next: h.next.WithAttrs(as), base: h.base, ops: h.ops}
+	if len(h.ops) == 0 {
+		out.base = out.next
+	} else {
+		out.ops = append(h.ops[:len(h.ops):len(h.ops)], func(n slog.Handler) slog.Handler { return n.WithAttrs(as) })
+	}
+	return out
+}
+
+func (h *logHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return &logHandler{next: h.next.WithGroup(name), base: h.base,
+		ops: append(h.ops[:len(h.ops):len(h.ops)], func(n slog.Handler) slog.Handler { return n.WithGroup(name) })}
+}
