@@ -67,6 +67,9 @@ func TestReadmeJaegerCommandRunsClean(t *testing.T) {
 		t.Fatalf("%s: %v\n%s", line, err, out)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "time=") && strings.Contains(l, " msg=") && strings.Contains(l, " trace_id=") {
+			continue // the simulated engine's own log records, of its scenarios' failures
+		}
 		if low := strings.ToLower(l); strings.Contains(low, "error") && !strings.Contains(low, "ended with an error") ||
 			strings.HasPrefix(low, "shutdown") {
 			t.Errorf("the README's command printed %q", l)

@@ -20,6 +20,13 @@ type Span struct {
 	// Service and PID come from the span's resource.
 	Service string
 	PID     int64
+	// Links are the spans this one links to, as trace id and span id (hex).
+	Links []Link
+}
+
+// Link is a span link: the span it points to.
+type Link struct {
+	TraceID, SpanID string
 }
 
 // Duration is End minus Start.
@@ -71,6 +78,9 @@ func FromSDK(ss []sdktrace.ReadOnlySpan) []Span {
 		}
 		for _, kv := range s.Attributes() {
 			sp.Attrs[string(kv.Key)] = kv.Value
+		}
+		for _, l := range s.Links() {
+			sp.Links = append(sp.Links, Link{TraceID: l.SpanContext.TraceID().String(), SpanID: l.SpanContext.SpanID().String()})
 		}
 		if r := s.Resource(); r != nil {
 			if v, ok := r.Set().Value("service.name"); ok {

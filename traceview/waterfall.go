@@ -25,7 +25,15 @@ const labelWidth = 30
 // phase has no span. Phases are never added together.
 func Waterfall(w io.Writer, trace []Span) {
 	for _, root := range Trees(trace) {
-		if root.Span.Name != spans.RequestSpanName {
+		switch root.Span.Name {
+		case spans.EngineStartSpanName:
+			engineWaterfall(w, root)
+			continue
+		case spans.BatchSpanName:
+			batchLine(w, root.Span)
+			continue
+		case spans.RequestSpanName:
+		default:
 			continue
 		}
 		wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
@@ -190,6 +198,9 @@ func phaseLabel(p spans.Phase, s *Span) string {
 	if i, ok := s.Int(string(attrs.StepKey)); ok {
 		label += fmt.Sprintf(" @%d", i)
 	}
+	if b := s.Str(string(attrs.BatchIDKey)); b != "" {
+		label += " in " + display(b, 12)
+	}
 	return label
 }
 
@@ -248,3 +259,28 @@ func (wf *waterfall) bar(s *Span) string {
 func indent(depth int) string { return strings.Repeat("  ", max(depth, 0)) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// engineWaterfall writes the engine's start: one row per step.
+func engineWaterfall(w io.Writer, root *Node) {
+	wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
+	fmt.Fprintf(w, "%s %s  %.3f ms\n", root.Span.Name, display(root.Span.Str(string(attrs.EngineModelKey)), maxLabel), ms(root.Span.Duration()))
+	fmt.Fprintf(w, "  %-*s |%s| %12s\n", labelWidth-2, "step", timelineLabel(wf.total), "ms")
+	for _, c := range root.Children {
+		label := strings.TrimPrefix(c.Span.Name, "omni.engine.")
+		if m := c.Span.Str(string(attrs.EngineModelKey)); m != "" {
+			label += " " + m
+		} else if n := c.Span.Str(string(attrs.StageNameKey)); n != "" {
+			label += " " + n
+		}
+		wf.row(1, display(label, labelWidth-2), c.Span)
+	}
+	fmt.Fprintln(w)
+}
+
+// batchLine writes one batch: its id, size and the execs it links to.
+func batchLine(w io.Writer, s *Span) {
+	size, _ := s.Int(string(attrs.BatchSizeKey))
+	fmt.Fprintf(w, "%s %q of %d requests (%s)  %.3f ms, linked to %d member execs\n\n", s.Name,
+		display(s.Str(string(attrs.BatchIDKey)), maxLabel), size, display(s.Str(string(attrs.RequestModelKey)), maxLabel),
+		ms(s.Duration()), len(s.Links))
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -97,7 +98,10 @@ func run(out io.Writer, cfg config) (result, error) {
 	// The demo reads its own instruments too, to show that the summary of
 	// the spans and the histograms agree.
 	reader := sdkmetric.NewManualReader()
-	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-diffusion-demo"), otelsetup.WithMetricReader(reader)}
+	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-diffusion-demo"), otelsetup.WithMetricReader(reader),
+		// The engine's configuration, once, on every span and metric.
+		otelsetup.WithEngineConfig(attrs.EngineConfig{TensorParallel: 1, DType: "bfloat16", SchedulingMode: "continuous",
+			DeviceKind: "cuda", DeviceCount: 1})}
 	if show {
 		// A simple processor shows each request as it completes.
 		opts = append(opts, otelsetup.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(view)))
@@ -119,7 +123,15 @@ func run(out io.Writer, cfg config) (result, error) {
 		requests, concurrency, seed, dest, tel.MetricsExporter())
 
 	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(tel.MeterProvider()))
-	eng := engine.New(engine.Config{Instrumenter: in, Slots: cfg.slots, TimeScale: cfg.scale})
+	// The engine logs warnings and errors to stderr with the trace and span
+	// of the request they happened in; with OTEL_LOGS_EXPORTER set, every
+	// record is exported over OTLP beside the traces too.
+	var logs slog.Handler = otelomni.NewLogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if h := tel.LogHandler("omni-diffusion-demo"); h != nil {
+		logs = slog.NewMultiHandler(logs, h)
+	}
+	eng := engine.New(engine.Config{Instrumenter: in, Slots: cfg.slots, TimeScale: cfg.scale, Logger: slog.New(logs)})
+	eng.Start(ctx, engine.Models())
 
 	var mf *json.Encoder
 	if cfg.manifest != "" {

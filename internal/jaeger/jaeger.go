@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/otelomni/otelomni/internal/jaegerquery"
+	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 	"net"
 	"net/http"
@@ -338,18 +339,20 @@ func (s *syncBuffer) String() string {
 // Client returns a client of j's query API.
 func (j *Jaeger) Client() *jaegerquery.Client { return &jaegerquery.Client{Base: "http://" + j.Query} }
 
-// WaitTraces searches until at least want traces of service are there, or
-// the deadline passes (the batch processors on both sides delay arrival),
-// and returns what it found last.
+// WaitTraces searches until at least want request traces (traces that
+// hold an omni.request span) of service are there, or the deadline passes
+// (the batch processors on both sides delay arrival), and returns the
+// request traces it found last. Traces of the engine's own (its start, its
+// batches) are left out.
 func (j *Jaeger) WaitTraces(ctx context.Context, service string, from, to time.Time, want int, within time.Duration) (map[string][]traceview.Span, error) {
 	deadline := time.Now().Add(within)
 	var last map[string][]traceview.Span
 	for {
-		ss, err := j.Client().Search(ctx, service, from, to, want*2+10)
+		ss, err := j.Client().Search(ctx, service, from, to, want*2+50)
 		if err != nil {
 			return last, err
 		}
-		last = traceview.ByTrace(ss)
+		last = RequestTraces(traceview.ByTrace(ss))
 		if len(last) >= want || time.Now().After(deadline) {
 			return last, nil
 		}
@@ -359,4 +362,18 @@ func (j *Jaeger) WaitTraces(ctx context.Context, service string, from, to time.T
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// RequestTraces returns the traces that hold an omni.request span.
+func RequestTraces(traces map[string][]traceview.Span) map[string][]traceview.Span {
+	out := make(map[string][]traceview.Span, len(traces))
+	for id, tr := range traces {
+		for _, s := range tr {
+			if s.Name == spans.RequestSpanName {
+				out[id] = tr
+				break
+			}
+		}
+	}
+	return out
 }

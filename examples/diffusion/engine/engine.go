@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -25,6 +26,14 @@ type Config struct {
 	TimeScale float64
 	// Replica names this engine replica.
 	Replica string
+	// BatchWindow is how long the first request of a batch waits for
+	// others of its model (default 8 ms, scaled); a negative window runs
+	// every request alone.
+	BatchWindow time.Duration
+	// Logger is what the engine logs through; records logged inside a
+	// request carry its trace and phase (otelomni.NewLogHandler). nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 // Engine is a simulated diffusion stage: a scheduler with a few slots, a
@@ -36,6 +45,8 @@ type Engine struct {
 	priority chan struct{}
 	scale    float64
 	replica  string
+	batches  *batcher
+	log      *slog.Logger
 }
 
 // New returns an engine.
@@ -52,10 +63,32 @@ func New(cfg Config) *Engine {
 	if cfg.Replica == "" {
 		cfg.Replica = "dit-0"
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &Engine{
 		in: cfg.Instrumenter, slots: make(chan struct{}, cfg.Slots), priority: make(chan struct{}, priorityLane),
-		scale: cfg.TimeScale, replica: cfg.Replica,
+		scale: cfg.TimeScale, replica: cfg.Replica, log: cfg.Logger,
+		batches: newBatcher(cfg.Instrumenter, cfg.BatchWindow, cfg.TimeScale, cfg.Slots),
 	}
+}
+
+// Start simulates the engine's start: each model's weights loaded, a
+// warm-up run, as one omni.engine.start trace of its own.
+func (e *Engine) Start(ctx context.Context, models []string) {
+	es := e.in.StartEngine(ctx, otelomni.EngineInfo{Model: models[0]})
+	for i, m := range models {
+		load := es.StartLoad(otelomni.LoadInfo{Model: m, WeightBytes: int64(8+4*i) << 30, DType: "bfloat16",
+			DeviceKind: "cuda", DeviceCount: 1})
+		time.Sleep(time.Duration(3 * e.scale * float64(time.Millisecond)))
+		load.SetAcceleratorMemory(int64(10+5*i) << 30)
+		load.End()
+	}
+	warm := es.StartWarmup()
+	time.Sleep(time.Duration(5 * e.scale * float64(time.Millisecond)))
+	warm.End()
+	es.End(nil)
+	e.log.InfoContext(ctx, "engine ready", "models", len(models), "replica", e.replica)
 }
 
 // priorityLane is how many priority requests run at once. They are small
@@ -78,6 +111,9 @@ func (e *Engine) Serve(ctx context.Context, id string, s Scenario, seed uint64) 
 	}
 	ctx, req := e.in.Start(ctx, info)
 	err := e.serve(ctx, req, s, rng)
+	if err != nil {
+		e.log.WarnContext(ctx, "request failed", "scenario", s.Name, "err", err)
+	}
 	req.End(err)
 	return err
 }
@@ -168,14 +204,20 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 		perStep = 12
 	}
 	denoise := func(ctx context.Context) error {
+		// Requests of one model that get here together run as one batch.
+		leave := e.batches.join(req, s.Model)
+		defer leave()
 		for i := 0; i < s.Steps; i++ {
 			step := req.StartStep(ctx, i)
 			e.sleep(rng, perStep*0.9, perStep*1.1)
 			step.End()
 			if s.Fail && i == s.Steps/2 {
+				req.SetStepsRun(i + 1)
+				e.log.ErrorContext(ctx, "out of memory while denoising", "step", i)
 				return ErrOutOfMemory
 			}
 		}
+		req.SetStepsRun(s.Steps)
 		return nil
 	}
 	decode := e.sleepFn(rng, 15, 40)

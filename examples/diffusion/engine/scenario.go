@@ -119,3 +119,16 @@ func (s Scenario) Expect() (map[spans.Phase]int, string) {
 	}
 	return want, ""
 }
+
+// Models returns the models the scenarios use, each once, in order.
+func Models() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range Scenarios {
+		if !seen[s.Model] {
+			seen[s.Model] = true
+			out = append(out, s.Model)
+		}
+	}
+	return out
+}

@@ -79,7 +79,7 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 		return false, err
 	}
 	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(tel.MeterProvider()))
-	eng := engine.New(engine.Config{Instrumenter: in, Slots: 100000, TimeScale: scale})
+	eng := engine.New(engine.Config{Instrumenter: in, Slots: 100000, TimeScale: scale, BatchWindow: -1})
 
 	fmt.Printf("load: %.0f requests/s for %v into Jaeger (pid %d) over OTLP %s; queue %s, batch %s; GOMAXPROCS %d\n",
 		rate, duration, j.Pid(), protocol, orDefault(queue, 2048), orDefault(batch, 512),
