@@ -8,7 +8,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger fleet jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
@@ -53,6 +53,14 @@ load: $(JAEGER)
 ## read every trace back from its API and print it. KEEP=1 keeps it running.
 jaeger: $(JAEGER)
 	$(GO) run ./internal/cmd/jaegerdemo $(if $(KEEP),-keep)
+
+## fleet: the collector tier of deploy/ on loopback: a backend Jaeger
+## (Badger in a temporary folder), the tail-sampling collector, replicas of
+## the multi-stage example sending normal, slow, saturated and failing
+## requests; prints what was kept and dropped (docs/fleet.md). KEEP=1 keeps
+## it running.
+fleet: $(JAEGER)
+	$(GO) run ./internal/cmd/fleet $(if $(KEEP),-keep)
 
 ## jaeger-bin: build Jaeger v1.76.0 from the tools module (about 4 min cold).
 jaeger-bin: $(JAEGER)
