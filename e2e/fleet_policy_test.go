@@ -37,18 +37,18 @@ func TestFleetPoliciesKeepByModalityErrorAndQueueWait(t *testing.T) {
 		req    synthRequest
 		policy string // "" when no policy keeps it
 	}{
-		{"FailedShortRequestIsKept", synthRequest{attrs.ModalityImage, 500 * ms, 10 * ms, otelomni.ErrStageError}, "error"},
-		{"ImageSlowerThanImageThresholdIsKept", synthRequest{attrs.ModalityImage, 2500 * ms, 10 * ms, nil}, "slow-image"},
-		{"ImageUnderImageThresholdIsDropped", synthRequest{attrs.ModalityImage, 1500 * ms, 10 * ms, nil}, ""},
-		{"VideoOverImageButUnderVideoThresholdIsDropped", synthRequest{attrs.ModalityVideo, 10000 * ms, 10 * ms, nil}, ""},
-		{"VideoSlowerThanVideoThresholdIsKept", synthRequest{attrs.ModalityVideo, 25000 * ms, 10 * ms, nil}, "slow-video"},
-		{"AudioOverImageButUnderAudioThresholdIsDropped", synthRequest{attrs.ModalityAudio, 3000 * ms, 10 * ms, nil}, ""},
-		{"AudioSlowerThanAudioThresholdIsKept", synthRequest{attrs.ModalityAudio, 6000 * ms, 10 * ms, nil}, "slow-audio"},
-		{"TextSlowerThanOtherThresholdIsKept", synthRequest{attrs.ModalityText, 3500 * ms, 10 * ms, nil}, "slow-other"},
-		{"TextUnderOtherThresholdIsDropped", synthRequest{attrs.ModalityText, 2500 * ms, 10 * ms, nil}, ""},
-		{"DiffusionQueueWaitOverBudgetIsKept", synthRequest{attrs.ModalityImage, 1500 * ms, 1200 * ms, nil}, "saturated"},
-		{"LLMQueueOverBudgetIsKept", synthRequest{attrs.ModalityAudio, 1500 * ms, 1200 * ms, nil}, "saturated"},
-		{"QueueWaitUnderBudgetIsDropped", synthRequest{attrs.ModalityImage, 1500 * ms, 800 * ms, nil}, ""},
+		{"FailedShortRequestIsKept", synth(attrs.ModalityImage, 500*ms, 10*ms, otelomni.ErrStageError), "error"},
+		{"ImageSlowerThanImageThresholdIsKept", synth(attrs.ModalityImage, 2500*ms, 10*ms, nil), "slow-image"},
+		{"ImageUnderImageThresholdIsDropped", synth(attrs.ModalityImage, 1500*ms, 10*ms, nil), ""},
+		{"VideoOverImageButUnderVideoThresholdIsDropped", synth(attrs.ModalityVideo, 10000*ms, 10*ms, nil), ""},
+		{"VideoSlowerThanVideoThresholdIsKept", synth(attrs.ModalityVideo, 25000*ms, 10*ms, nil), "slow-video"},
+		{"AudioOverImageButUnderAudioThresholdIsDropped", synth(attrs.ModalityAudio, 3000*ms, 10*ms, nil), ""},
+		{"AudioSlowerThanAudioThresholdIsKept", synth(attrs.ModalityAudio, 6000*ms, 10*ms, nil), "slow-audio"},
+		{"TextSlowerThanOtherThresholdIsKept", synth(attrs.ModalityText, 3500*ms, 10*ms, nil), "slow-other"},
+		{"TextUnderOtherThresholdIsDropped", synth(attrs.ModalityText, 2500*ms, 10*ms, nil), ""},
+		{"DiffusionQueueWaitOverBudgetIsKept", synth(attrs.ModalityImage, 1500*ms, 1200*ms, nil), "saturated"},
+		{"LLMQueueOverBudgetIsKept", synth(attrs.ModalityAudio, 1500*ms, 1200*ms, nil), "saturated"},
+		{"QueueWaitUnderBudgetIsDropped", synth(attrs.ModalityImage, 1500*ms, 800*ms, nil), ""},
 	}
 	p := newProducer(t, tier.Collector.OTLPEndpoint(), "fleet-policies", 1)
 	ids := make([]string, len(cases))
@@ -133,7 +133,7 @@ func TestFleetBaselineKeepsTheConfiguredShareOfOtherTraces(t *testing.T) {
 	p := newProducer(t, tier.Collector.OTLPEndpoint(), "fleet-baseline", 7)
 	from := time.Now().Add(-time.Minute)
 	for i := range n {
-		p.send(t, synthRequest{attrs.ModalityImage, 200 * time.Millisecond, 5 * time.Millisecond, nil})
+		p.send(t, synth(attrs.ModalityImage, 200*time.Millisecond, 5*time.Millisecond, nil))
 		if i%300 == 299 { // within the span queue's 2048
 			p.flush(t)
 		}

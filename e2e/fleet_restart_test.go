@@ -43,7 +43,7 @@ func TestFleetBackendReadsTracesBackAfterRestart(t *testing.T) {
 	var ids []string
 	for i := range 20 {
 		mod := []string{attrs.ModalityImage, attrs.ModalityAudio}[i%2]
-		ids = append(ids, p.send(t, synthRequest{mod, time.Duration(100+i) * time.Millisecond, 5 * time.Millisecond, nil}))
+		ids = append(ids, p.send(t, synth(mod, time.Duration(100+i)*time.Millisecond, 5*time.Millisecond, nil)))
 	}
 	p.flush(t)
 	made := p.spans()
