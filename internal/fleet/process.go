@@ -125,6 +125,9 @@ func (p *process) Logs() string {
 	return string(b)
 }
 
+// Pid is the process id.
+func (p *process) Pid() int { return p.cmd.Process.Pid }
+
 // LogPath is the file the process prints into.
 func (p *process) LogPath() string { return p.log }
 

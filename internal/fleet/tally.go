@@ -39,8 +39,9 @@ type Tally struct {
 	SpansIn, SpansRefused, SpansOut, SpansFailed int
 }
 
-// Decided reports whether every trace seen has had its decision.
-func (t Tally) Decided() bool { return t.Kept+t.Dropped == t.NewTraces }
+// Decided reports whether every trace seen has had its decision, or was
+// evicted before it could have one.
+func (t Tally) Decided() bool { return t.Kept+t.Dropped+t.TooEarly == t.NewTraces }
 
 // Tally reads the collector's own metrics.
 func (c *Collector) Tally(ctx context.Context) (Tally, error) {

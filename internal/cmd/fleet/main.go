@@ -51,8 +51,16 @@ func main() {
 	flag.DurationVar(&tr.QueueWait, "queue-wait", 1500*time.Millisecond, "queue wait of a saturated request: above the budget")
 	percent := flag.String("percent", "10", "share of the other traces kept, percent")
 	keep := flag.Bool("keep", false, "leave everything running until interrupted")
+	rate := flag.Float64("rate", 0, "measure the tier's throughput instead: offer this many synthetic requests per second")
+	duration := flag.Duration("duration", 30*time.Second, "with -rate: how long to offer them")
 	flag.Parse()
 	log.SetFlags(0)
+	if *rate > 0 {
+		if err := throughput(os.Stdout, *rate, *duration); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	settings["OMNI_SAMPLE_PERCENT"] = *percent
 	if err := run(os.Stdout, tr, *keep); err != nil {
 		log.Fatal(err)
