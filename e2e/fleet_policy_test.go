@@ -64,7 +64,7 @@ func TestFleetPoliciesKeepByModalityErrorAndQueueWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tally.Decided() || tally.NewTraces != len(cases) {
+	if !tally.Decided() || tally.TooEarly > 0 || tally.NewTraces != len(cases) {
 		t.Fatalf("the collector saw %d traces and decided %d, want %d", tally.NewTraces, tally.Kept+tally.Dropped, len(cases))
 	}
 	wantMatched := map[string]int{}
@@ -147,7 +147,7 @@ func TestFleetBaselineKeepsTheConfiguredShareOfOtherTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tally.Decided() || tally.NewTraces != n {
+	if !tally.Decided() || tally.TooEarly > 0 || tally.NewTraces != n {
 		t.Fatalf("the collector saw %d traces and decided %d, want %d", tally.NewTraces, tally.Kept+tally.Dropped, n)
 	}
 	mean := n * percent / 100

@@ -65,7 +65,7 @@ func TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tally.NewTraces != len(reqs) || !tally.Decided() {
+	if tally.NewTraces != len(reqs) || !tally.Decided() || tally.TooEarly > 0 {
 		t.Fatalf("the collector saw %d traces and decided %d, want one per request: %d", tally.NewTraces, tally.Kept+tally.Dropped, len(reqs))
 	}
 	rep, err := fleet.WaitStored(ctx, tier.Backend.Client(), from, time.Now().Add(time.Minute), reqs, tally.Kept, 2*time.Minute)

@@ -64,7 +64,7 @@ func throughput(out io.Writer, rate float64, duration time.Duration) error {
 		return err
 	}
 	cpu0 := [3]float64{cpuSeconds(tier.Collector.Pid()), cpuSeconds(tier.Backend.Pid()), cpuSeconds(os.Getpid())}
-	fmt.Fprintf(out, "offering %.0f requests/s (5 spans each) for %v to the collector with the shipped settings\n", rate, duration)
+	fmt.Fprintf(out, "offering %.0f requests/s (5 spans each) for %v to the collector: the shipped settings and any OMNI_* variable set here\n", rate, duration)
 
 	began := time.Now()
 	sent := 0
