@@ -11,25 +11,6 @@ import (
 	"github.com/otelomni/otelomni/otelomni"
 )
 
-// fleetSettings make the example's simulated requests cross the thresholds
-// on purpose: its normal requests last well under a second, a slow one
-// decodes 4 s longer, a saturated one waits 1.5 s in a queue. The decision
-// wait covers the slowest request plus the engines' 200 ms batch delay
-// several times over.
-var fleetSettings = map[string]string{
-	"OMNI_DECISION_WAIT":           "10s",
-	"OMNI_SLOW_IMAGE_MS":           "2500",
-	"OMNI_SLOW_VIDEO_MS":           "60000",
-	"OMNI_SLOW_AUDIO_MS":           "3000",
-	"OMNI_SLOW_OTHER_MS":           "3000",
-	"OMNI_QUEUE_BUDGET_MS":         "1000",
-	"OMNI_SAMPLE_PERCENT":          "25",
-	"OMNI_NUM_TRACES":              "20000",
-	"OMNI_EXPECTED_TRACES_PER_SEC": "100",
-	"OMNI_DECISION_CACHE":          "200000",
-	"OMNI_SPANMETRICS_FLUSH":       "1s",
-}
-
 // TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses runs two
 // replicas of the multi-stage example (a gateway and five stage processes
 // each) through the shipped collector into the shipped Badger backend, and
@@ -42,15 +23,17 @@ var fleetSettings = map[string]string{
 //   - the engines' request histogram counts every request, the span
 //     metrics only the kept ones.
 func TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses(t *testing.T) {
-	tier := startTier(t, fleetSettings)
-	pol, err := fleet.ParsePolicies(fleetSettings)
+	settings := fleet.DemoSettings()
+	settings["OMNI_SAMPLE_PERCENT"] = "25"
+	tier := startTier(t, settings)
+	pol, err := fleet.ParsePolicies(settings)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	tr := fleet.Traffic{Replicas: 2, Requests: 36, Concurrency: 6, Mix: "normal=3,slow=1,saturated=1,failing=1",
-		Slow: 4 * time.Second, QueueWait: 1500 * time.Millisecond, Service: "e2e-fleet"}
+		Slow: fleet.DemoSlow, QueueWait: fleet.DemoQueueWait, Service: "e2e-fleet"}
 	from := time.Now().Add(-time.Second)
 	reqs, err := fleet.RunReplicas(ctx, bin["omni"], tier.Collector.OTLPEndpoint(), t.TempDir(), tr)
 	if err != nil {

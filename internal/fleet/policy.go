@@ -72,3 +72,32 @@ func (p Policies) Rule(o *Outcome) string {
 	}
 	return ""
 }
+
+// DemoSettings are collector settings under which the multi-stage
+// example's requests cross the thresholds on purpose: its normal requests
+// last well under a second, so a slow one that decodes 4 s longer is slow
+// for every modality and a saturated one that waits 1.5 s in a queue is
+// over the budget. The decision wait covers the slowest of them plus the
+// replicas' 200 ms batch delay twice over. Tables sized for a small run.
+func DemoSettings() map[string]string {
+	return map[string]string{
+		"OMNI_DECISION_WAIT":           "10s",
+		"OMNI_SLOW_IMAGE_MS":           "2500",
+		"OMNI_SLOW_VIDEO_MS":           "60000",
+		"OMNI_SLOW_AUDIO_MS":           "3000",
+		"OMNI_SLOW_OTHER_MS":           "3000",
+		"OMNI_QUEUE_BUDGET_MS":         "1000",
+		"OMNI_SAMPLE_PERCENT":          "10",
+		"OMNI_NUM_TRACES":              "20000",
+		"OMNI_EXPECTED_TRACES_PER_SEC": "100",
+		"OMNI_DECISION_CACHE":          "200000",
+		"OMNI_SPANMETRICS_FLUSH":       "1s",
+	}
+}
+
+// DemoSlow and DemoQueueWait are the example's -slow and -queue-wait under
+// [DemoSettings]: past every slow threshold, past the queue budget.
+const (
+	DemoSlow      = 4 * time.Second
+	DemoQueueWait = 1500 * time.Millisecond
+)

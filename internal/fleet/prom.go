@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -58,6 +59,15 @@ const maxScrape = 64 << 20
 
 // Scrape reads a Prometheus endpoint (http://host:port/metrics).
 func Scrape(ctx context.Context, url string) (Metrics, error) {
+	body, err := get(ctx, url, maxScrape)
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(bytes.NewReader(body))
+}
+
+// get reads at most limit bytes of url's answer, which must be 200 OK.
+func get(ctx context.Context, url string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -68,9 +78,9 @@ func Scrape(ctx context.Context, url string) (Metrics, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %d", url, resp.StatusCode)
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
-	return parseMetrics(io.LimitReader(resp.Body, maxScrape))
+	return io.ReadAll(io.LimitReader(resp.Body, limit))
 }
 
 // parseMetrics reads the Prometheus text format: comments are skipped, a

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"time"
 
@@ -160,20 +158,12 @@ func (o *Outcome) examine(tr []traceview.Span, root *traceview.Span) {
 
 // listServices reads the services the backend has spans of.
 func listServices(ctx context.Context, base string) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v3/services", nil)
+	b, err := get(ctx, base+"/api/v3/services", 1<<20)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("services: HTTP %d", resp.StatusCode)
 	}
 	var body struct{ Services []string }
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+	if err := json.Unmarshal(b, &body); err != nil {
 		return nil, fmt.Errorf("services: %w", err)
 	}
 	return body.Services, nil

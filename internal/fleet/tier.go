@@ -38,13 +38,9 @@ func StartBackend(ctx context.Context, bin, badgerDir, logDir string) (*Backend,
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range startAttempts {
-		a, err := freeAddrs(5)
-		if err != nil {
-			return nil, err
-		}
-		b := &Backend{OTLPGRPC: a[0], OTLPHTTP: a[1], Query: a[2], Health: a[4], Env: map[string]string{
+	var b *Backend
+	err = onFreeAddrs(5, func(a []string) error {
+		b = &Backend{OTLPGRPC: a[0], OTLPHTTP: a[1], Query: a[2], Health: a[4], Env: map[string]string{
 			"OMNI_BACKEND_OTLP_GRPC":  a[0],
 			"OMNI_BACKEND_OTLP_HTTP":  a[1],
 			"OMNI_BACKEND_QUERY":      a[2],
@@ -52,14 +48,15 @@ func StartBackend(ctx context.Context, bin, badgerDir, logDir string) (*Backend,
 			"OMNI_BACKEND_HEALTH":     a[4],
 			"OMNI_BADGER_DIR":         badgerDir,
 		}}
+		var err error
 		b.process, err = startProcess(ctx, "backend", bin, filepath.Join(root, BackendConfig), logDir, b.Env,
 			"http://"+b.Health+"/status", "http://"+b.Query+"/api/v3/services")
-		if err == nil {
-			return b, nil
-		}
-		lastErr = err
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return b, nil
 }
 
 // Client returns a client of the backend's query API.
@@ -85,13 +82,9 @@ func StartCollector(ctx context.Context, bin, backendOTLP, logDir string, settin
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range startAttempts {
-		a, err := freeAddrs(5)
-		if err != nil {
-			return nil, err
-		}
-		c := &Collector{OTLPGRPC: a[0], OTLPHTTP: a[1], Health: a[2], Prometheus: a[3], Telemetry: a[4]}
+	var c *Collector
+	err = onFreeAddrs(5, func(a []string) error {
+		c = &Collector{OTLPGRPC: a[0], OTLPHTTP: a[1], Health: a[2], Prometheus: a[3], Telemetry: a[4]}
 		_, port, _ := net.SplitHostPort(a[4])
 		c.Env = maps.Clone(settings)
 		if c.Env == nil {
@@ -106,14 +99,32 @@ func StartCollector(ctx context.Context, bin, backendOTLP, logDir string, settin
 			"OMNI_COLLECTOR_TELEMETRY_PORT": port,
 			"OMNI_BACKEND_OTLP":             backendOTLP,
 		})
+		var err error
 		c.process, err = startProcess(ctx, "collector", bin, filepath.Join(root, CollectorConfig), logDir, c.Env,
 			"http://"+c.Health+"/status")
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return c, nil
+}
+
+// onFreeAddrs calls start with n free loopback addresses, and again with
+// new ones when it fails: a port can be taken between choosing it and
+// binding it.
+func onFreeAddrs(n int, start func(addrs []string) error) error {
+	var err error
+	for range startAttempts {
+		var a []string
+		if a, err = freeAddrs(n); err != nil {
+			return err
+		}
+		if err = start(a); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // OTLPEndpoint is the URL engines export to over OTLP/HTTP, as

@@ -26,29 +26,14 @@ import (
 	"github.com/otelomni/otelomni/otelomni"
 )
 
-// settings are the collector's thresholds for this demo: small enough that
-// the example's simulated requests cross them on purpose.
-var settings = map[string]string{
-	"OMNI_DECISION_WAIT":           "10s",
-	"OMNI_SLOW_IMAGE_MS":           "2500",
-	"OMNI_SLOW_VIDEO_MS":           "60000",
-	"OMNI_SLOW_AUDIO_MS":           "3000",
-	"OMNI_SLOW_OTHER_MS":           "3000",
-	"OMNI_QUEUE_BUDGET_MS":         "1000",
-	"OMNI_NUM_TRACES":              "20000",
-	"OMNI_EXPECTED_TRACES_PER_SEC": "100",
-	"OMNI_DECISION_CACHE":          "200000",
-	"OMNI_SPANMETRICS_FLUSH":       "1s",
-}
-
 func main() {
 	tr := fleet.Traffic{Service: "omni"}
 	flag.IntVar(&tr.Replicas, "replicas", 2, "copies of the multi-stage example")
 	flag.IntVar(&tr.Requests, "requests", 60, "requests per replica")
 	flag.IntVar(&tr.Concurrency, "concurrency", 8, "requests in flight per replica")
 	flag.StringVar(&tr.Mix, "mix", "normal=6,slow=1,saturated=1,failing=1", "the scenarios' cycle")
-	flag.DurationVar(&tr.Slow, "slow", 4*time.Second, "extra time of a slow request: above every slow threshold")
-	flag.DurationVar(&tr.QueueWait, "queue-wait", 1500*time.Millisecond, "queue wait of a saturated request: above the budget")
+	flag.DurationVar(&tr.Slow, "slow", fleet.DemoSlow, "extra time of a slow request: above every slow threshold")
+	flag.DurationVar(&tr.QueueWait, "queue-wait", fleet.DemoQueueWait, "queue wait of a saturated request: above the budget")
 	percent := flag.String("percent", "10", "share of the other traces kept, percent")
 	keep := flag.Bool("keep", false, "leave everything running until interrupted")
 	rate := flag.Float64("rate", 0, "measure the tier's throughput instead: offer this many synthetic requests per second")
@@ -61,37 +46,29 @@ func main() {
 		}
 		return
 	}
+	settings := fleet.DemoSettings()
 	settings["OMNI_SAMPLE_PERCENT"] = *percent
-	if err := run(os.Stdout, tr, *keep); err != nil {
+	if err := run(os.Stdout, tr, settings, *keep); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(out io.Writer, tr fleet.Traffic, keep bool) error {
+func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pol, err := fleet.ParsePolicies(settings)
 	if err != nil {
 		return err
 	}
-	bin, err := jaeger.Binary()
+	tier, dir, undo, err := setUp(ctx, settings)
 	if err != nil {
 		return err
 	}
-	dir, err := fleet.TempDir()
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+	defer undo()
 	example, err := fleet.BuildExample(ctx, dir)
 	if err != nil {
 		return err
 	}
-	tier, err := fleet.StartTier(ctx, bin, dir, settings)
-	if err != nil {
-		return err
-	}
-	defer tier.Stop()
 	fmt.Fprintf(out, "otelomni fleet: backend Jaeger (Badger in %s), tail-sampling collector (deploy/collector.yaml)\n", dir)
 	fmt.Fprintf(out, "  engines send to   %s (OTLP/HTTP), %s (OTLP/gRPC)\n", tier.Collector.OTLPEndpoint(), tier.Collector.OTLPGRPC)
 	fmt.Fprintf(out, "  metrics           http://%s/metrics (engine histograms, span metrics)\n", tier.Collector.Prometheus)
@@ -136,6 +113,23 @@ func run(out io.Writer, tr fleet.Traffic, keep bool) error {
 		return errors.New(bad)
 	}
 	return nil
+}
+
+// setUp starts the tier with settings in a new temporary folder; undo
+// stops it and removes the folder.
+func setUp(ctx context.Context, settings map[string]string) (tier *fleet.Tier, dir string, undo func(), err error) {
+	bin, err := jaeger.Binary()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if dir, err = fleet.TempDir(); err != nil {
+		return nil, "", nil, err
+	}
+	if tier, err = fleet.StartTier(ctx, bin, dir, settings); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	return tier, dir, func() { tier.Stop(); os.RemoveAll(dir) }, nil
 }
 
 func stageProcesses() int {

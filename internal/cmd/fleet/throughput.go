@@ -15,7 +15,6 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/fleet"
-	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/procstat"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
@@ -33,20 +32,11 @@ import (
 func throughput(out io.Writer, rate float64, duration time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bin, err := jaeger.Binary()
+	tier, _, undo, err := setUp(ctx, nil)
 	if err != nil {
 		return err
 	}
-	dir, err := fleet.TempDir()
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	tier, err := fleet.StartTier(ctx, bin, dir, nil)
-	if err != nil {
-		return err
-	}
-	defer tier.Stop()
+	defer undo()
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
 			os.Unsetenv(k)
