@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -73,7 +75,7 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 	fmt.Fprintf(out, "  engines send to   %s (OTLP/HTTP), %s (OTLP/gRPC)\n", tier.Collector.OTLPEndpoint(), tier.Collector.OTLPGRPC)
 	fmt.Fprintf(out, "  metrics           http://%s/metrics (engine histograms, span metrics)\n", tier.Collector.Prometheus)
 	fmt.Fprintf(out, "  decisions         http://%s/metrics (the collector's own)\n", tier.Collector.Telemetry)
-	fmt.Fprintf(out, "  traces            http://%s/search?service=%s\n", tier.Backend.Query, tr.Service)
+	fmt.Fprintf(out, "  query API         http://%s/api/v3/ (this Jaeger build has no web UI; a released Jaeger binary serves it there)\n", tier.Backend.Query)
 	fmt.Fprintf(out, "policies: error; slow image > %v, audio > %v, video > %v, other > %v; queue wait > %v; baseline %v%%; decision wait %s\n",
 		pol.Slow["image"], pol.Slow["audio"], pol.Slow["video"], pol.Slow[""], pol.Queue, pol.Percent, settings["OMNI_DECISION_WAIT"])
 
@@ -104,6 +106,13 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 		return err
 	}
 	printReport(out, rep, pol, tally, counts, tier.Backend.Query)
+	q := url.Values{
+		"query.service_name":   {tr.Service},
+		"query.start_time_min": {from.UTC().Format(time.RFC3339)},
+		"query.start_time_max": {from.Add(time.Hour).UTC().Format(time.RFC3339)},
+		"query.num_traces":     {strconv.Itoa(len(reqs))},
+	}
+	fmt.Fprintf(out, "every kept trace:\n  http://%s/api/v3/traces?%s\n", tier.Backend.Query, q.Encode())
 	bad := missed(rep)
 	if keep {
 		fmt.Fprintf(out, "\nrunning (logs in %s); interrupt to stop\n", dir)
@@ -194,7 +203,7 @@ func printReport(out io.Writer, rep fleet.Report, pol fleet.Policies, t fleet.Ta
 	fmt.Fprintln(out, "\na kept trace of each scenario:")
 	for _, sc := range []pipeline.Special{pipeline.Normal, pipeline.Slow, pipeline.Saturated, pipeline.Failing} {
 		if id := example[sc]; id != "" {
-			fmt.Fprintf(out, "  %-10s http://%s/trace/%s\n", sc, query, id)
+			fmt.Fprintf(out, "  %-10s http://%s/api/v3/traces/%s\n", sc, query, id)
 		}
 	}
 }
