@@ -69,11 +69,17 @@ func until(ctx context.Context, within time.Duration, done func() (bool, error))
 // WaitDecided waits until the collector has seen at least traces traces
 // and decided every one, and returns its tally.
 func (c *Collector) WaitDecided(ctx context.Context, traces int, within time.Duration) (Tally, error) {
+	return c.WaitTally(ctx, within, func(t Tally) bool { return t.NewTraces >= traces && t.Decided() })
+}
+
+// WaitTally waits until the collector's tally satisfies done, and returns
+// the last one read.
+func (c *Collector) WaitTally(ctx context.Context, within time.Duration, done func(Tally) bool) (Tally, error) {
 	var t Tally
 	err := until(ctx, within, func() (bool, error) {
 		var err error
 		t, err = c.Tally(ctx)
-		return t.NewTraces >= traces && t.Decided(), err
+		return done(t), err
 	})
 	return t, err
 }

@@ -64,9 +64,17 @@ func NewProducer(ctx context.Context, seed uint64, record bool, opts ...otelsetu
 // Send records r as one trace that ended a second ago, and returns its
 // trace id.
 func (p *Producer) Send(r Synthetic) (string, error) {
+	id, end, err := p.Start(r)
+	return id, errors.Join(err, end())
+}
+
+// Start records every span of r but the request span, which end ends: the
+// request span then reaches the collector after the others, as a long
+// request's does.
+func (p *Producer) Start(r Synthetic) (traceID string, end func() error, err error) {
 	n := p.n.Add(1)
 	t0 := time.Now().Add(-r.Duration - time.Second)
-	end := t0.Add(r.Duration)
+	t1 := t0.Add(r.Duration)
 	info := otelomni.RequestInfo{ID: "synth-" + strconv.FormatInt(n, 10), Model: "synthetic", Modality: r.Modality, Start: t0}
 	diffusion := r.Modality == attrs.ModalityImage || r.Modality == attrs.ModalityVideo
 	if diffusion {
@@ -77,17 +85,17 @@ func (p *Producer) Send(r Synthetic) (string, error) {
 	if diffusion {
 		errs = append(errs,
 			req.RecordPhase(spans.QueueWait, spans.Lasting(t0, r.Queue)),
-			req.RecordPhase(spans.Exec, spans.Between(t0, end)))
+			req.RecordPhase(spans.Exec, spans.Between(t0, t1)))
 	} else {
 		_, st := p.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})
 		prefill := t0.Add(r.Queue)
-		decode := prefill.Add(end.Sub(prefill) / 4)
+		decode := prefill.Add(t1.Sub(prefill) / 4)
 		errs = append(errs,
-			st.RecordLLM(&spans.LLMRecord{Queue: spans.Between(t0, prefill), Prefill: spans.Between(prefill, decode), Decode: spans.Between(decode, end)}),
-			st.EndAt(end, nil))
+			st.RecordLLM(&spans.LLMRecord{Queue: spans.Between(t0, prefill), Prefill: spans.Between(prefill, decode), Decode: spans.Between(decode, t1)}),
+			st.EndAt(t1, nil))
 	}
-	errs = append(errs, req.EndAt(end, r.Err))
-	return trace.SpanContextFromContext(ctx).TraceID().String(), errors.Join(errs...)
+	id := trace.SpanContextFromContext(ctx).TraceID().String()
+	return id, func() error { return req.EndAt(t1, r.Err) }, errors.Join(errs...)
 }
 
 // ErrLost is returned by Flush when spans did not reach the collector.
