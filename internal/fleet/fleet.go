@@ -25,14 +25,24 @@ type Tier struct {
 	Dir string
 }
 
-// StartTier starts the backend (Badger in dir/badger) and a collector with
-// settings in front of it, from the Jaeger binary bin.
+// CollectorEnv names a collector binary to run deploy/collector.yaml with
+// instead of Jaeger, such as otelcol-contrib: the tier's tests and tools
+// then check that distribution.
+const CollectorEnv = "OTELOMNI_COLLECTOR"
+
+// StartTier starts the backend (Badger in dir/badger) from the Jaeger
+// binary bin, and a collector with settings in front of it, from bin too
+// unless $OTELOMNI_COLLECTOR names another.
 func StartTier(ctx context.Context, bin, dir string, settings map[string]string) (*Tier, error) {
 	b, err := StartBackend(ctx, bin, filepath.Join(dir, "badger"), dir)
 	if err != nil {
 		return nil, err
 	}
-	c, err := StartCollector(ctx, bin, b.OTLPGRPC, dir, settings)
+	colBin := bin
+	if p := os.Getenv(CollectorEnv); p != "" {
+		colBin = p
+	}
+	c, err := StartCollector(ctx, colBin, b.OTLPGRPC, dir, settings)
 	if err != nil {
 		b.Stop()
 		return nil, err
