@@ -6,9 +6,10 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
+UPSTREAM    := tools/bin/otelcol-upstream
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger fleet fleet-upstream jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
@@ -54,6 +55,22 @@ load: $(JAEGER)
 ## read every trace back from its API and print it. KEEP=1 keeps it running.
 jaeger: $(JAEGER)
 	$(GO) run ./internal/cmd/jaegerdemo $(if $(KEEP),-keep)
+
+## fleet: the collector tier of deploy/ on loopback: a backend Jaeger
+## (Badger in a temporary folder), the tail-sampling collector, replicas of
+## the multi-stage example sending normal, slow, saturated and failing
+## requests; prints what was kept and dropped (docs/fleet.md). KEEP=1 keeps
+## it running.
+fleet: $(JAEGER)
+	$(GO) run ./internal/cmd/fleet $(if $(KEEP),-keep)
+
+## fleet-upstream: the fleet tests with deploy/collector.yaml run by a
+## collector built from upstream components only (no Jaeger code).
+fleet-upstream: $(JAEGER) $(UPSTREAM)
+	OTELOMNI_REQUIRE_JAEGER=1 OTELOMNI_COLLECTOR=$(CURDIR)/$(UPSTREAM) $(GO) test -count=1 -run Fleet ./e2e
+
+$(UPSTREAM): tools/go.mod tools/go.sum tools/upstreamcol/main.go
+	cd tools && $(GO) build -o bin/otelcol-upstream ./upstreamcol
 
 ## jaeger-bin: build Jaeger v1.76.0 from the tools module (about 4 min cold).
 jaeger-bin: $(JAEGER)

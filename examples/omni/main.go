@@ -47,7 +47,10 @@ func main() {
 	pipe := flag.String("pipeline", "", "the stage's pipeline (internal)")
 	flag.Parse()
 	log.SetFlags(0)
-	var err error
+	err := parseScenario()
+	if err != nil {
+		log.Fatal(err)
+	}
 	if *stage != "" {
 		err = runStage(*pipe, *stage, *seed)
 	} else {
@@ -161,7 +164,7 @@ func runGateway(out io.Writer, requests, concurrency int, seed uint64, waterfall
 	for w := 0; w < max(concurrency, 1); w++ {
 		wg.Go(func() {
 			for i := range jobs {
-				pipe, special := pipeline.Plan(i)
+				pipe, special := plan(i)
 				id := fmt.Sprintf("chatcmpl-%s-%04x%04x", pipe, seed, i)
 				mu.Lock()
 				ids[i] = id
@@ -169,7 +172,7 @@ func runGateway(out io.Writer, requests, concurrency int, seed uint64, waterfall
 					_ = mf.Encode(map[string]string{"id": id, "pipeline": pipe, "special": string(special)})
 				}
 				mu.Unlock()
-				if err := serve(ctx, in, children, id, pipe, special); err != nil {
+				if err := serve(ctx, in, children, id, pipe, special); err != nil && !failedOnPurpose(special) {
 					mu.Lock()
 					failed++
 					mu.Unlock()
@@ -265,7 +268,7 @@ func startChildren(seed uint64, show, alsoExporting bool, sink *spanSink) (map[s
 	children := map[string]*child{}
 	for _, pipe := range []string{"speech", "image"} {
 		for _, st := range pipeline.Pipelines[pipe] {
-			cmd := exec.Command(self, "-stage", st.Name, "-pipeline", pipe, "-seed", fmt.Sprint(seed))
+			cmd := exec.Command(self, append([]string{"-stage", st.Name, "-pipeline", pipe, "-seed", fmt.Sprint(seed)}, scenarioArgs()...)...)
 			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME="+base+"-"+st.Name)
 			if alsoExporting {
 				cmd.Env = append(cmd.Env, showEnv+"=1")

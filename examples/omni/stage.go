@@ -126,23 +126,29 @@ func (s *stageServer) serve(m pipeline.Message) {
 		sleep(1, 3) // receive and decode the payload
 		_ = rx.End()
 	}
+	if s.fail(st, m) {
+		return
+	}
 
 	switch s.st.Type {
 	case attrs.StageLLM:
 		if !(m.Special == pipeline.NoQueuedEvent && s.st.Name == "talker") {
 			_ = st.MarkLLM(otelomni.LLMQueued)
 			sleep(2, 10)
+			s.hold(m, atQueue)
 			_ = st.MarkLLM(otelomni.LLMScheduled)
 		}
 		sleep(15, 35)
 		_ = st.MarkLLM(otelomni.LLMFirstToken)
 		sleep(40, 90)
+		s.hold(m, atDecode)
 		_ = st.MarkLLM(otelomni.LLMLastToken)
 		st.SetUsage(200+rng.IntN(400), 64+rng.IntN(192))
 	case attrs.StageDiffusion:
 		exec := st.StartPhase(sctx, spans.Exec)
 		accepted := time.Now()
 		sleep(0, 4)
+		s.hold(m, atQueue)
 		_ = st.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
 		kv := time.Now()
 		sleep(3, 8)

@@ -18,7 +18,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/internal/jaeger"
+	"github.com/otelomni/otelomni/internal/procstat"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 )
@@ -84,8 +84,8 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	fmt.Printf("load: %.0f requests/s for %v into Jaeger (pid %d) over OTLP %s; queue %s, batch %s; GOMAXPROCS %d\n",
 		rate, duration, j.Pid(), protocol, orDefault(queue, 2048), orDefault(batch, 512),
 		runtime.GOMAXPROCS(0))
-	cpu0, _ := procCPU(j.Pid())
-	self0, _ := procCPU(os.Getpid())
+	cpu0, _ := procstat.CPU(j.Pid())
+	self0, _ := procstat.CPU(os.Getpid())
 	start := time.Now()
 	var sent, done atomic.Int64
 	var wg sync.WaitGroup
@@ -114,9 +114,9 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	sendWindow := time.Since(start)
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, _ := procCPU(j.Pid())
-	self1, _ := procCPU(os.Getpid())
-	jaegerRSS := procStatus(j.Pid(), "VmHWM:")
+	cpu1, _ := procstat.CPU(j.Pid())
+	self1, _ := procstat.CPU(os.Getpid())
+	jaegerRSS := procstat.Status(j.Pid(), "VmHWM:")
 	if err := tel.Shutdown(ctx); err != nil {
 		fmt.Printf("shutdown: %v\n", err)
 	}
@@ -129,7 +129,7 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	fmt.Printf("\nrequests: %d sent in %.1fs = %.1f/s; all done %.1fs after the first\n", sent.Load(), sendWindow.Seconds(), achieved, elapsed.Seconds())
 	fmt.Printf("spans:    %d ended = %.0f/s; exported %d, failed to export %d, dropped %d\n",
 		st.Ended, float64(st.Ended)/elapsed.Seconds(), st.Exported, st.Failed, st.Pending)
-	fmt.Printf("memory:   this process peak RSS %s; Jaeger peak RSS %s\n", procStatus(os.Getpid(), "VmHWM:"), jaegerRSS)
+	fmt.Printf("memory:   this process peak RSS %s; Jaeger peak RSS %s\n", procstat.Status(os.Getpid(), "VmHWM:"), jaegerRSS)
 	selfCPU := (self1 - self0) / clk / elapsed.Seconds()
 	fmt.Printf("cpu:      Jaeger used %.2f cores (%.0f%% of this %d-core machine); this process (engine simulation, SDK, exporter) %.2f cores\n",
 		jaegerCPU, 100*jaegerCPU/float64(runtime.NumCPU()), runtime.NumCPU(), selfCPU)
@@ -150,31 +150,4 @@ func orDefault(v, def int) string {
 		return strconv.Itoa(v)
 	}
 	return strconv.Itoa(def) + " (default)"
-}
-
-// procCPU returns a process's user+system CPU time in clock ticks.
-func procCPU(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return u + s, nil
-}
-
-// procStatus returns one line's value of /proc/pid/status, such as VmHWM.
-func procStatus(pid int, key string) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "?"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, key) {
-			return strings.TrimSpace(strings.TrimPrefix(line, key))
-		}
-	}
-	return "?"
 }
