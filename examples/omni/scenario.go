@@ -72,7 +72,7 @@ func (s *stageServer) hold(m pipeline.Message, at holdPoint) {
 
 // fail ends a failing request's last stage with an engine error before it
 // does any work, and tells the gateway. It reports whether it did.
-func (s *stageServer) fail(st *otelomni.Stage, m pipeline.Message) bool {
+func (s *stageServer) fail(st *otelomni.Request, m pipeline.Message) bool {
 	if m.Special != pipeline.Failing || !s.last {
 		return false
 	}
