@@ -8,8 +8,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 )
 
-// TestKeysAreTheContract pins every key of DESIGN.md with its type: they are
-// what users' queries and dashboards are written against.
+// TestKeysAreTheContract pins every key with its type: they are what users'
+// queries and dashboards are written against.
 func TestKeysAreTheContract(t *testing.T) {
 	cases := []struct {
 		kv   attribute.KeyValue
@@ -45,6 +45,16 @@ func TestKeysAreTheContract(t *testing.T) {
 		{attrs.TransferConnector("shm"), "omni.transfer.connector", attribute.STRING},
 		{attrs.Reconstructed(true), "omni.timing.reconstructed", attribute.BOOL},
 		{attrs.RecordKey("cfg").String("x"), "omni.record.cfg", attribute.STRING},
+		{attrs.ProviderName("vllm_omni"), "gen_ai.provider.name", attribute.STRING},
+		{attrs.EngineModel("m"), "omni.engine.model", attribute.STRING},
+		{attrs.EngineWeightBytes(1), "omni.engine.weight_bytes", attribute.INT64},
+		{attrs.EngineDType("bfloat16"), "omni.engine.dtype", attribute.STRING},
+		{attrs.EngineQuantization("fp8"), "omni.engine.quantization", attribute.STRING},
+		{attrs.EngineDeviceKind("cuda"), "omni.engine.device.kind", attribute.STRING},
+		{attrs.EngineDeviceCount(2), "omni.engine.device.count", attribute.INT64},
+		{attrs.EngineAcceleratorMemory(1), "omni.engine.accelerator_memory_bytes", attribute.INT64},
+		{attrs.StepsRun(28), "omni.diffusion.num_steps_run", attribute.INT64},
+		{attrs.MeanStepDuration(0.1), "omni.diffusion.mean_step_duration", attribute.FLOAT64},
 	}
 	for _, tc := range cases {
 		if string(tc.kv.Key) != tc.key || tc.kv.Value.Type() != tc.kind {
@@ -68,5 +78,29 @@ func TestEnumValues(t *testing.T) {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)
 		}
+	}
+}
+
+func TestOutputTypeOnlyWhereTheConventionsHaveOne(t *testing.T) {
+	for modality, want := range map[string]string{attrs.ModalityImage: "image", attrs.ModalityAudio: "speech",
+		attrs.ModalityText: "text", attrs.ModalityVideo: "", attrs.ModalityLatent: ""} {
+		kv, ok := attrs.OutputType(modality)
+		if ok != (want != "") || kv.Value.AsString() != want || (ok && kv.Key != "gen_ai.output.type") {
+			t.Errorf("OutputType(%s) = %v %v, want %q", modality, kv, ok, want)
+		}
+	}
+}
+
+func TestEngineConfigRecordsWhatIsSetAndNothingElse(t *testing.T) {
+	got := map[attribute.Key]attribute.Value{}
+	for _, kv := range (attrs.EngineConfig{TensorParallel: 2, DType: "bfloat16", StageConnector: "shm"}).Attributes() {
+		got[kv.Key] = kv.Value
+	}
+	if len(got) != 3 || got["omni.engine.parallel.tensor"].AsInt64() != 2 || got["omni.engine.dtype"].AsString() != "bfloat16" ||
+		got["omni.engine.stage_connector"].AsString() != "shm" {
+		t.Errorf("attributes %v", got)
+	}
+	if n := len((attrs.EngineConfig{}).Attributes()); n != 0 {
+		t.Errorf("a zero config records %d attributes", n)
 	}
 }

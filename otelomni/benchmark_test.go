@@ -3,6 +3,8 @@ package otelomni_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -349,4 +351,66 @@ func BenchmarkRecord(b *testing.B) {
 			otelomniRecord(in)
 		}
 	})
+}
+
+// batchedRequests makes n requests whose execs run as one batch: each
+// request's cost includes its share of the batch span and the links.
+func batchedRequests(in *otelomni.Instrumenter, reqs []*otelomni.Request, execs []otelomni.ActivePhase, batched bool) {
+	for i := range reqs {
+		ctx, req := in.Start(context.Background(), benchInfo)
+		reqs[i] = req
+		execs[i] = req.StartPhase(ctx, spans.Exec)
+	}
+	var b *otelomni.Batch
+	if batched {
+		b = in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-1", Model: benchModel}, reqs...)
+	}
+	for i := range reqs {
+		execs[i].End()
+		reqs[i].End(nil)
+	}
+	b.End(nil)
+}
+
+// BenchmarkBatch reports, per request, a request whose exec runs in a batch
+// of four (its share of the batch span and the links both ways) beside the
+// same request run alone.
+func BenchmarkBatch(b *testing.B) {
+	const size = 4
+	for _, batched := range []bool{false, true} {
+		name := "unbatched"
+		if batched {
+			name = "batched"
+		}
+		b.Run(name, func(b *testing.B) {
+			in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
+			reqs := make([]*otelomni.Request, size)
+			execs := make([]otelomni.ActivePhase, size)
+			b.ReportAllocs()
+			for b.Loop() {
+				batchedRequests(in, reqs, execs, batched)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/size, "ns/request")
+		})
+	}
+}
+
+// BenchmarkLogHandler reports the cost of one log record through
+// NewLogHandler, beside the same record through the handler it wraps.
+func BenchmarkLogHandler(b *testing.B) {
+	tp := benchProvider(b)
+	ctx, span := tp.Tracer("bench").Start(context.Background(), "phase")
+	defer span.End()
+	for name, h := range map[string]slog.Handler{
+		"plain":    slog.NewJSONHandler(io.Discard, nil),
+		"otelomni": otelomni.NewLogHandler(slog.NewJSONHandler(io.Discard, nil)),
+	} {
+		b.Run(name, func(b *testing.B) {
+			log := slog.New(h)
+			b.ReportAllocs()
+			for b.Loop() {
+				log.InfoContext(ctx, "denoising step", "step", 17)
+			}
+		})
+	}
 }

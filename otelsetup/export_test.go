@@ -2,8 +2,10 @@ package otelsetup_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +17,13 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 )
 
@@ -182,4 +187,66 @@ func TestForceFlushReportsWhatItLost(t *testing.T) {
 			_ = tel.Shutdown(context.Background())
 		})
 	}
+}
+
+func TestEngineConfigIsOnTheResource(t *testing.T) {
+	clearOTelEnv(t)
+	tel, exp := setupWithMemory(t, otelsetup.WithEngineConfig(attrs.EngineConfig{TensorParallel: 4, DType: "bfloat16",
+		SchedulingMode: "continuous", DeviceKind: "cuda", DeviceCount: 4}))
+	s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: "r"})
+	res := s.Resource.Set()
+	for k, want := range map[attribute.Key]string{"omni.engine.parallel.tensor": "4", "omni.engine.dtype": "bfloat16",
+		"omni.engine.scheduling_mode": "continuous", "omni.engine.device.kind": "cuda", "omni.engine.device.count": "4"} {
+		if v, ok := res.Value(k); !ok || v.String() != want {
+			t.Errorf("resource %s = %q, want %q", k, v.String(), want)
+		}
+	}
+}
+
+func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
+	clearOTelEnv(t)
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel.LogHandler("engine") != nil {
+		t.Fatal("logs exported without OTEL_LOGS_EXPORTER")
+	}
+	var got atomic.Pointer[collogs.ExportLogsServiceRequest]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req collogs.ExportLogsServiceRequest
+		if proto.Unmarshal(b, &req) == nil {
+			got.Store(&req)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&collogs.ExportLogsServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", srv.URL+"/v1/logs")
+	tel, err = otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tel.LogHandler("engine")
+	if h == nil {
+		t.Fatal("no log handler with OTEL_LOGS_EXPORTER=otlp")
+	}
+	ctx, span := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "phase")
+	slog.New(h).InfoContext(ctx, "denoising", "step", 3)
+	span.End()
+	if err := tel.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := got.Load()
+	if req == nil || len(req.ResourceLogs) == 0 || len(req.ResourceLogs[0].ScopeLogs) == 0 || len(req.ResourceLogs[0].ScopeLogs[0].LogRecords) != 1 {
+		t.Fatalf("the collector got %v", req)
+	}
+	rec := req.ResourceLogs[0].ScopeLogs[0].LogRecords[0]
+	if hex.EncodeToString(rec.TraceId) != span.SpanContext().TraceID().String() || hex.EncodeToString(rec.SpanId) != span.SpanContext().SpanID().String() {
+		t.Errorf("the record carries trace %x span %x, want the phase's", rec.TraceId, rec.SpanId)
+	}
+	_ = tel.Shutdown(context.Background())
 }

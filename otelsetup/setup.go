@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/log/global"
 	"go.opentelemetry.io/otel/propagation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -146,7 +145,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	}
 	if !cfg.noGlobal {
 		if t.lp != nil {
-			global.SetLoggerProvider(t.lp)
+			otel.SetLoggerProvider(t.lp)
 		}
 		if t.tp != nil {
 			otel.SetTracerProvider(t.tp)
