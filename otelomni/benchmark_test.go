@@ -256,27 +256,36 @@ func BenchmarkScaling(b *testing.B) {
 		})
 	}
 	for _, goroutines := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
-			in := otelomni.New(otelomni.WithTracerProvider(benchProvider(b)))
-			b.ReportAllocs()
-			// Exactly this many goroutines share b.N requests (RunParallel
-			// would start a multiple of GOMAXPROCS).
-			var wg sync.WaitGroup
-			n := b.N
-			for g := 0; g < goroutines; g++ {
-				share := n / goroutines
-				if g < n%goroutines {
-					share++
+		for _, who := range []string{"otelomni", "floor"} {
+			b.Run(fmt.Sprintf("goroutines=%d/%s", goroutines, who), func(b *testing.B) {
+				tp := benchProvider(b)
+				in := otelomni.New(otelomni.WithTracerProvider(tp))
+				tracer := tp.Tracer(otelomni.ScopeName, trace.WithInstrumentationVersion(otelomni.Version))
+				f := newFloor()
+				one := func() { otelomniRequest(in) }
+				if who == "floor" {
+					one = func() { f.request(tracer) }
 				}
-				wg.Go(func() {
-					for i := 0; i < share; i++ {
-						otelomniRequest(in)
+				b.ReportAllocs()
+				// Exactly this many goroutines share b.N requests (RunParallel
+				// would start a multiple of GOMAXPROCS).
+				var wg sync.WaitGroup
+				n := b.N
+				for g := 0; g < goroutines; g++ {
+					share := n / goroutines
+					if g < n%goroutines {
+						share++
 					}
-				})
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/6, "ns/span")
-		})
+					wg.Go(func() {
+						for i := 0; i < share; i++ {
+							one()
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/6, "ns/span")
+			})
+		}
 	}
 }
 
