@@ -3,6 +3,8 @@ package otelomni_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -100,4 +102,61 @@ func ExampleRequest_Record_badInterval() {
 	// Output:
 	// omni: phase postprocess: end before start by 1ms; no span emitted
 	// 2 spans; rejected: 1
+}
+
+// A forward pass that ran two requests together: one omni.batch span, a
+// trace of its own, linked to each member's exec, which links back.
+func ExampleInstrumenter_StartBatch() {
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+
+	ctxA, a := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-a", Model: "Qwen/Qwen-Image"})
+	ctxB, b := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-b", Model: "Qwen/Qwen-Image"})
+	execA, execB := a.StartPhase(ctxA, spans.Exec), b.StartPhase(ctxB, spans.Exec)
+	batch := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-7", Model: "Qwen/Qwen-Image"}, a, b)
+	// ... the forward pass runs both ...
+	batch.End(nil)
+	execA.End()
+	execB.End()
+	a.End(nil)
+	b.End(nil)
+
+	for _, s := range rec.Ended() {
+		if s.Name() == spans.BatchSpanName || s.Name() == spans.Exec.SpanName() {
+			fmt.Printf("%-22s links: %d\n", s.Name(), len(s.Links()))
+		}
+	}
+	// Output:
+	// omni.batch             links: 2
+	// omni.diffusion.exec    links: 1
+	// omni.diffusion.exec    links: 1
+}
+
+// Logs that carry the trace: a record logged inside a phase has the
+// request's trace id and the phase's span id.
+func ExampleNewLogHandler() {
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider()))
+	var out strings.Builder
+	log := slog.New(otelomni.NewLogHandler(slog.NewTextHandler(&out, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // a fixed output for the example
+			}
+			return a
+		},
+	})))
+	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-1"})
+	_ = req.Run(ctx, spans.Forward, func(ctx context.Context) error {
+		log.WarnContext(ctx, "slow step", "step", 17)
+		return nil
+	})
+	req.End(nil)
+	log.Info("idle") // outside any request: no ids
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		msg, ids, _ := strings.Cut(line, " trace_id=")
+		fmt.Printf("%s  [ids: %v]\n", msg, ids != "")
+	}
+	// Output:
+	// level=WARN msg="slow step" step=17  [ids: true]
+	// level=INFO msg=idle  [ids: false]
 }

@@ -1,0 +1,116 @@
+package layout
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// exported returns the exported names of the Go package in dir: top-level
+// identifiers, and "Type.Method" and "Type.Field" for exported types.
+func exported(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if d.Recv == nil {
+						names[d.Name.Name] = true
+						continue
+					}
+					typ := d.Recv.List[0].Type
+					if s, ok := typ.(*ast.StarExpr); ok {
+						typ = s.X
+					}
+					if id, ok := typ.(*ast.Ident); ok {
+						names[id.Name+"."+d.Name.Name] = true
+					}
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						switch s := s.(type) {
+						case *ast.TypeSpec:
+							names[s.Name.Name] = true
+							if st, ok := s.Type.(*ast.StructType); ok {
+								for _, f := range st.Fields.List {
+									for _, n := range f.Names {
+										names[s.Name.Name+"."+n.Name] = true
+									}
+								}
+							}
+						case *ast.ValueSpec:
+							for _, n := range s.Names {
+								names[n.Name] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// TestEveryNameTheDocsUseResolves: each pkg.Name, and each Type.Method of
+// this module's packages, that the README and docs mention exists.
+func TestEveryNameTheDocsUseResolves(t *testing.T) {
+	root := filepath.Join("..", "..")
+	pkgs := map[string]map[string]bool{}
+	all := map[string]bool{}
+	for _, p := range []string{"otelomni", "otelsetup", "spans", "attrs", "traceview", "sanitize"} {
+		pkgs[p] = exported(t, filepath.Join(root, p))
+		for n := range pkgs[p] {
+			all[n] = true
+		}
+	}
+	types := map[string]bool{}
+	for n := range all {
+		if !strings.Contains(n, ".") {
+			types[n] = true
+		}
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append(docs, filepath.Join(root, "README.md"))
+	qualified := regexp.MustCompile(`\b(otelomni|otelsetup|spans|attrs|traceview|sanitize)\.([A-Z]\w*)(\.([A-Z]\w*))?`)
+	method := regexp.MustCompile("`([A-Z]\\w*)\\.([A-Z]\\w*)")
+	checked := 0
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		for _, m := range qualified.FindAllStringSubmatch(text, -1) {
+			checked++
+			name := m[2]
+			if m[4] != "" && types[m[2]] {
+				name = m[2] + "." + m[4]
+			}
+			if !pkgs[m[1]][name] {
+				t.Errorf("%s: %s.%s does not exist", filepath.Base(d), m[1], name)
+			}
+		}
+		for _, m := range method.FindAllStringSubmatch(text, -1) {
+			if types[m[1]] {
+				checked++
+				if !all[m[1]+"."+m[2]] {
+					t.Errorf("%s: %s.%s does not exist", filepath.Base(d), m[1], m[2])
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d names checked: the check would be empty", checked)
+	}
+}
