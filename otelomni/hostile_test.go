@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -609,4 +610,53 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:min(n, len(s))]
+}
+
+// reentrant is a span processor that calls back into the request whose
+// spans it sees, as a user's processor may: under one of otelomni's locks
+// it would deadlock.
+type reentrant struct {
+	req   atomic.Pointer[otelomni.Request]
+	calls atomic.Int64
+}
+
+func (p *reentrant) OnStart(context.Context, sdktrace.ReadWriteSpan) { p.call() }
+func (p *reentrant) OnEnd(sdktrace.ReadOnlySpan)                     { p.call() }
+func (p *reentrant) Shutdown(context.Context) error                  { return nil }
+func (p *reentrant) ForceFlush(context.Context) error                { return nil }
+
+func (p *reentrant) call() {
+	if r := p.req.Load(); r != nil {
+		p.calls.Add(1)
+		r.SetStepsRun(1) // takes the request's lock
+	}
+}
+
+func TestSpanProcessorsNeverRunUnderOtelomnisLocks(t *testing.T) {
+	p := &reentrant{}
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t0 := time.Now()
+		ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Start: t0})
+		p.req.Store(req)
+		exec := req.StartPhase(ctx, spans.Exec)
+		_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()))
+		_ = req.Run(ctx, spans.Forward, func(context.Context) error { return nil })
+		exec.End()
+		_ = req.MarkLLM(otelomni.LLMQueued)
+		req.EmitOutput(true)
+		b := in.StartBatch(ctx, otelomni.BatchInfo{ID: "b"}, req)
+		b.End(nil)
+		req.End(nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a span processor calling back into its request deadlocked: it ran under otelomni's lock")
+	}
+	if p.calls.Load() < 8 {
+		t.Errorf("the processor was called %d times: the test saw too little", p.calls.Load())
+	}
 }
