@@ -15,7 +15,8 @@ demo:
 	$(GO) run ./examples/diffusion
 
 ## test: vet, staticcheck, every test under the race detector, and a
-## bounded fuzz run of the record parser.
+## bounded fuzz run of the record parser, the OTLP/JSON reader and the
+## trace-tree builders.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -33,10 +34,13 @@ staticcheck:
 unit: $(JAEGER)
 	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
 
-FUZZTIME ?= 20s
+# Each fuzz target runs for FUZZTIME; go test fuzzes one target at a time.
+FUZZTIME ?= 10s
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzParseOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:

@@ -48,15 +48,15 @@ type waterfall struct {
 
 func (wf *waterfall) header(s *Span) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %q", s.Name, s.Str(string(attrs.RequestIDKey)))
+	fmt.Fprintf(&b, "%s %q", s.Name, Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
 	for _, k := range []string{string(attrs.OutputModalityKey), string(attrs.RequestModelKey)} {
 		if v := s.Str(k); v != "" {
-			fmt.Fprintf(&b, " %s", v)
+			fmt.Fprintf(&b, " %s", Display(v, maxNameCell))
 		}
 	}
 	fmt.Fprintf(&b, "  %.3f ms", ms(s.Duration()))
 	if s.StatusCode == codes.Error {
-		fmt.Fprintf(&b, "  ERROR %s: %s", s.Str(string(attrs.ErrorTypeKey)), s.StatusMessage)
+		fmt.Fprintf(&b, "  ERROR %s: %s", Display(s.Str(string(attrs.ErrorTypeKey)), maxNameCell), Display(s.StatusMessage, maxMessageCell))
 	}
 	fmt.Fprintln(wf.w, b.String())
 	fmt.Fprintf(wf.w, "  %-*s |%s| %12s\n", labelWidth-2, "phase", timelineLabel(wf.total), "ms")
@@ -77,7 +77,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 		for _, c := range n.Children {
 			switch c.Span.Name {
 			case spans.StageSpanName:
-				label := fmt.Sprintf("stage %s (%s)", c.Span.Str(string(attrs.StageNameKey)), c.Span.Str(string(attrs.StageTypeKey)))
+				label := fmt.Sprintf("stage %s (%s)", Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell), Display(c.Span.Str(string(attrs.StageTypeKey)), maxNameCell))
 				wf.row(depth, label, c.Span)
 				wf.scope(c, depth+1)
 			case spans.TransferSpanName:
@@ -193,7 +193,7 @@ func phaseLabel(p spans.Phase, s *Span) string {
 }
 
 func (wf *waterfall) other(c *Node, depth int) {
-	label := c.Span.Name
+	label := Display(c.Span.Name, maxNameCell)
 	if c.Span.Name == spans.OutputSpanName {
 		label = "output"
 		if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
