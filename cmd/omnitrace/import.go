@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -20,8 +21,9 @@ import (
 	"github.com/otelomni/otelomni/traceview"
 )
 
-// maxLine bounds one record line; a longer one is reported and skipped.
-const maxLine = 16 << 20
+// maxLine bounds one record line (a request of a hundred stages fits in a
+// tenth of it); a longer one is reported and skipped unread.
+const maxLine = 1 << 20
 
 func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
@@ -134,7 +136,7 @@ func importLine(ctx context.Context, in *otelomni.Instrumenter, line []byte) err
 	if err != nil {
 		return err
 	}
-	return rec.Emit(ctx, in)
+	return rec.Emit(ctx, in, time.Time{})
 }
 
 // readLine reads one line of any length up to maxLine; a longer one is

@@ -3,6 +3,7 @@ package omnirecord
 import (
 	"context"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -27,7 +28,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a record without id, time or stages: %q", line)
 		}
 		rec.Reset()
-		_ = r.Emit(context.Background(), in)
+		_ = r.Emit(context.Background(), in, time.Time{})
 		for _, s := range rec.Ended() {
 			if s.EndTime().Before(s.StartTime()) || s.StartTime().IsZero() {
 				t.Fatalf("%s: %v..%v from %q", s.Name(), s.StartTime(), s.EndTime(), line)
