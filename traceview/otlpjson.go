@@ -240,7 +240,7 @@ func fromAnyValue(v *commonpb.AnyValue, depth int) attribute.Value {
 			if depth >= maxValueDepth {
 				break
 			}
-			ss = append(ss, fromAnyValue(e, depth+1).Emit())
+			ss = append(ss, fromAnyValue(e, depth+1).String())
 		}
 		return attribute.StringSliceValue(ss)
 	case *commonpb.AnyValue_KvlistValue:

@@ -95,6 +95,9 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 			case spans.StageSpanName:
 				id, _ := c.Span.Int(string(attrs.StageIDKey))
 				name := Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)
+				if name == "" {
+					name = fmt.Sprint(id) // a stage the input did not name
+				}
 				r := [3]int{int(id) * 2, 0, 0}
 				label := "stage " + name
 				s.expect(label, r)

@@ -86,8 +86,7 @@ func BuildTrees(ss []Span) ([]*Node, []string) {
 		}
 	}
 	depth := make(map[*Node]int, len(ss))
-	var depthOf func(*Node) int
-	depthOf = func(n *Node) int {
+	depthOf := func(n *Node) int {
 		// Iterative: a chain of a million spans must not grow the stack.
 		var up []*Node
 		m := n

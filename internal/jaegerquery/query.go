@@ -48,7 +48,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, in
 // Trace returns the spans of one trace; none, and no error, when Jaeger
 // does not have it (yet).
 func (c *Client) Trace(ctx context.Context, traceID string) ([]traceview.Span, error) {
-	b, code, err := c.get(ctx, "/api/v3/traces/"+traceID, nil)
+	b, code, err := c.get(ctx, "/api/v3/traces/"+url.PathEscape(traceID), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -173,4 +173,3 @@ func parseEdge(edge string) (int, int, bool) {
 	}
 	return from, to, true
 }
-

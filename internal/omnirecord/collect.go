@@ -35,6 +35,11 @@ type collector struct {
 	recent      map[string]*list.Element
 	recentOrder *list.List // of string
 
+	// resumed are requests handed on before a restart, and resumedUntil
+	// the offset up to which their records are read again.
+	resumed      map[string]bool
+	resumedUntil int64
+
 	// Counts for the report.
 	late, dropped int
 }
@@ -64,6 +69,9 @@ func newCollector(settle, maxPending int, ready func(*builder)) *collector {
 // while any other record of it is late, and counted.
 func (c *collector) add(id, source string, at time.Time, offset int64, once bool, apply func(*builder)) {
 	c.seq++
+	if offset < c.resumedUntil && c.resumed[id] {
+		return // exported before the restart: read again, not sent again
+	}
 	p := c.pending[id]
 	if p == nil {
 		if _, done := c.recent[id]; done && !once {
@@ -97,6 +105,13 @@ func (c *collector) release() {
 			return
 		}
 		c.finish(p)
+	}
+}
+
+// flushFinished hands on every finished request held, settled or not.
+func (c *collector) flushFinished() {
+	for e := c.done.Front(); e != nil; e = c.done.Front() {
+		c.finish(e.Value.(*pendingReq))
 	}
 }
 
@@ -172,11 +187,12 @@ func (c *collector) checkpoint(next int64) (int64, []string) {
 	return off, done
 }
 
-// markDone remembers requests handed on before a restart.
-func (c *collector) markDone(ids []string) {
+// markDone remembers requests handed on before a restart, whose records
+// lie before until.
+func (c *collector) markDone(ids []string, until int64) {
+	c.resumed = make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if _, ok := c.recent[id]; !ok {
-			c.recent[id] = c.recentOrder.PushBack(id)
-		}
+		c.resumed[id] = true
 	}
+	c.resumedUntil = until
 }

@@ -11,11 +11,29 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
+
+// Emitter makes the traces of requests through otelomni, with tp.
+type Emitter struct {
+	in *otelomni.Instrumenter
+}
+
+// NewEmitter returns an emitter whose spans go to tp. An import makes no
+// metrics: its requests ran long ago.
+func NewEmitter(tp trace.TracerProvider) *Emitter {
+	return &Emitter{in: otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithMeterProvider(metricnoop.NewMeterProvider()))}
+}
+
+// Emit makes r's trace (see [Request.Emit]).
+func (e *Emitter) Emit(ctx context.Context, r *Request, anchor time.Time) error {
+	return r.Emit(ctx, e.in, anchor)
+}
 
 // diffusionOrder is the order in which a stage's diffusion phases are
 // recorded: parents before their children, as the tree is built.

@@ -127,7 +127,7 @@ func TestUntrustedStringsAreBoundedAndValid(t *testing.T) {
 			if len(kv.Key) > MaxKeyBytes || !utf8.ValidString(string(kv.Key)) {
 				t.Errorf("%s: key of %d bytes", s.Name(), len(kv.Key))
 			}
-			if v := kv.Value.Emit(); len(v) > MaxValueBytes || !utf8.ValidString(v) {
+			if v := kv.Value.String(); len(v) > MaxValueBytes || !utf8.ValidString(v) {
 				t.Errorf("%s: %s has %d bytes", s.Name(), kv.Key, len(v))
 			}
 		}

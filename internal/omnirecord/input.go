@@ -338,6 +338,10 @@ func (in *Input) End() {
 	in.coll.flush()
 }
 
+// Stop hands on the finished requests held, and keeps the unfinished ones
+// for [Input.Checkpoint]: the reading stops, and will resume.
+func (in *Input) Stop() { in.coll.flushFinished() }
+
 // Stats returns the late records (of requests already handed on) and the
 // requests dropped unfinished because too many were held.
 func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.dropped }
@@ -347,9 +351,9 @@ func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.drop
 // already handed on whose records may lie after that offset.
 func (in *Input) Checkpoint(next int64) (int64, []string) { return in.coll.checkpoint(next) }
 
-// Resume marks requests handed on before a restart, so that their records
-// read again are not handed on twice.
-func (in *Input) Resume(done []string) { in.coll.markDone(done) }
+// Resume marks requests handed on before a restart, whose records lie
+// before until, so that their records read again are not handed on twice.
+func (in *Input) Resume(done []string, until int64) { in.coll.markDone(done, until) }
 
 // digestOf is the FNV-1a digest of a record's text.
 func digestOf(b []byte) uint64 {

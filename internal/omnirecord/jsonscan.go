@@ -1,7 +1,6 @@
 package omnirecord
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -362,4 +361,3 @@ func (ks *keySet) add(keys []string, k string) error {
 	return nil
 }
 
-var errNotObject = errors.New("not an object")

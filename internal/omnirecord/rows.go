@@ -301,4 +301,3 @@ func applySummaryRows(b *builder, stageRows, transferRows []Value, e2e *Value) {
 		b.applyE2ERow(e2e, rowSource{})
 	}
 }
-
