@@ -53,7 +53,9 @@ func importInto(ctx context.Context, t *testing.T, j *jaeger.Jaeger, service str
 }
 
 // window is a search window wide enough for the fixtures' times.
-func window() (time.Time, time.Time) { return time.Now().Add(-400 * 24 * time.Hour), time.Now().Add(time.Hour) }
+func window() (time.Time, time.Time) {
+	return time.Now().Add(-400 * 24 * time.Hour), time.Now().Add(time.Hour)
+}
 
 // perRequest returns each request's trace, by request id and source,
 // failing on a request in two traces. The summary fixture holds request 7
