@@ -87,7 +87,9 @@ func fileID(fi os.FileInfo) (uint64, uint64) {
 // restart neither loses a request nor exports one twice. It returns when
 // ctx is done.
 func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Options, im *importer) error {
+	im.mu.Lock()
 	im.name = path
+	im.mu.Unlock()
 	cp, err := loadCheckpoint(fl.checkpoint)
 	if err != nil {
 		return err

@@ -65,27 +65,28 @@ func (r *Request) plan(anchor time.Time) ([]placedStage, time.Time, error) {
 		if p.End.After(end) {
 			end = p.End
 		}
-		where := fmt.Sprintf("stage %d", st.ID)
-		for _, ph := range append(append([]spans.Phase(nil), diffusionOrder...), llmOrder...) {
-			if err := checkRange(where+": "+ph.ID(), intervalOf(&p, ph)); err != nil {
-				return nil, end, err
+		for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
+			for _, ph := range order {
+				if err := checkRange(intervalOf(&p, ph)); err != nil {
+					return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, ph.ID(), err)
+				}
 			}
 		}
-		for _, iv := range []struct {
+		for _, iv := range [...]struct {
 			ph spans.Phase
 			iv spans.Interval
 		}{{spans.TransferTx, p.Transfer.Tx}, {spans.TransferInFlight, p.Transfer.InFlight}, {spans.TransferRxDecode, p.Transfer.RxDecode}} {
-			if err := checkRange(where+": "+iv.ph.ID(), iv.iv); err != nil {
-				return nil, end, err
+			if err := checkRange(iv.iv); err != nil {
+				return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, iv.ph.ID(), err)
 			}
 		}
 		// The stage itself last: the phase that made it too long is named.
-		if err := checkRange(where, spans.Between(st.Submit, p.End)); err != nil {
-			return nil, end, err
+		if err := checkRange(spans.Between(st.Submit, p.End)); err != nil {
+			return nil, end, fmt.Errorf("stage %d: %w", st.ID, err)
 		}
 	}
-	if err := checkRange("request", spans.Between(r.Arrival, end)); err != nil {
-		return nil, end, err
+	if err := checkRange(spans.Between(r.Arrival, end)); err != nil {
+		return nil, end, fmt.Errorf("request: %w", err)
 	}
 	return out, end, nil
 }
@@ -195,6 +196,10 @@ type phaseRecorder interface {
 	RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error
 }
 
+// reconstructedOnly is the attribute of a placed phase of exact duration,
+// shared: the SDK copies what it keeps.
+var reconstructedOnly = []attribute.KeyValue{attrs.Reconstructed(true)}
+
 // recordPhases records each placed phase of a stage, with its quality.
 func recordPhases(rec phaseRecorder, ps *placedStage) []error {
 	var errs []error
@@ -204,8 +209,13 @@ func recordPhases(rec phaseRecorder, ps *placedStage) []error {
 			if !iv.Measured() {
 				continue
 			}
-			kv := qualityAttrs([]attribute.KeyValue{attrs.Reconstructed(true)}, ps.st.Quality[ph])
-			errs = append(errs, rec.RecordPhase(ph, iv, kv...))
+			kv := reconstructedOnly
+			if q := ps.st.Quality[ph]; q != (Quality{}) {
+				kv = qualityAttrs([]attribute.KeyValue{attrs.Reconstructed(true)}, q)
+			}
+			if err := rec.RecordPhase(ph, iv, kv...); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errs

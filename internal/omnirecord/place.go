@@ -171,15 +171,14 @@ var (
 	maxTime = time.Unix(0, math.MaxInt64)
 )
 
-// checkRange refuses an interval that OTLP cannot carry, naming what it
-// belongs to.
-func checkRange(what string, iv spans.Interval) error {
+// checkRange refuses an interval that OTLP cannot carry.
+func checkRange(iv spans.Interval) error {
 	if !iv.Measured() {
 		return nil
 	}
-	for _, t := range []time.Time{iv.Start(), iv.End()} {
-		if t.Before(minTime) || t.After(maxTime) || (t.Year() > 2262) {
-			return fmt.Errorf("%s: %v..%v is %w", what, iv.Start().UTC().Format(time.RFC3339), iv.End().UTC().Format(time.RFC3339), ErrOutOfRange)
+	for _, t := range [2]time.Time{iv.Start(), iv.End()} {
+		if t.Before(minTime) || t.After(maxTime) {
+			return fmt.Errorf("%v..%v is %w", iv.Start().UTC().Format(time.RFC3339), iv.End().UTC().Format(time.RFC3339), ErrOutOfRange)
 		}
 	}
 	return nil
