@@ -25,10 +25,20 @@ import (
 // importing the same input twice makes the same spans, byte for byte,
 // which a backend stores once.
 func exportSetup(ctx context.Context, out string, stdout io.Writer) (*otelsetup.Telemetry, string, error) {
+	// An import is a batch job: wait for the exporter rather than drop,
+	// and keep it busy with large batches from a queue deep enough that
+	// reading seldom waits on one export. Both bound memory, whatever the
+	// input's length; OTEL_BSP_* still win.
+	batch := []sdktrace.BatchSpanProcessorOption{sdktrace.WithBlocking()}
+	if os.Getenv("OTEL_BSP_MAX_QUEUE_SIZE") == "" {
+		batch = append(batch, sdktrace.WithMaxQueueSize(importQueueSize))
+	}
+	if os.Getenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") == "" {
+		batch = append(batch, sdktrace.WithMaxExportBatchSize(importBatchSize))
+	}
 	opts := []otelsetup.Option{
 		otelsetup.WithServiceName("omnitrace"), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
-		// An import is a batch job: wait for the exporter rather than drop.
-		otelsetup.WithBatchOptions(sdktrace.WithBlocking()),
+		otelsetup.WithBatchOptions(batch...),
 		otelsetup.WithIDGenerator(omnirecord.IDGenerator()),
 	}
 	res, err := importResource(ctx)
@@ -67,6 +77,13 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*otelsetup.
 	}
 	return tel, dest, err
 }
+
+// The import's batch processor: a queue of 8 192 spans (a few MiB) and
+// batches of 2 048 spans (a few hundred KiB on the wire).
+const (
+	importQueueSize = 8192
+	importBatchSize = 2048
+)
 
 // envNamesExporter reports whether the environment names where spans go.
 func envNamesExporter() bool {
