@@ -15,8 +15,8 @@ demo:
 	$(GO) run ./examples/diffusion
 
 ## test: vet, staticcheck, every test under the race detector, and a
-## bounded fuzz run of the record parser, the OTLP/JSON reader and the
-## trace-tree builders.
+## bounded fuzz run of the record parser, the import's readers of every
+## form, the OTLP/JSON reader and the trace-tree builders.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -39,6 +39,7 @@ FUZZTIME ?= 10s
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
 	$(GO) test -run '^$$' -fuzz '^FuzzParseOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 

@@ -360,4 +360,3 @@ func (ks *keySet) add(keys []string, k string) error {
 	ks.seen[k] = struct{}{}
 	return nil
 }
-

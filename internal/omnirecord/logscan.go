@@ -164,6 +164,9 @@ func (s *logScanner) tableLine(msg string) {
 // tableRows turns a table into the rows a summary dict would hold: a row
 // per column (stage or edge), or the one row of an end-to-end table.
 func (tb *boxTable) tableRows() []Value {
+	if len(tb.header) < 2 {
+		return nil // a table without columns: nothing to read
+	}
 	colKey := map[string]string{"StageRequestStats": "stage", "TransferEdgeStats": "edge"}[tb.kind]
 	ncol := len(tb.header) - 1
 	if colKey == "" {
