@@ -409,10 +409,11 @@ func appendScope(b []byte, s instrumentation.Scope) []byte {
 
 func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	sc := s.SpanContext()
-	b = appendTraceID(append(b, `{"traceId":`...), sc.TraceID())
-	b = appendSpanID(append(b, `,"spanId":`...), sc.SpanID())
-	if p := s.Parent(); p.SpanID().IsValid() {
-		b = appendSpanID(append(b, `,"parentSpanId":`...), p.SpanID())
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b = appendHexID(append(b, `{"traceId":`...), tid[:])
+	b = appendHexID(append(b, `,"spanId":`...), sid[:])
+	if p := s.Parent().SpanID(); p.IsValid() {
+		b = appendHexID(append(b, `,"parentSpanId":`...), p[:])
 	}
 	b = append(b, `,"name":`...)
 	b = appendJSONString(b, s.Name())
@@ -455,8 +456,9 @@ func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		b = append(b, `,"links":[`...)
 		for i, l := range links {
 			b = appendSep(b, i)
-			b = appendTraceID(append(b, `{"traceId":`...), l.SpanContext.TraceID())
-			b = appendSpanID(append(b, `,"spanId":`...), l.SpanContext.SpanID())
+			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+			b = appendHexID(append(b, `{"traceId":`...), ltid[:])
+			b = appendHexID(append(b, `,"spanId":`...), lsid[:])
 			if len(l.Attributes) > 0 {
 				b = append(b, `,"attributes":[`...)
 				for j, kv := range l.Attributes {
@@ -474,14 +476,10 @@ func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	return append(b, '}')
 }
 
-func appendTraceID(b []byte, id trace.TraceID) []byte {
+// appendHexID writes a trace or span id as the OTLP/JSON encoding wants
+// it: a hex string.
+func appendHexID(b, id []byte) []byte {
 	b = append(b, '"')
-	b = hex.AppendEncode(b, id[:])
-	return append(b, '"')
-}
-
-func appendSpanID(b []byte, id trace.SpanID) []byte {
-	b = append(b, '"')
-	b = hex.AppendEncode(b, id[:])
+	b = hex.AppendEncode(b, id)
 	return append(b, '"')
 }

@@ -30,7 +30,7 @@ func parseJSON(b []byte, maxValues int) (Value, error) {
 			parsers.Put(p)
 		}
 	}()
-	p.b, p.src, p.i, p.values, p.max = b, string(b), 0, 0, maxValues
+	p.s, p.i, p.values, p.max = string(b), 0, 0, maxValues
 	if len(b) >= 3 && string(b[:3]) == bom {
 		p.i = 3
 	}
@@ -40,8 +40,8 @@ func parseJSON(b []byte, maxValues int) (Value, error) {
 		return Value{}, err
 	}
 	p.space()
-	if p.i < len(p.b) {
-		return Value{}, fmt.Errorf("trailing data at byte %d", p.i)
+	if p.i < len(p.s) {
+		return Value{}, p.errorf("trailing data")
 	}
 	return v, nil
 }
@@ -51,29 +51,12 @@ func parseJSON(b []byte, maxValues int) (Value, error) {
 var parsers = sync.Pool{New: func() any { return new(jsonParser) }}
 
 type jsonParser struct {
-	b           []byte
-	src         string
-	i           int
+	cursor
 	values, max int
 	// stack and keys hold the members of the arrays and objects being
 	// read; each is copied out, at its exact size, when it closes.
 	stack []Value
 	keys  []string
-}
-
-func (p *jsonParser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *jsonParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("byte %d: "+format, append([]any{p.i}, args...)...)
 }
 
 func (p *jsonParser) value(depth int) (Value, error) {
@@ -83,10 +66,10 @@ func (p *jsonParser) value(depth int) (Value, error) {
 	if p.values++; p.values > p.max {
 		return Value{}, fmt.Errorf("%w (%d)", errTooMany, p.max)
 	}
-	if p.i >= len(p.b) {
+	if p.i >= len(p.s) {
 		return Value{}, p.errorf("unexpected end")
 	}
-	switch c := p.b[p.i]; {
+	switch c := p.s[p.i]; {
 	case c == '{':
 		return p.object(depth)
 	case c == '[':
@@ -104,16 +87,16 @@ func (p *jsonParser) value(depth int) (Value, error) {
 		return Value{Kind: Number, Str: "NaN", Num: nan()}, p.word("NaN")
 	case c == 'I':
 		return Value{Kind: Number, Str: "Infinity", Num: inf(1)}, p.word("Infinity")
-	case c == '-' && p.i+1 < len(p.b) && p.b[p.i+1] == 'I':
+	case c == '-' && p.i+1 < len(p.s) && p.s[p.i+1] == 'I':
 		return Value{Kind: Number, Str: "-Infinity", Num: inf(-1)}, p.word("-Infinity")
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	}
-	return Value{}, p.errorf("unexpected %q", p.b[p.i])
+	return Value{}, p.errorf("unexpected %q", p.s[p.i])
 }
 
 func (p *jsonParser) word(w string) error {
-	if len(p.b)-p.i < len(w) || string(p.b[p.i:p.i+len(w)]) != w {
+	if len(p.s)-p.i < len(w) || p.s[p.i:p.i+len(w)] != w {
 		return p.errorf("invalid literal")
 	}
 	p.i += len(w)
@@ -123,37 +106,37 @@ func (p *jsonParser) word(w string) error {
 // number reads a JSON number as written; its text is kept.
 func (p *jsonParser) number() (Value, error) {
 	start := p.i
-	if p.b[p.i] == '-' {
+	if p.s[p.i] == '-' {
 		p.i++
 	}
 	digits := func() int {
 		n := 0
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
 			p.i++
 			n++
 		}
 		return n
 	}
 	intStart := p.i
-	if n := digits(); n == 0 || (n > 1 && p.b[intStart] == '0') {
+	if n := digits(); n == 0 || (n > 1 && p.s[intStart] == '0') {
 		return Value{}, p.errorf("invalid number")
 	}
-	if p.i < len(p.b) && p.b[p.i] == '.' {
+	if p.i < len(p.s) && p.s[p.i] == '.' {
 		p.i++
 		if digits() == 0 {
 			return Value{}, p.errorf("invalid number")
 		}
 	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
 		p.i++
-		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
 			p.i++
 		}
 		if digits() == 0 {
 			return Value{}, p.errorf("invalid number")
 		}
 	}
-	lit := p.src[start:p.i]
+	lit := p.s[start:p.i]
 	f, _ := parseNumber(lit)
 	return Value{Kind: Number, Str: lit, Num: f}, nil
 }
@@ -161,10 +144,10 @@ func (p *jsonParser) number() (Value, error) {
 func (p *jsonParser) str() (string, error) {
 	p.i++ // the quote
 	start := p.i
-	for p.i < len(p.b) {
-		c := p.b[p.i]
+	for p.i < len(p.s) {
+		c := p.s[p.i]
 		if c == '"' {
-			s := p.src[start:p.i]
+			s := p.s[start:p.i]
 			p.i++
 			return s, nil
 		}
@@ -178,9 +161,9 @@ func (p *jsonParser) str() (string, error) {
 
 // strSlow decodes a string with escapes.
 func (p *jsonParser) strSlow(start int) (string, error) {
-	out := append([]byte(nil), p.b[start:p.i]...)
-	for p.i < len(p.b) {
-		c := p.b[p.i]
+	out := append([]byte(nil), p.s[start:p.i]...)
+	for p.i < len(p.s) {
+		c := p.s[p.i]
 		switch {
 		case c == '"':
 			p.i++
@@ -192,10 +175,10 @@ func (p *jsonParser) strSlow(start int) (string, error) {
 			p.i++
 			continue
 		}
-		if p.i+1 >= len(p.b) {
+		if p.i+1 >= len(p.s) {
 			break
 		}
-		e := p.b[p.i+1]
+		e := p.s[p.i+1]
 		p.i += 2
 		switch e {
 		case '"', '\\', '/':
@@ -217,7 +200,7 @@ func (p *jsonParser) strSlow(start int) (string, error) {
 			}
 			if utf16.IsSurrogate(r) {
 				r2 := rune(utf8.RuneError)
-				if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
+				if p.i+1 < len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
 					p.i += 2
 					if lo, ok := p.hex4(); ok {
 						r2 = lo
@@ -234,10 +217,10 @@ func (p *jsonParser) strSlow(start int) (string, error) {
 }
 
 func (p *jsonParser) hex4() (rune, bool) {
-	if len(p.b)-p.i < 4 {
+	if len(p.s)-p.i < 4 {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(p.b[p.i:p.i+4]), 16, 32)
+	n, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
 	if err != nil {
 		return 0, false
 	}
@@ -249,7 +232,7 @@ func (p *jsonParser) array(depth int) (Value, error) {
 	p.i++
 	v := Value{Kind: Array}
 	p.space()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
+	if p.i < len(p.s) && p.s[p.i] == ']' {
 		p.i++
 		return v, nil
 	}
@@ -262,19 +245,13 @@ func (p *jsonParser) array(depth int) (Value, error) {
 			return Value{}, err
 		}
 		p.stack = append(p.stack, item)
-		p.space()
-		if p.i >= len(p.b) {
-			return Value{}, p.errorf("unterminated array")
+		done, err := p.next(']', p.errorf("unterminated array"))
+		if err != nil {
+			return Value{}, err
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if done {
 			v.Items = append(make([]Value, 0, len(p.stack)-base), p.stack[base:]...)
 			return v, nil
-		default:
-			return Value{}, p.errorf("expected , or ]")
 		}
 	}
 }
@@ -284,7 +261,7 @@ func (p *jsonParser) object(depth int) (Value, error) {
 	v := Value{Kind: Object}
 	var ks keySet
 	p.space()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
+	if p.i < len(p.s) && p.s[p.i] == '}' {
 		p.i++
 		return v, nil
 	}
@@ -292,7 +269,7 @@ func (p *jsonParser) object(depth int) (Value, error) {
 	defer func() { p.stack, p.keys = p.stack[:base], p.keys[:kbase] }()
 	for {
 		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != '"' {
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return Value{}, p.errorf("expected a key")
 		}
 		k, err := p.str()
@@ -303,7 +280,7 @@ func (p *jsonParser) object(depth int) (Value, error) {
 			return Value{}, err
 		}
 		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != ':' {
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
 			return Value{}, p.errorf("expected :")
 		}
 		p.i++
@@ -314,20 +291,14 @@ func (p *jsonParser) object(depth int) (Value, error) {
 		}
 		p.keys = append(p.keys, k)
 		p.stack = append(p.stack, val)
-		p.space()
-		if p.i >= len(p.b) {
-			return Value{}, p.errorf("unterminated object")
+		done, err := p.next('}', p.errorf("unterminated object"))
+		if err != nil {
+			return Value{}, err
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if done {
 			v.Keys = append(make([]string, 0, len(p.keys)-kbase), p.keys[kbase:]...)
 			v.Vals = append(make([]Value, 0, len(p.stack)-base), p.stack[base:]...)
 			return v, nil
-		default:
-			return Value{}, p.errorf("expected , or }")
 		}
 	}
 }

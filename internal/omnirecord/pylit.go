@@ -16,7 +16,7 @@ import (
 // dict's integer keys become their text. Its work is linear in len(s) and
 // its values bounded by maxValues.
 func ParsePython(s string, maxValues int) (Value, error) {
-	p := pyParser{s: s, max: maxValues}
+	p := pyParser{cursor: cursor{s: s}, max: maxValues}
 	p.space()
 	v, err := p.value(0)
 	if err != nil {
@@ -24,7 +24,7 @@ func ParsePython(s string, maxValues int) (Value, error) {
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return Value{}, fmt.Errorf("trailing text at byte %d", p.i)
+		return Value{}, p.errorf("trailing text")
 	}
 	return v, nil
 }
@@ -34,24 +34,8 @@ func ParsePython(s string, maxValues int) (Value, error) {
 var errIncomplete = errors.New("the literal is incomplete")
 
 type pyParser struct {
-	s           string
-	i           int
+	cursor
 	values, max int
-}
-
-func (p *pyParser) space() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *pyParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("byte %d: "+format, append([]any{p.i}, args...)...)
 }
 
 func (p *pyParser) value(depth int) (Value, error) {
@@ -244,16 +228,8 @@ func (p *pyParser) seq(depth int, close byte) (Value, error) {
 			return Value{}, err
 		}
 		v.Items = append(v.Items, item)
-		p.space()
-		if p.i >= len(p.s) {
-			return Value{}, errIncomplete
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case close:
-		default:
-			return Value{}, p.errorf("expected , or %c", close)
+		if done, err := p.next(close, errIncomplete); err != nil || done {
+			return v, err
 		}
 	}
 }
@@ -326,16 +302,8 @@ func (p *pyParser) dict(depth int) (Value, error) {
 		}
 		v.Keys = append(v.Keys, k)
 		v.Vals = append(v.Vals, val)
-		p.space()
-		if p.i >= len(p.s) {
-			return Value{}, errIncomplete
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-		default:
-			return Value{}, p.errorf("expected , or }")
+		if done, err := p.next('}', errIncomplete); err != nil || done {
+			return v, err
 		}
 	}
 }
