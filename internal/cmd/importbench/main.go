@@ -43,6 +43,41 @@ func main() {
 // before (about 470 bytes): a single-stage diffusion request.
 const record = `{"request_id": "chatcmpl-%016x", "model": "Qwen/Qwen-Image", "arrival_time": %.6f, "modality": "image", "num_inference_steps": 50, "stages": [{"stage_id": 0, "stage_name": "dit", "stage_type": "diffusion", "submit_time": %.6f, "stage_gen_time_ms": 2310.5, "diffusion_metrics": {"scheduler_queue_wait_ms": %d, "preprocess_time_ms": 4.25, "diffusion_engine_exec_time_ms": 2100.0, "forward_time_ms": 1900.5, "postprocess_time_ms": 45.2}}]}` + "\n"
 
+// logRequest is one request of a vLLM log: its [OmniTiming] line and its
+// stage table, as the orchestrator writes them, among unrelated lines.
+const logRequest = `INFO 11-30 05:10:44 [serving_chat.py:1401] Finished request chatcmpl-%016x.
+INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=chatcmpl-%016x total=3.32s preprocess=0.00s engine=3.32s stages=[0:thinker=0.81s,1:dit=2.41s] transfers=[0->1=4.75ms]
+INFO 11-30 05:10:44 [stats.py:560] ` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] [StageRequestStats [request_id=chatcmpl-%016x]]` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] +-------------------------------+-----------+-----------+` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] | Field                         | 0:thinker |     1:dit |` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] +-------------------------------+-----------+-----------+` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] | diffusion_engine_exec_time_ms |           |     2,301 |` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] | forward_time_ms               |           |     2,105 |` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] | num_tokens_out                |       120 |         0 |` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] | stage_gen_time_ms             |   812.250 | 2,410.500 |` + "\r" + `
+INFO 11-30 05:10:44 [stats.py:560] +-------------------------------+-----------+-----------+
+`
+
+func writeLog(path string, n int) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriter(f)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, logRequest, i, i, i)
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), f.Close()
+}
+
 func writeInput(path string, n int) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -200,6 +235,22 @@ func run(n, rounds int, keep bool) error {
 			}
 			row(c.what, r)
 		}
+		_ = os.Remove(in)
+	}
+	// A log: memory must not grow with its length either.
+	for _, size := range []int{n / 4, n / 2} {
+		in := filepath.Join(dir, fmt.Sprintf("vllm-%d.log", size))
+		bytes, err := writeLog(in, size)
+		if err != nil {
+			return err
+		}
+		r, err := median(rounds, func() (result, error) {
+			return runImport(bin, baseEnv(), "-out", filepath.Join(dir, "out.json"), in)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%-10d %10.1f %-28s %10.2f %12s %14.1f\n", size, float64(bytes)/1e6, "import -out FILE, vLLM log", r.wall.Seconds(), "", float64(r.maxRSS)/1024)
 		_ = os.Remove(in)
 	}
 	return nil
