@@ -12,7 +12,7 @@ import (
 )
 
 // Table writes the per-request table of each omni.request tree of a trace,
-// as the reference system's debug table: rows are phases, columns are
+// as vLLM-Omni's per-request debug table: rows are phases, columns are
 // stages (and hand-overs), each cell the phase's duration in ms. A phase that
 // was not measured leaves its cell blank, never 0.000; a measured 0 shows
 // 0.000. Rows with nothing measured are hidden. Cells are never sums: a
