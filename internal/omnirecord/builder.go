@@ -127,7 +127,9 @@ func (b *builder) request() (*Request, error) {
 		}
 		r.Stages = append(r.Stages, *s)
 	}
-	if len(r.Stages) == 0 {
+	if len(r.Stages) == 0 && r.Total == nil {
+		// Nothing measured: no span to make. A request with its end-to-end
+		// time alone still makes its request span.
 		return nil, ErrNoStages
 	}
 	return &r, nil

@@ -202,3 +202,11 @@ func TestFormatIsToldByContent(t *testing.T) {
 		}
 	}
 }
+
+func TestARequestWithItsEndToEndTimeAloneMakesItsSpan(t *testing.T) {
+	doc := `{"stage_table": [], "e2e_table": [{"request_id": "lonely", "e2e_total_ms": 12.5}]}`
+	c := readAll(t, []byte(doc), Options{})
+	if len(c.problems) > 0 || len(c.reqs) != 1 || c.reqs[0].Total.D != ms(12.5) || len(c.reqs[0].Stages) != 0 {
+		t.Fatalf("%+v %q", c.reqs, c.problems)
+	}
+}
