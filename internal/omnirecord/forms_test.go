@@ -210,3 +210,30 @@ func TestARequestWithItsEndToEndTimeAloneMakesItsSpan(t *testing.T) {
 		t.Fatalf("%+v %q", c.reqs, c.problems)
 	}
 }
+
+// TestSummaryLineOfALog: a [Summary] line holding a summary dict, as
+// pformat spreads it over lines (a long id split into adjacent literals in
+// parentheses, integer keys, True), is read as a summary.
+func TestSummaryLineOfALog(t *testing.T) {
+	log := strings.Join([]string{
+		"INFO 11-30 05:30:00 [omni.py:402] [Summary] {'final_stage_id': {'*': 0},",
+		"INFO 11-30 05:30:00 [omni.py:402]  'overall_summary': {'e2e_requests': 1, 'e2e_wall_time_ms': 10.5},",
+		"INFO 11-30 05:30:00 [omni.py:402]  'stage_table': [{'request_id': ('chatcmpl-0123456789abcdef0123456789abcdef'",
+		"INFO 11-30 05:30:00 [omni.py:402]                                  '0123456789'),",
+		"INFO 11-30 05:30:00 [omni.py:402]                   'stages': [{'stage_id': 0,",
+		"INFO 11-30 05:30:00 [omni.py:402]                               'stage': '0:thinker',",
+		"INFO 11-30 05:30:00 [omni.py:402]                               'stage_gen_time_ms': 9.75,",
+		"INFO 11-30 05:30:00 [omni.py:402]                               'streamed': True}]}],",
+		"INFO 11-30 05:30:00 [omni.py:402]  'trans_table': [],",
+		"INFO 11-30 05:30:00 [omni.py:402]  'e2e_table': [{'request_id': 'chatcmpl-0123456789abcdef0123456789abcdef0123456789',",
+		"INFO 11-30 05:30:00 [omni.py:402]                 'e2e_total_ms': 10.5}]}",
+	}, "\r\n")
+	c := readAll(t, []byte(log), Options{})
+	if len(c.problems) > 0 || len(c.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(c.reqs), c.problems)
+	}
+	r := c.reqs[0]
+	if r.ID != "chatcmpl-0123456789abcdef0123456789abcdef0123456789" || r.Total.D != ms(10.5) || r.Stages[0].GenTime.D != ms(9.75) || r.Stages[0].Name != "thinker" {
+		t.Errorf("request %+v", r)
+	}
+}
