@@ -16,8 +16,8 @@ import (
 )
 
 // OTLPJSONExporter is a span exporter that writes OTLP/JSON: one
-// ExportTraceServiceRequest per exported batch, one per line, as the
-// OpenTelemetry Collector's file exporter does; [ParseOTLPJSON] and
+// ExportTraceServiceRequest per exported batch, one per line (JSON lines);
+// an OTLP/HTTP receiver takes each line as it is, and [ParseOTLPJSON] and
 // `omnitrace table -file` read it. It writes as it goes, so its memory is
 // one batch whatever the number of spans. Safe for concurrent use.
 type OTLPJSONExporter struct {

@@ -21,8 +21,8 @@ import (
 // protojson ([ParseOTLPJSON]) and a real OTLP/HTTP receiver.
 
 // WriteOTLPJSON writes spans as one OTLP/JSON ExportTraceServiceRequest on
-// one line (hex ids, as the OTLP/JSON specification, Jaeger and the OTLP
-// file exporter write them), grouped by service and process id;
+// one line (hex ids, as the OTLP/JSON specification and Jaeger write
+// them), grouped by service and process id;
 // [ParseOTLPJSON] reads it back.
 func WriteOTLPJSON(w io.Writer, ss []Span) error {
 	type res struct {
