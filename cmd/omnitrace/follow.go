@@ -261,6 +261,7 @@ func (t *tail) rotated() (bool, error) {
 			t.in.Line(t.partial, t.off-int64(len(t.partial)))
 		}
 		t.f.Close()
+		t.in.Rotated()
 		return true, t.open()
 	case fi.Size() < t.off:
 		if _, err := t.f.Seek(0, io.SeekStart); err != nil {

@@ -187,6 +187,15 @@ func (c *collector) checkpoint(next int64) (int64, []string) {
 	return off, done
 }
 
+// rebase says the input moved to a new file (a rotation): the records of
+// the requests held lie in the old one, which a restart cannot read again,
+// so the checkpoint falls back to the start of the new one.
+func (c *collector) rebase() {
+	for e := c.queue.Front(); e != nil; e = e.Next() {
+		e.Value.(*pendingReq).firstOff = 0
+	}
+}
+
 // markDone remembers requests handed on before a restart, whose records
 // lie before until.
 func (c *collector) markDone(ids []string, until int64) {

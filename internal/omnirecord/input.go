@@ -351,6 +351,10 @@ func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.drop
 // already handed on whose records may lie after that offset.
 func (in *Input) Checkpoint(next int64) (int64, []string) { return in.coll.checkpoint(next) }
 
+// Rotated says the input moved on to a new file at the same path: the
+// offsets of what follows are the new file's.
+func (in *Input) Rotated() { in.coll.rebase() }
+
 // Resume marks requests handed on before a restart, whose records lie
 // before until, so that their records read again are not handed on twice.
 func (in *Input) Resume(done []string, until int64) { in.coll.markDone(done, until) }
