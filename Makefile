@@ -8,7 +8,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
@@ -46,6 +46,12 @@ fuzz:
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./otelomni
+
+## import-bench: what `omnitrace import` costs against a bare JSON decode
+## of the same lines, side by side, with peak memory (docs/omnitrace.md).
+IMPORTN ?= 100000
+import-bench:
+	$(GO) run ./internal/cmd/importbench -n $(IMPORTN) -rounds $(BENCHCOUNT)
 
 ## load: drive the demo's engine at RATE requests/s for DURATION into a real
 ## Jaeger and account for every span (docs/reliability.md).
