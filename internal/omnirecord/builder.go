@@ -24,8 +24,9 @@ type builder struct {
 	totalSet bool
 	digest   uint64
 	// complete: a record that closes the request was read (its
-	// [OmniTiming] line, its end-to-end record).
-	complete bool
+	// [OmniTiming] line, its end-to-end record); timed: its [OmniTiming]
+	// line, written once per request.
+	complete, timed bool
 }
 
 func newBuilder(id, source, run string) *builder {

@@ -73,6 +73,12 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		return // exported before the restart: read again, not sent again
 	}
 	p := c.pending[id]
+	if p != nil && once && p.b.timed {
+		// A second [OmniTiming] line for one id: a new request reusing it
+		// (a restarted engine); the first is finished.
+		c.finish(p)
+		p = nil
+	}
 	if p == nil {
 		if _, done := c.recent[id]; done && !once {
 			c.late++

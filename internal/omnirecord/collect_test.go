@@ -31,6 +31,8 @@ func TestCollectorBoundsAndSettles(t *testing.T) {
 			[]step{{"a", true, true}, {"a", false, false}}, "a", 1, 0, "a"},
 		{"an [OmniTiming] line of a handed-on id begins a new request", 0, 10,
 			[]step{{"a", true, true}, {"a", true, true}}, "a a", 0, 0, "a a"},
+		{"a second [OmniTiming] line of a held id begins a new request", 100, 10,
+			[]step{{"a", true, true}, {"a", true, true}}, "a", 0, 0, "a a"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,6 +43,7 @@ func TestCollectorBoundsAndSettles(t *testing.T) {
 					if s.finishes {
 						b.complete = true
 					}
+					b.timed = b.timed || s.once
 				})
 			}
 			if got := fmt.Sprint(handed); got != fmt.Sprint(splitIDs(c.handed)) {

@@ -192,5 +192,5 @@ func (t *omniTiming) apply(b *builder) {
 		v := Value{Kind: Number, Num: tr.v, Str: fmt.Sprint(tr.v)}
 		st.Extra = addExtra(st.Extra, "transfer.total_time_ms", &v)
 	}
-	b.complete = true
+	b.complete, b.timed = true, true
 }
