@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -175,14 +176,7 @@ func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		b = strconv.AppendInt(append(b, `,"kind":`...), int64(k), 10)
 	}
 	b = appendTimes(b, s.StartTime().UnixNano(), s.EndTime().UnixNano())
-	if kvs := s.Attributes(); len(kvs) > 0 {
-		b = append(b, `,"attributes":[`...)
-		for i, kv := range kvs {
-			b = appendSep(b, i)
-			b = appendKV(b, string(kv.Key), kv.Value)
-		}
-		b = append(b, ']')
-	}
+	b = appendAttributes(b, s.Attributes())
 	if n := s.DroppedAttributes(); n > 0 {
 		b = strconv.AppendInt(append(b, `,"droppedAttributesCount":`...), int64(n), 10)
 	}
@@ -194,14 +188,7 @@ func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 			b = strconv.AppendUint(b, nanos(ev.Time.UnixNano()), 10)
 			b = append(b, `","name":`...)
 			b = appendJSONString(b, ev.Name)
-			if len(ev.Attributes) > 0 {
-				b = append(b, `,"attributes":[`...)
-				for j, kv := range ev.Attributes {
-					b = appendSep(b, j)
-					b = appendKV(b, string(kv.Key), kv.Value)
-				}
-				b = append(b, ']')
-			}
+			b = appendAttributes(b, ev.Attributes)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -213,14 +200,7 @@ func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 			b = appendHexID(append(b, `{"traceId":`...), ltid[:])
 			b = appendHexID(append(b, `,"spanId":`...), lsid[:])
-			if len(l.Attributes) > 0 {
-				b = append(b, `,"attributes":[`...)
-				for j, kv := range l.Attributes {
-					b = appendSep(b, j)
-					b = appendKV(b, string(kv.Key), kv.Value)
-				}
-				b = append(b, ']')
-			}
+			b = appendAttributes(b, l.Attributes)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -228,6 +208,19 @@ func appendSDKSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	st := s.Status()
 	b = appendStatus(b, st.Code, st.Description)
 	return append(b, '}')
+}
+
+// appendAttributes writes an "attributes" member, when there are any.
+func appendAttributes(b []byte, kvs []attribute.KeyValue) []byte {
+	if len(kvs) == 0 {
+		return b
+	}
+	b = append(b, `,"attributes":[`...)
+	for i, kv := range kvs {
+		b = appendSep(b, i)
+		b = appendKV(b, string(kv.Key), kv.Value)
+	}
+	return append(b, ']')
 }
 
 // appendHexID writes a trace or span id as the OTLP/JSON encoding wants

@@ -60,39 +60,37 @@ INFO 11-30 05:10:44 [stats.py:560] +-------------------------------+-----------+
 `
 
 func writeLog(path string, n int) (int64, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	w := bufio.NewWriter(f)
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(w, logRequest, i, i, i)
-	}
-	if err := w.Flush(); err != nil {
-		return 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), f.Close()
+	return writeFile(path, func(w io.Writer) {
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(w, logRequest, i, i, i)
+		}
+	})
 }
 
 func writeInput(path string, n int) (int64, error) {
+	t0 := float64(time.Now().Add(-24*time.Hour).Unix()) + 0.125
+	return writeFile(path, func(w io.Writer) {
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(w, record, i, t0+float64(i)*0.01, t0+float64(i)*0.01+0.002, i%3)
+		}
+	})
+}
+
+// writeFile writes what fill writes to path, and returns its size.
+func writeFile(path string, fill func(io.Writer)) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err
 	}
 	w := bufio.NewWriter(f)
-	t0 := float64(time.Now().Add(-24*time.Hour).Unix()) + 0.125
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(w, record, i, t0+float64(i)*0.01, t0+float64(i)*0.01+0.002, i%3)
-	}
+	fill(w)
 	if err := w.Flush(); err != nil {
+		f.Close()
 		return 0, err
 	}
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return 0, err
 	}
 	return st.Size(), f.Close()
