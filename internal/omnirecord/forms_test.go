@@ -237,3 +237,18 @@ func TestSummaryLineOfALog(t *testing.T) {
 		t.Errorf("request %+v", r)
 	}
 }
+
+// TestDiffusionValuesSayTheirResolution: an integer is int()-truncated to
+// its unit; a value with a fraction was not truncated.
+func TestDiffusionValuesSayTheirResolution(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "r", "stages": [{"stage_id": 0, "stage": "0", ` +
+		`"diffusion_engine_exec_time_s": 3, "forward_time_s": 2.105, "vae_decode_time_ms": 150}]}]}`
+	c := readAll(t, []byte(doc), Options{})
+	if len(c.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(c.reqs), c.problems)
+	}
+	st := &c.reqs[0].Stages[0]
+	phase(t, st, spans.Exec, 3*time.Second, Quality{Resolution: time.Second, Summed: true})
+	phase(t, st, spans.Forward, ms(2105), Quality{Summed: true})
+	phase(t, st, spans.VAEDecode, ms(150), Quality{Resolution: time.Millisecond, Summed: true})
+}

@@ -2,6 +2,7 @@ package omnirecord
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -67,12 +68,17 @@ func (src rowSource) floatQuality() Quality {
 	return Quality{}
 }
 
-// diffusionQuality is the quality of the diffusion engine's values in a
-// summary: int()-truncated milliseconds, added over the request's outputs
-// by the orchestrator's aggregator (vllm_omni/metrics/stats.py,
-// accumulate_diffusion_metrics and _as_stage_request_stats).
-func diffusionQuality(unit time.Duration) Quality {
-	return Quality{Resolution: max(unit, time.Millisecond), Summed: true}
+// diffusionQuality is the quality of a diffusion engine's value in a
+// summary: added over the request's outputs, then truncated by int() to
+// its unit (vllm_omni/metrics/stats.py, accumulate_diffusion_metrics and
+// _as_stage_request_stats). A value written with a fraction was not
+// truncated (a writer that keeps floats), and keeps its precision.
+func diffusionQuality(v *Value, unit time.Duration) Quality {
+	q := Quality{Summed: true}
+	if !strings.ContainsAny(v.Str, ".eE") {
+		q.Resolution = unit
+	}
+	return q
 }
 
 // stageRowKeys are the keys of a stage row this package maps.
@@ -127,7 +133,7 @@ func (b *builder) applyStageRow(row *Value, src rowSource) {
 		if err != nil {
 			continue
 		}
-		b.setPhase(s, f.phase, d, diffusionQuality(unit))
+		b.setPhase(s, f.phase, d, diffusionQuality(v, unit))
 	}
 	if v, ok := row.Get("stage_gen_time_ms"); ok {
 		if n, ok := number(v); ok {
