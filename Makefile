@@ -9,14 +9,15 @@ JAEGER      := tools/bin/jaeger
 UPSTREAM    := tools/bin/otelcol-upstream
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench load jaeger fleet fleet-upstream jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet fleet-upstream jaeger-bin clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
 	$(GO) run ./examples/diffusion
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
-## fuzz runs of the record parser and the string bounding.
+## fuzz runs of the record parser, the import's readers of every form, the
+## OTLP/JSON reader, the trace-tree builders and the string bounding.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -34,15 +35,25 @@ staticcheck:
 unit: $(JAEGER)
 	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
 
-FUZZTIME ?= 20s
+# Each fuzz target runs for FUZZTIME; go test fuzzes one target at a time.
+FUZZTIME ?= 10s
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz FuzzString -fuzztime 10s ./sanitize
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzParseOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./otelomni
+
+## import-bench: what `omnitrace import` costs against a bare JSON decode
+## of the same lines, side by side, with peak memory (docs/omnitrace.md).
+IMPORTN ?= 100000
+import-bench:
+	$(GO) run ./internal/cmd/importbench -n $(IMPORTN) -rounds $(BENCHCOUNT)
 
 ## load: drive the demo's engine at RATE requests/s for DURATION into a real
 ## Jaeger and account for every span (docs/reliability.md).

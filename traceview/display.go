@@ -3,30 +3,54 @@ package traceview
 import (
 	"strings"
 	"unicode"
-
-	"github.com/otelomni/otelomni/sanitize"
+	"unicode/utf8"
 )
 
-// maxLabel bounds a string shown in a view (an id, a model, a stage name,
-// an error message): a view is read by a person, and the string may come
-// from a client.
-const maxLabel = 96
-
-// display returns s fit for one cell of a terminal view: valid UTF-8, at
-// most max bytes (cut with "…"), and with control characters (which could
-// move the cursor or recolour the terminal) shown as "?".
-func display(s string, max int) string {
-	cut := sanitize.String(s, max)
-	if len(s) > max && max > len("…") {
-		cut = sanitize.String(s, max-len("…")) + "…"
-	}
-	if strings.IndexFunc(cut, unicode.IsControl) < 0 {
-		return cut
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
+// Display returns s fit for one cell of a terminal table: valid UTF-8, with
+// control characters (which could move the cursor or clear the screen)
+// shown as '?', and at most limit bytes, cut at a character boundary and
+// marked with "…" when cut. Strings in traces are other people's input:
+// one 999 000-byte stage name must not make a 360 MB table.
+func Display(s string, limit int) string {
+	clean := len(s) <= limit && utf8.ValidString(s)
+	if clean {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c == 0x7f || c >= utf8.RuneSelf {
+				clean = false
+				break
+			}
 		}
-		return r
-	}, cut)
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+		if b.Len() > limit {
+			break // it will be cut: the rest need not be read
+		}
+	}
+	out := b.String()
+	if len(out) <= limit {
+		return out
+	}
+	n := limit - len("…")
+	for n > 0 && !utf8.RuneStart(out[n]) {
+		n--
+	}
+	if n < 0 {
+		n = 0
+	}
+	return out[:n] + "…"
 }
+
+// Bounds of what one cell of a view prints, in bytes.
+const (
+	maxIDCell      = 128 // a request or trace id
+	maxNameCell    = 40  // a stage name, a model, an error type
+	maxMessageCell = 200 // a status message
+)

@@ -44,20 +44,3 @@ func TestExporterShowsEachRequestOnceItsTraceIsComplete(t *testing.T) {
 		t.Errorf("summary of %d requests, want 2", got)
 	}
 }
-
-func TestDisplayBoundsAndDefusesClientStrings(t *testing.T) {
-	cases := map[string]struct {
-		in   string
-		want string
-	}{
-		"short":            {"chatcmpl-1", "chatcmpl-1"},
-		"terminal escapes": {"id\x1b[2J\x07", "id?[2J?"},
-		"invalid UTF-8":    {"a\xffb", "a\uFFFDb"},
-		"long":             {strings.Repeat("x", 1000), strings.Repeat("x", 13) + "…"},
-	}
-	for name, tc := range cases {
-		if got := display(tc.in, 16); got != tc.want {
-			t.Errorf("%s: display = %q, want %q", name, got, tc.want)
-		}
-	}
-}

@@ -1,187 +1,254 @@
 package traceview
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/otelomni/otelomni/sanitize"
 )
 
-// The OTLP/JSON shapes this package reads: an ExportTraceServiceRequest
-// ({"resourceSpans": [...]}), Jaeger's /api/v3 answer ({"result":
-// {"resourceSpans": [...]}}), or several of either, one per line (the OTLP
-// file exporter's format).
-type otlpDoc struct {
-	ResourceSpans []otlpResourceSpans `json:"resourceSpans"`
-	Result        *struct {
-		ResourceSpans []otlpResourceSpans `json:"resourceSpans"`
-	} `json:"result"`
-}
+// MaxOTLPDocument bounds one OTLP/JSON document (one ExportTraceServiceRequest,
+// or one Jaeger answer): a reader never holds more than this of its input
+// at once.
+const MaxOTLPDocument = 256 << 20
 
-type otlpResourceSpans struct {
-	Resource struct {
-		Attributes []otlpKV `json:"attributes"`
-	} `json:"resource"`
-	ScopeSpans []struct {
-		Spans []otlpSpan `json:"spans"`
-	} `json:"scopeSpans"`
-}
+// maxErrorText bounds the part of a decoding error quoted back: an error
+// about a 50 MB document is no message for a terminal.
+const maxErrorText = 300
 
-type otlpSpan struct {
-	TraceID      string          `json:"traceId"`
-	SpanID       string          `json:"spanId"`
-	ParentSpanID string          `json:"parentSpanId"`
-	Name         string          `json:"name"`
-	Start        json.RawMessage `json:"startTimeUnixNano"`
-	End          json.RawMessage `json:"endTimeUnixNano"`
-	Attributes   []otlpKV        `json:"attributes"`
-	Status       struct {
-		Code    json.RawMessage `json:"code"`
-		Message string          `json:"message"`
-	} `json:"status"`
-}
+// ErrOTLPJSON is wrapped by every error that malformed OTLP/JSON causes.
+var ErrOTLPJSON = errors.New("traceview: reading OTLP/JSON")
 
-type otlpKV struct {
-	Key   string    `json:"key"`
-	Value otlpValue `json:"value"`
-}
+var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: true, RecursionLimit: 64}
 
-type otlpValue struct {
-	String *string          `json:"stringValue"`
-	Int    *json.RawMessage `json:"intValue"`
-	Double *float64         `json:"doubleValue"`
-	Bool   *bool            `json:"boolValue"`
-	Array  *struct {
-		Values []otlpValue `json:"values"`
-	} `json:"arrayValue"`
-}
-
-// ParseOTLPJSON reads every span of one or more OTLP/JSON documents.
+// ParseOTLPJSON reads every span of one or more OTLP/JSON documents, one
+// after another: ExportTraceServiceRequest objects as the OTLP file
+// exporter writes them (one per line), or Jaeger's /api/v3 answers, which
+// wrap one in {"result": ...}. Trace and span ids may be hex, as the
+// OTLP/JSON specification and Jaeger write them, or base64, as the protobuf
+// JSON mapping writes bytes. It returns the spans read before the first
+// malformed document together with an error wrapping [ErrOTLPJSON].
 func ParseOTLPJSON(r io.Reader) ([]Span, error) {
-	dec := json.NewDecoder(r)
 	var out []Span
-	for {
-		var doc otlpDoc
-		if err := dec.Decode(&doc); err == io.EOF {
-			return out, nil
+	err := ReadOTLPJSON(r, func(ss []Span) error {
+		out = append(out, ss...)
+		return nil
+	})
+	return out, err
+}
+
+// ReadOTLPJSON reads OTLP/JSON documents as [ParseOTLPJSON] does and hands
+// the spans of each document to fn as soon as it is read; an error from fn
+// stops the reading and is returned.
+func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
+	lr := &limitedReader{r: r}
+	dec := json.NewDecoder(lr)
+	for n := 1; ; n++ {
+		lr.left = MaxOTLPDocument
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			return nil
 		} else if err != nil {
-			return out, fmt.Errorf("traceview: reading OTLP/JSON: %w", err)
+			if lr.left <= 0 {
+				return fmt.Errorf("%w: document %d is larger than %d bytes", ErrOTLPJSON, n, MaxOTLPDocument)
+			}
+			return fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText))
 		}
-		rss := doc.ResourceSpans
-		if doc.Result != nil {
-			rss = append(rss, doc.Result.ResourceSpans...)
+		ss, err := decodeDocument(raw)
+		if err != nil {
+			return fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText))
 		}
-		for _, rs := range rss {
-			res := attrMap(rs.Resource.Attributes)
-			service := ""
-			if v, ok := res["service.name"]; ok {
-				service = v.AsString()
-			}
-			var pid int64
-			if v, ok := res["process.pid"]; ok {
-				pid = v.AsInt64()
-			}
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					sp, err := s.convert()
-					if err != nil {
-						return out, err
-					}
-					sp.Service, sp.PID = service, pid
-					out = append(out, sp)
-				}
-			}
+		if err := fn(ss); err != nil {
+			return err
 		}
 	}
 }
 
-func (s *otlpSpan) convert() (Span, error) {
-	start, err := unixNano(s.Start)
-	if err != nil {
-		return Span{}, fmt.Errorf("traceview: span %s: start: %w", s.Name, err)
+// limitedReader fails once more than left bytes are read, so that one
+// endless document cannot take all memory.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errors.New("document too large")
 	}
-	end, err := unixNano(s.End)
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// decodeDocument decodes one document: a request, or Jaeger's wrapper.
+func decodeDocument(raw []byte) ([]Span, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var wrapper struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if bytes.Contains(raw, []byte(`"result"`)) {
+		if err := json.Unmarshal(raw, &wrapper); err == nil && len(wrapper.Result) > 0 && !bytes.Equal(wrapper.Result, []byte("null")) {
+			raw = wrapper.Result
+		}
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := unmarshal.Unmarshal(raw, &req); err != nil {
+		return nil, err
+	}
+	return FromProto(req.GetResourceSpans())
+}
+
+// FromProto converts OTLP resource spans to spans. It refuses a span whose
+// times OTLP cannot mean (after 2262, or ending before it starts is kept:
+// that is the reader's to report).
+func FromProto(rss []*tracepb.ResourceSpans) ([]Span, error) {
+	var out []Span
+	for _, rs := range rss {
+		service, pid := "", int64(0)
+		for _, kv := range rs.GetResource().GetAttributes() {
+			switch kv.GetKey() {
+			case "service.name":
+				service = kv.GetValue().GetStringValue()
+			case "process.pid":
+				pid = kv.GetValue().GetIntValue()
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				sp, err := fromProtoSpan(s)
+				if err != nil {
+					return out, err
+				}
+				sp.Service, sp.PID = service, pid
+				out = append(out, sp)
+			}
+		}
+	}
+	return out, nil
+}
+
+func fromProtoSpan(s *tracepb.Span) (Span, error) {
+	start, err := unixNano(s.GetStartTimeUnixNano())
 	if err != nil {
-		return Span{}, fmt.Errorf("traceview: span %s: end: %w", s.Name, err)
+		return Span{}, fmt.Errorf("span %q: start: %w", sanitize.String(s.GetName(), 64), err)
+	}
+	end, err := unixNano(s.GetEndTimeUnixNano())
+	if err != nil {
+		return Span{}, fmt.Errorf("span %q: end: %w", sanitize.String(s.GetName(), 64), err)
 	}
 	sp := Span{
-		TraceID: normID(s.TraceID), SpanID: normID(s.SpanID), ParentID: normID(s.ParentSpanID),
-		Name: s.Name, Start: start, End: end, Attrs: attrMap(s.Attributes),
-		StatusMessage: s.Status.Message,
+		TraceID:  idHex(s.GetTraceId(), 16),
+		SpanID:   idHex(s.GetSpanId(), 8),
+		ParentID: idHex(s.GetParentSpanId(), 8),
+		Name:     s.GetName(), Start: start, End: end,
+		Attrs:         make(map[string]attribute.Value, len(s.GetAttributes())),
+		StatusMessage: s.GetStatus().GetMessage(),
 	}
-	switch string(s.Status.Code) {
-	case "2", `"STATUS_CODE_ERROR"`:
+	for _, kv := range s.GetAttributes() {
+		sp.Attrs[kv.GetKey()] = fromAnyValue(kv.GetValue(), 0)
+	}
+	for _, l := range s.GetLinks() {
+		sp.Links = append(sp.Links, Link{TraceID: idHex(l.GetTraceId(), 16), SpanID: idHex(l.GetSpanId(), 8)})
+	}
+	switch s.GetStatus().GetCode() {
+	case tracepb.Status_STATUS_CODE_ERROR:
 		sp.StatusCode = codes.Error
-	case "1", `"STATUS_CODE_OK"`:
+	case tracepb.Status_STATUS_CODE_OK:
 		sp.StatusCode = codes.Ok
 	}
 	return sp, nil
 }
 
-// normID returns a span or trace id as lower-case hex. Jaeger writes hex;
-// the protobuf JSON mapping writes base64.
-func normID(id string) string {
-	if id == "" {
+// unixNano reads OTLP's unsigned nanoseconds since 1970; beyond what a
+// time.Time in nanoseconds holds (2262) is refused, not wrapped negative.
+func unixNano(n uint64) (time.Time, error) {
+	if n > math.MaxInt64 {
+		return time.Time{}, fmt.Errorf("%d ns is beyond 2262", n)
+	}
+	return time.Unix(0, int64(n)).UTC(), nil
+}
+
+// idHex returns an id as lower-case hex. The protobuf JSON mapping writes
+// ids as base64, and the OTLP/JSON specification (and Jaeger) as hex; a hex
+// id decoded as base64 comes out 1.5 times too long (24 bytes for a trace
+// id, 12 for a span id), and encoding those bytes back gives the hex text
+// exactly, since both lengths are whole base64 quanta.
+func idHex(b []byte, size int) string {
+	switch len(b) {
+	case 0:
 		return ""
-	}
-	if _, err := hex.DecodeString(id); err == nil && (len(id) == 16 || len(id) == 32) {
-		return id
-	}
-	if b, err := base64.StdEncoding.DecodeString(id); err == nil && (len(b) == 8 || len(b) == 16) {
+	case size:
 		return hex.EncodeToString(b)
-	}
-	return id
-}
-
-// unixNano reads a time that OTLP/JSON writes as a string or a number of
-// nanoseconds.
-func unixNano(raw json.RawMessage) (time.Time, error) {
-	s := string(raw)
-	if len(s) >= 2 && s[0] == '"' {
-		s = s[1 : len(s)-1]
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("not a time in nanoseconds: %q", string(raw))
-	}
-	return time.Unix(0, n), nil
-}
-
-func attrMap(kvs []otlpKV) map[string]attribute.Value {
-	m := make(map[string]attribute.Value, len(kvs))
-	for _, kv := range kvs {
-		m[kv.Key] = kv.Value.value()
-	}
-	return m
-}
-
-func (v otlpValue) value() attribute.Value {
-	switch {
-	case v.String != nil:
-		return attribute.StringValue(*v.String)
-	case v.Int != nil:
-		s := string(*v.Int)
-		if len(s) >= 2 && s[0] == '"' {
-			s = s[1 : len(s)-1]
+	case size * 3 / 2:
+		text := base64.StdEncoding.EncodeToString(b)
+		if _, err := hex.DecodeString(text); err == nil {
+			return toLowerHex(text)
 		}
-		n, _ := strconv.ParseInt(s, 10, 64)
-		return attribute.Int64Value(n)
-	case v.Double != nil:
-		return attribute.Float64Value(*v.Double)
-	case v.Bool != nil:
-		return attribute.BoolValue(*v.Bool)
-	case v.Array != nil:
-		ss := make([]string, len(v.Array.Values))
-		for i, e := range v.Array.Values {
-			ss[i] = e.value().String()
+	}
+	// Neither form: keep something printable that cannot pass for an id.
+	return "invalid:" + hex.EncodeToString(b[:min(len(b), 32)])
+}
+
+func toLowerHex(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'F' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// maxValueDepth bounds nested arrays and maps turned into one value.
+const maxValueDepth = 8
+
+// fromAnyValue converts an OTLP attribute value; arrays become string
+// slices and maps their JSON text, as the views only print them.
+func fromAnyValue(v *commonpb.AnyValue, depth int) attribute.Value {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return attribute.StringValue(x.StringValue)
+	case *commonpb.AnyValue_BoolValue:
+		return attribute.BoolValue(x.BoolValue)
+	case *commonpb.AnyValue_IntValue:
+		return attribute.Int64Value(x.IntValue)
+	case *commonpb.AnyValue_DoubleValue:
+		return attribute.Float64Value(x.DoubleValue)
+	case *commonpb.AnyValue_BytesValue:
+		return attribute.StringValue(base64.StdEncoding.EncodeToString(x.BytesValue))
+	case *commonpb.AnyValue_ArrayValue:
+		vals := x.ArrayValue.GetValues()
+		ss := make([]string, 0, len(vals))
+		for _, e := range vals {
+			if depth >= maxValueDepth {
+				break
+			}
+			ss = append(ss, fromAnyValue(e, depth+1).String())
 		}
 		return attribute.StringSliceValue(ss)
+	case *commonpb.AnyValue_KvlistValue:
+		b, _ := protojson.Marshal(x.KvlistValue)
+		return attribute.StringValue(string(b))
 	}
 	return attribute.Value{}
 }

@@ -20,7 +20,14 @@ type Summary struct {
 	mu       sync.Mutex
 	requests int
 	rows     map[string]*summaryRow
+	// hidden counts spans of rows beyond maxSummaryRows; problems counts
+	// spans that could not be placed in their trace's tree.
+	hidden, problems int
 }
+
+// maxSummaryRows bounds the rows: a row per stage name must not let a trace
+// of a million stage names print a million rows.
+const maxSummaryRows = 200
 
 type summaryRow struct {
 	label    string
@@ -37,7 +44,9 @@ func (s *Summary) Add(trace []Span) {
 	if s.rows == nil {
 		s.rows = map[string]*summaryRow{}
 	}
-	for _, root := range Trees(trace) {
+	roots, problems := BuildTrees(trace)
+	s.problems += len(problems)
+	for _, root := range roots {
 		if root.Span.Name != spans.RequestSpanName {
 			continue
 		}
@@ -46,6 +55,10 @@ func (s *Summary) Add(trace []Span) {
 		add := func(label string, rank [3]int, d time.Duration, ratio bool) {
 			r := s.rows[label]
 			if r == nil {
+				if len(s.rows) >= maxSummaryRows {
+					s.hidden++
+					return
+				}
 				r = &summaryRow{label: label, rank: rank, ratio: ratio}
 				s.rows[label] = r
 			}
@@ -69,7 +82,7 @@ func (s *Summary) Add(trace []Span) {
 // expect makes sure a row exists, so that a phase no request measured shows
 // as 0, not as missing.
 func (s *Summary) expect(label string, rank [3]int) {
-	if s.rows[label] == nil {
+	if s.rows[label] == nil && len(s.rows) < maxSummaryRows {
 		s.rows[label] = &summaryRow{label: label, rank: rank}
 	}
 }
@@ -81,7 +94,10 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 			switch c.Span.Name {
 			case spans.StageSpanName:
 				id, _ := c.Span.Int(string(attrs.StageIDKey))
-				name := c.Span.Str(string(attrs.StageNameKey))
+				name := Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)
+				if name == "" {
+					name = fmt.Sprint(id) // a stage the input did not name
+				}
 				r := [3]int{int(id) * 2, 0, 0}
 				label := "stage " + name
 				s.expect(label, r)
@@ -123,15 +139,28 @@ func (s *Summary) phases(n *Node, expected []spans.Phase, prefix string, stageRa
 	}
 }
 
+// findAll returns the descendants of n named name, walking without
+// recursion.
 func findAll(n *Node, name string) []*Node {
 	var out []*Node
-	for _, c := range n.Children {
+	stack := append([]*Node(nil), n.Children...)
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		if c.Span.Name == name {
 			out = append(out, c)
 		}
-		out = append(out, findAll(c, name)...)
+		stack = append(stack, c.Children...)
 	}
 	return out
+}
+
+// Problems returns the number of spans, over all traces added, that could
+// not be placed in their tree (see [BuildTrees]); they are counted as roots.
+func (s *Summary) Problems() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.problems
 }
 
 // Requests returns the number of requests added.
@@ -187,6 +216,9 @@ func (s *Summary) Write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%-34s %10s %6d %10.3f %10.3f %10.3f %10.3f\n", r.label, measured, len(d),
 			ms(Percentile(d, 0.50)), ms(Percentile(d, 0.90)), ms(Percentile(d, 0.99)), ms(d[len(d)-1]))
+	}
+	if s.hidden > 0 {
+		fmt.Fprintf(w, "(%d spans of rows beyond the first %d not shown)\n", s.hidden, maxSummaryRows)
 	}
 }
 

@@ -12,13 +12,19 @@ import (
 )
 
 // Table writes the per-request table of each omni.request tree of a trace,
-// as the reference system's debug table: rows are phases, columns are
+// as vLLM-Omni's per-request debug table: rows are phases, columns are
 // stages (and hand-overs), each cell the phase's duration in ms. A phase that
 // was not measured leaves its cell blank, never 0.000; a measured 0 shows
 // 0.000. Rows with nothing measured are hidden. Cells are never sums: a
 // phase measured twice in one stage shows both values.
+//
+// Every string from the trace is bounded (see [Display]), and so are the
+// columns, rows and values per cell, so that the table stays what a person
+// can read whatever the trace holds. Spans that could not be placed in the
+// tree (a shared id, a loop of parents) are noted under the table.
 func Table(w io.Writer, trace []Span) {
-	for _, root := range Trees(trace) {
+	roots, problems := BuildTrees(trace)
+	for _, root := range roots {
 		if root.Span.Name != spans.RequestSpanName {
 			continue
 		}
@@ -28,7 +34,7 @@ func Table(w io.Writer, trace []Span) {
 				switch c.Span.Name {
 				case spans.StageSpanName:
 					id, _ := c.Span.Int(string(attrs.StageIDKey))
-					col := t.column(fmt.Sprintf("%d %s", id, c.Span.Str(string(attrs.StageNameKey))), int(id)*2+1)
+					col := t.column(fmt.Sprintf("%d %s", id, Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)), int(id)*2+1)
 					t.set("stage", 0, col, c.Span.Duration())
 					t.scope(c, col)
 				case spans.TransferSpanName:
@@ -40,7 +46,7 @@ func Table(w io.Writer, trace []Span) {
 				}
 			}
 		} else {
-			name := root.Span.Str(string(attrs.StageNameKey))
+			name := Display(root.Span.Str(string(attrs.StageNameKey)), maxNameCell)
 			if name == "" {
 				name = "request"
 			}
@@ -49,18 +55,30 @@ func Table(w io.Writer, trace []Span) {
 		s := root.Span
 		status := ""
 		if et := s.Str(string(attrs.ErrorTypeKey)); et != "" {
-			status = "  error.type=" + et
+			status = "  error.type=" + Display(et, maxNameCell)
 		}
-		fmt.Fprintf(w, "request %q  trace %s  %.3f ms%s\n", s.Str(string(attrs.RequestIDKey)), s.TraceID, ms(s.Duration()), status)
+		fmt.Fprintf(w, "request %q  trace %s  %.3f ms%s\n", Display(s.Str(string(attrs.RequestIDKey)), maxIDCell), Display(s.TraceID, maxIDCell), ms(s.Duration()), status)
 		t.write(w)
 		fmt.Fprintln(w)
 	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "note: %s\n", p)
+	}
 }
+
+// Bounds of one table.
+const (
+	maxColumns    = 16 // stages and hand-overs
+	maxRows       = 64 // phases, and outputs of a streaming request
+	maxCellValues = 4  // values of one phase in one cell
+)
 
 type table struct {
 	cols  []tableCol
 	rows  map[string]*tableRow
 	order []string
+	// hiddenCols and hiddenRows count what the bounds left out.
+	hiddenCols, hiddenRows int
 }
 
 type tableCol struct {
@@ -76,14 +94,26 @@ type tableRow struct {
 
 func newTable() *table { return &table{rows: map[string]*tableRow{}} }
 
+// column adds a column and returns its index, or -1 beyond maxColumns.
 func (t *table) column(name string, rank int) int {
+	if len(t.cols) >= maxColumns {
+		t.hiddenCols++
+		return -1
+	}
 	t.cols = append(t.cols, tableCol{name, rank})
 	return len(t.cols) - 1
 }
 
 func (t *table) set(label string, rank, col int, d time.Duration) {
+	if col < 0 {
+		return
+	}
 	r := t.rows[label]
 	if r == nil {
+		if len(t.order) >= maxRows {
+			t.hiddenRows++
+			return
+		}
 		r = &tableRow{label: label, rank: rank, cells: map[int][]time.Duration{}}
 		t.rows[label] = r
 		t.order = append(t.order, label)
@@ -92,6 +122,9 @@ func (t *table) set(label string, rank, col int, d time.Duration) {
 }
 
 func (t *table) scope(n *Node, col int) {
+	if col < 0 {
+		return
+	}
 	k := kindOf(n)
 	t.phases(n, scopePhases(k), col)
 	for i, c := range n.Named(spans.OutputSpanName) {
@@ -155,14 +188,21 @@ func (t *table) write(w io.Writer) {
 		for _, c := range cols {
 			cell := ""
 			if ds := r.cells[c]; len(ds) > 0 {
-				vals := make([]string, len(ds))
+				vals := make([]string, 0, maxCellValues+1)
 				for i, d := range ds {
-					vals[i] = fmt.Sprintf("%.3f", ms(d))
+					if i == maxCellValues {
+						vals = append(vals, fmt.Sprintf("+%d more", len(ds)-i))
+						break
+					}
+					vals = append(vals, fmt.Sprintf("%.3f", ms(d)))
 				}
 				cell = strings.Join(vals, "/")
 			}
 			fmt.Fprintf(&b, "%*s", width, cell)
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	if t.hiddenCols > 0 || t.hiddenRows > 0 {
+		fmt.Fprintf(w, "  (%d more stage or hand-over columns and %d more rows not shown)\n", t.hiddenCols, t.hiddenRows)
 	}
 }

@@ -1,6 +1,8 @@
 package traceview
 
 import (
+	"fmt"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -12,24 +14,121 @@ type Node struct {
 }
 
 // Trees builds the trees of one trace's spans. A span whose parent is not
-// among them is a root.
+// among them is a root. It never fails: see [BuildTrees] for the spans it
+// had to treat as roots.
 func Trees(ss []Span) []*Node {
+	roots, _ := BuildTrees(ss)
+	return roots
+}
+
+// MaxTreeDepth bounds how deep a tree is built: a span deeper than this is
+// made a root, so that no view recurses without bound on a hostile chain.
+const MaxTreeDepth = 64
+
+// BuildTrees builds the trees of one trace's spans, in start order, and
+// reports what kept a span from its parent: a span id used twice (the
+// later span is a root and parents nothing), a span naming itself as
+// parent, a parent chain that loops back on itself (cut at the span that
+// closes the loop), and a chain deeper than [MaxTreeDepth]. Such spans
+// become roots, so that every span is shown exactly once and no view ever
+// loops.
+func BuildTrees(ss []Span) ([]*Node, []string) {
 	sortByStart(ss)
+	var problems []string
+	report := func(format string, args ...any) {
+		if len(problems) < maxProblems {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		} else if len(problems) == maxProblems {
+			problems = append(problems, "more problems not shown")
+		}
+	}
 	nodes := make(map[string]*Node, len(ss))
+	all := make([]*Node, len(ss))
 	for i := range ss {
-		nodes[ss[i].SpanID] = &Node{Span: &ss[i]}
+		n := &Node{Span: &ss[i]}
+		all[i] = n
+		if _, dup := nodes[ss[i].SpanID]; dup {
+			report("span id %s is used by more than one span; %s is shown as a root", Display(ss[i].SpanID, 40), Display(ss[i].Name, 60))
+			continue
+		}
+		nodes[ss[i].SpanID] = n
+	}
+	parent := make(map[*Node]*Node, len(ss))
+	for _, n := range all {
+		s := n.Span
+		if s.ParentID == "" || nodes[s.SpanID] != n {
+			continue
+		}
+		if s.ParentID == s.SpanID {
+			report("span %s (%s) names itself as its parent; shown as a root", Display(s.SpanID, 40), Display(s.Name, 60))
+			continue
+		}
+		if p, ok := nodes[s.ParentID]; ok {
+			parent[n] = p
+		}
+	}
+	// Cut loops: walk each chain up, marking the nodes of this walk; a
+	// node met twice on one walk closes a loop, and loses its parent.
+	state := make(map[*Node]int8, len(ss)) // 0 new, 1 on this walk, 2 done
+	var chain []*Node
+	for _, n := range all {
+		chain = chain[:0]
+		for m := n; m != nil && state[m] == 0; m = parent[m] {
+			state[m] = 1
+			chain = append(chain, m)
+			if p := parent[m]; p != nil && state[p] == 1 {
+				report("spans %s and %s are each other's ancestors; %s is shown as a root", Display(m.Span.SpanID, 40), Display(p.Span.SpanID, 40), Display(m.Span.Name, 60))
+				delete(parent, m)
+			}
+		}
+		for _, m := range chain {
+			state[m] = 2
+		}
+	}
+	depth := make(map[*Node]int, len(ss))
+	depthOf := func(n *Node) int {
+		// Iterative: a chain of a million spans must not grow the stack.
+		var up []*Node
+		m := n
+		for ; m != nil; m = parent[m] {
+			if _, ok := depth[m]; ok {
+				break
+			}
+			up = append(up, m)
+		}
+		d := -1
+		if m != nil {
+			d = depth[m]
+		}
+		for i := len(up) - 1; i >= 0; i-- {
+			d++
+			if d > MaxTreeDepth {
+				if d == MaxTreeDepth+1 {
+					report("a chain of spans is deeper than %d; %s is shown as a root", MaxTreeDepth, Display(up[i].Span.Name, 60))
+				}
+				delete(parent, up[i])
+				d = 0
+			}
+			depth[up[i]] = d
+		}
+		return depth[n]
 	}
 	var roots []*Node
-	for i := range ss {
-		n := nodes[ss[i].SpanID]
-		if p, ok := nodes[ss[i].ParentID]; ok && ss[i].ParentID != "" {
+	for _, n := range all {
+		depthOf(n)
+	}
+	for _, n := range all {
+		if p := parent[n]; p != nil {
 			p.Children = append(p.Children, n)
 		} else {
 			roots = append(roots, n)
 		}
 	}
-	return roots
+	return roots, problems
 }
+
+// maxProblems bounds the problems one trace reports.
+const maxProblems = 20
 
 // Named returns the children of n named name.
 func (n *Node) Named(name string) []*Node {

@@ -56,15 +56,15 @@ type waterfall struct {
 
 func (wf *waterfall) header(s *Span) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %q", display(s.Name, maxLabel), display(s.Str(string(attrs.RequestIDKey)), maxLabel))
+	fmt.Fprintf(&b, "%s %q", s.Name, Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
 	for _, k := range []string{string(attrs.OutputModalityKey), string(attrs.RequestModelKey)} {
 		if v := s.Str(k); v != "" {
-			fmt.Fprintf(&b, " %s", display(v, maxLabel))
+			fmt.Fprintf(&b, " %s", Display(v, maxNameCell))
 		}
 	}
 	fmt.Fprintf(&b, "  %.3f ms", ms(s.Duration()))
 	if s.StatusCode == codes.Error {
-		fmt.Fprintf(&b, "  ERROR %s: %s", display(s.Str(string(attrs.ErrorTypeKey)), maxLabel), display(s.StatusMessage, 2*maxLabel))
+		fmt.Fprintf(&b, "  ERROR %s: %s", Display(s.Str(string(attrs.ErrorTypeKey)), maxNameCell), Display(s.StatusMessage, maxMessageCell))
 	}
 	fmt.Fprintln(wf.w, b.String())
 	fmt.Fprintf(wf.w, "  %-*s |%s| %12s\n", labelWidth-2, "phase", timelineLabel(wf.total), "ms")
@@ -85,8 +85,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 		for _, c := range n.Children {
 			switch c.Span.Name {
 			case spans.StageSpanName:
-				label := fmt.Sprintf("stage %s (%s)", display(c.Span.Str(string(attrs.StageNameKey)), labelWidth/2),
-					display(c.Span.Str(string(attrs.StageTypeKey)), 16))
+				label := fmt.Sprintf("stage %s (%s)", Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell), Display(c.Span.Str(string(attrs.StageTypeKey)), maxNameCell))
 				wf.row(depth, label, c.Span)
 				wf.scope(c, depth+1)
 			case spans.TransferSpanName:
@@ -199,13 +198,13 @@ func phaseLabel(p spans.Phase, s *Span) string {
 		label += fmt.Sprintf(" @%d", i)
 	}
 	if b := s.Str(string(attrs.BatchIDKey)); b != "" {
-		label += " in " + display(b, 12)
+		label += " in " + Display(b, 12)
 	}
 	return label
 }
 
 func (wf *waterfall) other(c *Node, depth int) {
-	label := display(c.Span.Name, labelWidth)
+	label := Display(c.Span.Name, maxNameCell)
 	if c.Span.Name == spans.OutputSpanName {
 		label = "output"
 		if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
@@ -263,7 +262,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // engineWaterfall writes the engine's start: one row per step.
 func engineWaterfall(w io.Writer, root *Node) {
 	wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
-	fmt.Fprintf(w, "%s %s  %.3f ms\n", root.Span.Name, display(root.Span.Str(string(attrs.EngineModelKey)), maxLabel), ms(root.Span.Duration()))
+	fmt.Fprintf(w, "%s %s  %.3f ms\n", root.Span.Name, Display(root.Span.Str(string(attrs.EngineModelKey)), maxNameCell), ms(root.Span.Duration()))
 	fmt.Fprintf(w, "  %-*s |%s| %12s\n", labelWidth-2, "step", timelineLabel(wf.total), "ms")
 	for _, c := range root.Children {
 		label := strings.TrimPrefix(c.Span.Name, "omni.engine.")
@@ -272,7 +271,7 @@ func engineWaterfall(w io.Writer, root *Node) {
 		} else if n := c.Span.Str(string(attrs.StageNameKey)); n != "" {
 			label += " " + n
 		}
-		wf.row(1, display(label, labelWidth-2), c.Span)
+		wf.row(1, Display(label, labelWidth-2), c.Span)
 	}
 	fmt.Fprintln(w)
 }
@@ -281,6 +280,6 @@ func engineWaterfall(w io.Writer, root *Node) {
 func batchLine(w io.Writer, s *Span) {
 	size, _ := s.Int(string(attrs.BatchSizeKey))
 	fmt.Fprintf(w, "%s %q of %d requests (%s)  %.3f ms, linked to %d member execs\n\n", s.Name,
-		display(s.Str(string(attrs.BatchIDKey)), maxLabel), size, display(s.Str(string(attrs.RequestModelKey)), maxLabel),
+		Display(s.Str(string(attrs.BatchIDKey)), maxIDCell), size, Display(s.Str(string(attrs.RequestModelKey)), maxNameCell),
 		ms(s.Duration()), len(s.Links))
 }

@@ -2,183 +2,360 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sync"
+	"time"
 
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel"
 
 	"github.com/otelomni/otelomni/internal/omnirecord"
-	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/traceview"
 )
 
-// maxLine bounds one record line; a longer one is reported and skipped.
-const maxLine = 16 << 20
+// maxLine bounds one line of input (a request of a hundred stages fits in
+// a tenth of it); a longer one is reported and skipped unread.
+const maxLine = 1 << 20
+
+// maxProblemLines bounds the problems printed per input; the rest are
+// counted. A file of a million bad lines must not print a million lines.
+const maxProblemLines = 100
+
+// importFlags are import's options.
+type importFlags struct {
+	out, format, start, run, checkpoint string
+	follow                              bool
+	idle, poll                          time.Duration
+	settle, maxPending                  int
+}
+
+func (f *importFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.out, "out", "", "write the traces to this OTLP/JSON file instead of exporting them")
+	fs.StringVar(&f.format, "format", omnirecord.FormatAuto, fmt.Sprintf("the input's form, one of %v (auto tells it by content)", omnirecord.Formats))
+	fs.StringVar(&f.start, "start", "", "place requests whose input has no time (a summary) from this RFC 3339 time (default: the file's modification time)")
+	fs.StringVar(&f.run, "run", "", "a name for the run the input belongs to; it enters every trace id, so that runs reusing request ids stay apart")
+	fs.BoolVar(&f.follow, "follow", false, "keep reading FILE as it grows, across rotation, exporting each request once complete")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "with -follow: resume from and save the position in this file")
+	fs.DurationVar(&f.idle, "idle", 10*time.Second, "with -follow: export a request once no record of it came for this long")
+	fs.DurationVar(&f.poll, "poll", 200*time.Millisecond, "with -follow: how often to look for more input")
+	fs.IntVar(&f.settle, "settle", omnirecord.DefaultSettle, "records a finished request of a log waits for before it is exported")
+	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once; beyond, the oldest is exported, or dropped if unfinished")
+}
+
+func (f *importFlags) options() (omnirecord.Options, error) {
+	o := omnirecord.Options{Format: f.format, RunName: sanitize.String(f.run, 256), Settle: f.settle, MaxPending: f.maxPending}
+	if f.start != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.start)
+		if err != nil {
+			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", traceview.Display(f.start, 64))}
+		}
+		o.Start = t
+	}
+	if f.settle < 0 || f.maxPending < 0 {
+		return o, usageError{"-settle and -max-pending are not negative"}
+	}
+	return o, nil
+}
 
 func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "", "write the traces to this OTLP/JSON file instead of exporting them")
+	var fl importFlags
+	fl.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-
-	opts := []otelsetup.Option{
-		otelsetup.WithServiceName("omnitrace"), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
-		// An import is a batch job: wait for the exporter rather than drop.
-		otelsetup.WithBatchOptions(sdktrace.WithBlocking()),
+	opts, err := fl.options()
+	if err == nil && fl.follow && (fs.NArg() != 1 || fs.Arg(0) == "-") {
+		err = usageError{"-follow reads one file"}
 	}
-	var file *fileExporter
-	if *out != "" {
-		file = &fileExporter{}
-		opts = append(opts, otelsetup.WithSpanExporter(file))
-	} else {
-		console, err := stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
-		if err != nil {
-			fmt.Fprintf(stderr, "omnitrace import: %v\n", err)
-			return 1
-		}
-		opts = append(opts, otelsetup.WithFallbackExporter(console))
+	if err == nil && fl.checkpoint != "" && !fl.follow {
+		err = usageError{"-checkpoint goes with -follow"}
 	}
-	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: %v\n", err)
+		fmt.Fprintf(stderr, "omnitrace import: %v\n%s", err, usage)
+		return 2
+	}
+	otel.SetErrorHandler(boundedErrors(stderr))
+	if os.Getenv("GOGC") == "" {
+		// The import's live heap is small and bounded (one batch queue, a
+		// bounded number of requests held), and most of its work is
+		// short-lived spans: collecting less often costs a few MiB and
+		// saves a fifth of the CPU.
+		debug.SetGCPercent(300)
+	}
+	tel, dest, err := exportSetup(ctx, fl.out, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
 		return 1
 	}
 	if !tel.Enabled() {
 		fmt.Fprintln(stderr, "omnitrace import: the environment turns tracing off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing will be exported")
 	}
-	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(metricnoop.NewMeterProvider()))
+	im := newImporter(ctx, tel, stderr)
+	if fl.follow {
+		err = follow(ctx, fs.Arg(0), fl, opts, im)
+	} else {
+		names := fs.Args()
+		if len(names) == 0 {
+			names = []string{"-"}
+		}
+		for _, name := range names {
+			if err = im.readFile(name, stdin, opts); err != nil {
+				fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
+				im.skipped++
+			}
+		}
+		err = nil
+	}
+	status := im.finish(dest)
+	if err != nil {
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
+		return 1
+	}
+	return status
+}
 
-	imported, skipped := 0, 0
-	readAll := func(name string, r io.Reader) {
-		br := bufio.NewReaderSize(r, 64<<10)
-		for n := 1; ; n++ {
-			line, tooLong, err := readLine(br)
-			if len(bytes.TrimSpace(line)) > 0 || tooLong {
-				switch {
-				case tooLong:
-					fmt.Fprintf(stderr, "%s:%d: line longer than %d bytes; skipped\n", name, n, maxLine)
-					skipped++
-				default:
-					if perr := importLine(ctx, in, line); perr != nil {
-						fmt.Fprintf(stderr, "%s:%d: %v; skipped\n", name, n, perr)
-						skipped++
-					} else {
-						imported++
-					}
-				}
-			}
-			if err != nil {
-				if err != io.EOF {
-					fmt.Fprintf(stderr, "%s: %v\n", name, err)
-					skipped++
-				}
-				return
-			}
+// maxSDKErrors bounds the lines the SDK's errors take on stderr.
+const maxSDKErrors = 20
+
+// boundedErrors prints the SDK's errors (an exporter's failures) bounded
+// in bytes and in number: a collector's 50 MB error page must not reach
+// the terminal, nor a million failed batches a million lines.
+func boundedErrors(w io.Writer) otel.ErrorHandler {
+	var mu sync.Mutex
+	n := 0
+	return otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n++; n <= maxSDKErrors {
+			fmt.Fprintf(w, "omnitrace import: %s\n", sanitize.String(err.Error(), 512))
+		} else if n == maxSDKErrors+1 {
+			fmt.Fprintln(w, "omnitrace import: more export errors not shown")
 		}
+	})
+}
+
+// importer emits the requests of the inputs through otelomni and counts.
+// Requests are emitted by workers while the next lines are read: reading
+// and emitting each take a core's worth of work per record.
+type importer struct {
+	ctx     context.Context
+	tel     *otelsetup.Telemetry
+	emitter *omnirecord.Emitter
+	stderr  io.Writer
+
+	work    chan emitJob
+	workers sync.WaitGroup
+
+	mu       sync.Mutex // guards what follows, written by the workers too
+	name     string
+	problems int
+	imported int
+	skipped  int
+	late     int
+	dropped  int
+}
+
+type emitJob struct {
+	r      *omnirecord.Request
+	anchor time.Time
+}
+
+func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer) *importer {
+	im := &importer{ctx: ctx, tel: tel, emitter: omnirecord.NewEmitter(tel.TracerProvider()), stderr: stderr,
+		work: make(chan emitJob, 256)}
+	for i := 0; i < max(1, min(runtime.GOMAXPROCS(0), 4)); i++ {
+		im.workers.Go(func() {
+			for j := range im.work {
+				im.emit(j.r, j.anchor)
+			}
+		})
 	}
-	if fs.NArg() == 0 {
-		readAll("stdin", stdin)
+	return im
+}
+
+// Request hands one request to the workers.
+func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
+	im.work <- emitJob{r, anchor}
+}
+
+// emit emits one request; a request that cannot be placed makes no span
+// and is reported.
+func (im *importer) emit(r *omnirecord.Request, anchor time.Time) {
+	err := im.emitter.Emit(im.ctx, r, anchor)
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if err != nil {
+		im.reportLocked(0, fmt.Errorf("request %q: %w", sanitize.String(r.ID, 128), err))
+		im.skipped++
+		return
 	}
-	for _, name := range fs.Args() {
-		if name == "-" {
-			readAll("stdin", stdin)
-			continue
-		}
+	im.imported++
+}
+
+// Problem reports a record that was skipped.
+func (im *importer) Problem(line int, err error) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.skipped++
+	im.reportLocked(line, err)
+}
+
+// drain waits until every request handed on is emitted.
+func (im *importer) drain() {
+	close(im.work)
+	im.workers.Wait()
+}
+
+func (im *importer) reportLocked(line int, err error) {
+	im.problems++
+	if im.problems > maxProblemLines {
+		return
+	}
+	where := im.name
+	if line > 0 {
+		where = fmt.Sprintf("%s:%d", im.name, line)
+	}
+	fmt.Fprintf(im.stderr, "%s: %s; skipped\n", where, sanitize.String(err.Error(), 512))
+}
+
+// readFile imports one file, or stdin for "-".
+func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Options) error {
+	im.mu.Lock()
+	im.name, im.problems = sanitize.String(name, 256), 0
+	im.mu.Unlock()
+	var r io.Reader = stdin
+	ref := time.Now()
+	if name == "-" {
+		im.name = "stdin"
+	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "omnitrace import: %v\n", err)
-			skipped++
-			continue
+			return err
 		}
-		readAll(name, f)
-		f.Close()
-	}
-	if err := tel.Shutdown(ctx); err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: export: %v\n", err)
-		return 1
-	}
-	if file != nil {
-		if err := file.write(*out); err != nil {
-			fmt.Fprintf(stderr, "omnitrace import: %v\n", err)
-			return 1
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			ref = st.ModTime()
 		}
+		r = f
 	}
-	fmt.Fprintf(stderr, "omnitrace import: imported %d, skipped %d (to %s)\n", imported, skipped, destination(*out, tel))
-	if skipped > 0 {
-		return 1
-	}
-	return 0
-}
-
-func destination(out string, tel *otelsetup.Telemetry) string {
-	if out != "" {
-		return out
-	}
-	return tel.Exporter()
-}
-
-// importLine parses one record and makes its trace. A record is checked
-// whole before any span is made, so a bad line makes no span at all.
-func importLine(ctx context.Context, in *otelomni.Instrumenter, line []byte) error {
-	rec, err := omnirecord.Parse(line)
+	in, err := omnirecord.NewInput(ref, opts, im)
 	if err != nil {
 		return err
 	}
-	return rec.Emit(ctx, in)
-}
-
-// readLine reads one line of any length up to maxLine; a longer one is
-// drained and reported.
-func readLine(r *bufio.Reader) ([]byte, bool, error) {
-	var line []byte
+	lr := newLineReader(r)
 	for {
-		chunk, isPrefix, err := r.ReadLine()
-		if len(line)+len(chunk) > maxLine {
-			for isPrefix && err == nil {
-				_, isPrefix, err = r.ReadLine()
-			}
-			return nil, true, err
+		line, off, tooLong, err := lr.next()
+		if tooLong {
+			im.Problem(lr.n, fmt.Errorf("line longer than %d bytes", maxLine))
+		} else if line != nil {
+			in.Line(line, off)
 		}
-		line = append(line, chunk...)
-		if !isPrefix || err != nil {
-			return line, false, err
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			in.End()
+			return err
 		}
 	}
-}
-
-// fileExporter keeps the spans and writes them as OTLP/JSON at the end.
-type fileExporter struct {
-	mu    sync.Mutex
-	spans []traceview.Span
-}
-
-func (f *fileExporter) ExportSpans(_ context.Context, ss []sdktrace.ReadOnlySpan) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.spans = append(f.spans, traceview.FromSDK(ss)...)
+	in.End()
+	im.noteStats(in)
 	return nil
 }
 
-func (f *fileExporter) Shutdown(context.Context) error { return nil }
+func (im *importer) noteStats(in *omnirecord.Input) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	late, dropped := in.Stats()
+	im.late += late
+	im.dropped += dropped
+	if im.problems > maxProblemLines {
+		fmt.Fprintf(im.stderr, "%s: %d more problems not shown\n", im.name, im.problems-maxProblemLines)
+	}
+}
 
-func (f *fileExporter) write(path string) error {
-	w, err := os.Create(path)
-	if err != nil {
-		return err
+// finish flushes the exporter and reports; it returns the exit status: 1
+// when a record was skipped or a span did not reach its destination.
+func (im *importer) finish(dest string) int {
+	im.drain()
+	status := 0
+	if im.late > 0 || im.dropped > 0 {
+		fmt.Fprintf(im.stderr, "omnitrace import: %d records came after their request was exported (raise -settle), %d unfinished requests dropped (raise -max-pending)\n", im.late, im.dropped)
+		status = 1
 	}
-	if err := traceview.WriteOTLPJSON(w, f.spans); err != nil {
-		w.Close()
-		return err
+	if err := im.tel.Shutdown(context.WithoutCancel(im.ctx)); err != nil {
+		var loss *otelsetup.LossError
+		if errors.As(err, &loss) {
+			fmt.Fprintf(im.stderr, "omnitrace import: %d of %d spans did not reach %s (%d failed to export, %d dropped)\n",
+				loss.Lost(), loss.Ended, dest, loss.Failed, loss.Pending)
+		} else {
+			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", sanitize.String(err.Error(), 1024))
+		}
+		status = 1
 	}
-	return w.Close()
+	fmt.Fprintf(im.stderr, "omnitrace import: imported %d, skipped %d (to %s)\n", im.imported, im.skipped, dest)
+	if im.skipped > 0 {
+		status = 1
+	}
+	return status
+}
+
+// lineReader reads lines of any length up to maxLine, with their offsets.
+type lineReader struct {
+	br   *bufio.Reader
+	off  int64
+	n    int
+	long []byte
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 256<<10)}
+}
+
+// next returns the next line without its line end, and the offset it
+// starts at; a line longer than maxLine is drained and reported. The
+// line is valid until the next call.
+func (l *lineReader) next() ([]byte, int64, bool, error) {
+	start := l.off
+	l.long = l.long[:0]
+	for {
+		chunk, err := l.br.ReadSlice('\n')
+		l.off += int64(len(chunk))
+		if err == bufio.ErrBufferFull {
+			if len(l.long)+len(chunk) <= maxLine {
+				l.long = append(l.long, chunk...)
+			} else {
+				l.long = l.long[:maxLine+1]
+			}
+			continue
+		}
+		if len(l.long) > 0 {
+			chunk = append(l.long, chunk...)
+		}
+		if len(chunk) == 0 && err != nil {
+			return nil, start, false, err
+		}
+		l.n++
+		if len(chunk) > maxLine+1 {
+			return nil, start, true, err
+		}
+		line := chunk
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		if err == nil || err == io.EOF {
+			return line, start, false, err
+		}
+		return line, start, false, err
+	}
 }

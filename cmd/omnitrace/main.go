@@ -1,20 +1,26 @@
-// Command omnitrace brings timing records from existing engines into
+// Command omnitrace brings the timing that engines already write into
 // traces, and reads traces back as the tables people read in a terminal.
 //
-//	omnitrace import [-out FILE] [RECORDS.jsonl ...]
+//	omnitrace import [-out FILE] [-format F] [-start T] [-run NAME] [FILE ...]
+//	omnitrace import -follow [-checkpoint FILE] [-idle D] FILE
 //	omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
 //	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
 //
-// import reads JSON lines, one request per line, and exports one trace per
-// good line through the standard OTEL_* variables (to the console when none
-// names an exporter or endpoint), or writes them to an OTLP/JSON file with
-// -out. A bad line is reported on stderr with its line number and reason
-// and skipped; the exit status is 1 when any line was skipped.
+// import reads what vLLM-Omni writes (its orchestrator's summary dicts, the
+// [OmniTiming] lines and per-request tables of its log, its older event
+// dicts) or this project's JSON-lines records, tells the form by content,
+// and makes one trace per request. It exports through the standard OTEL_*
+// variables (to the console when none names an exporter or endpoint), or
+// writes an OTLP/JSON file with -out, as it goes. Ids are derived from the
+// input: importing it again stores nothing twice. A bad record is
+// reported on stderr with its line number and skipped; the exit status is
+// 1 when a record was skipped or a span did not reach its destination.
 //
 // table prints one trace's per-request table: phases by stage, a blank cell
 // for a phase not measured. summary prints, per phase, how many requests
 // measured it and the p50, p90, p99 and max of its durations. Neither ever
-// adds phases together.
+// adds phases together, and neither prints more than a person reads,
+// whatever the trace holds.
 package main
 
 import (
@@ -25,6 +31,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -34,13 +44,21 @@ import (
 )
 
 const usage = `usage:
-  omnitrace import [-out FILE] [RECORDS.jsonl ...]     records (JSON lines; stdin when none) to traces
+  omnitrace import [-out FILE] [-format auto|jsonl|summary|log] [-start T] [-run NAME] [FILE ...]
+                                                      vLLM-Omni's summaries, logs or records to traces (stdin when no FILE)
+  omnitrace import -follow [-checkpoint FILE] [-idle 10s] FILE
+                                                      the same, as the engine appends to FILE
   omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
   omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
 `
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// An interrupt ends `import -follow` cleanly: held requests are
+	// exported or saved to the checkpoint, and the exporter flushed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run runs one command and returns the exit status: 0, 1 when lines were
@@ -139,20 +157,31 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	traces := traceview.ByTrace(ss)
 	var pick []traceview.Span
+	var matches []string
 	for id, tr := range traces {
 		switch {
 		case traceID != "" && id == traceID:
 			pick = tr
-		case *requestID != "":
+		case traceID == "" && *requestID != "":
 			// The request span may hang under a gateway's span.
 			for _, s := range tr {
 				if s.Name == spans.RequestSpanName && s.Str(string(attrs.RequestIDKey)) == *requestID {
 					pick = tr
+					matches = append(matches, id)
+					break
 				}
 			}
 		case traceID == "" && len(traces) == 1:
 			pick = tr
 		}
+	}
+	if len(matches) > 1 {
+		sort.Strings(matches)
+		if len(matches) > 10 {
+			matches = append(matches[:10], "...")
+		}
+		return usageError{fmt.Sprintf("%d traces hold request %q (runs that reuse the id): name one by its trace id: %s",
+			len(matches), traceview.Display(*requestID, 128), strings.Join(matches, " "))}
 	}
 	if pick == nil {
 		if traceID == "" && *requestID == "" && len(traces) > 1 {
@@ -195,6 +224,9 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var sum traceview.Summary
 	for _, tr := range traceview.ByTrace(ss) {
 		sum.Add(tr)
+	}
+	if n := sum.Problems(); n > 0 {
+		fmt.Fprintf(stderr, "omnitrace summary: %d spans could not be placed in their trace's tree (a shared span id, a parent loop, or a chain too deep); counted as roots\n", n)
 	}
 	if sum.Requests() == 0 {
 		return errors.New("no omni.request trace found")

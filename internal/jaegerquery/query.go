@@ -41,14 +41,20 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) ([]byte, in
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	limit := int64(maxAnswer)
+	if resp.StatusCode != http.StatusOK {
+		// Only what an error message quotes: a proxy's 50 MB error page is
+		// neither read nor echoed.
+		limit = 4 * maxErrorBody
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	return b, resp.StatusCode, err
 }
 
 // Trace returns the spans of one trace; none, and no error, when Jaeger
 // does not have it (yet).
 func (c *Client) Trace(ctx context.Context, traceID string) ([]traceview.Span, error) {
-	b, code, err := c.get(ctx, "/api/v3/traces/"+traceID, nil)
+	b, code, err := c.get(ctx, "/api/v3/traces/"+url.PathEscape(traceID), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +88,10 @@ func (c *Client) Search(ctx context.Context, service string, from, to time.Time,
 	}
 	return traceview.ParseOTLPJSON(bytes.NewReader(b))
 }
+
+// maxAnswer bounds an answer read: the OTLP/JSON reader refuses a larger
+// document anyway.
+const maxAnswer = traceview.MaxOTLPDocument
 
 // maxErrorBody bounds the part of an error answer quoted in an error: a
 // proxy's 50 MB error page is no message for a terminal.

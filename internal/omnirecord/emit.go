@@ -1,167 +1,268 @@
 package omnirecord
 
+// This file holds every use of the otelomni API in the import, so that a
+// change of that API touches one file.
+
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
 
-// Placed is a stage's phases placed on the timeline, in DOMAIN.md's phase
-// order from the stage's submit time: preprocess, then exec, then
-// output-ready wait, then postprocess; inside exec, one after another,
-// queue wait, KV receive, forward, VAE decode; at an LLM stage, queue, then
-// prefill, then decode; the hand-over from the previous stage ends at the
-// submit time (in flight, then receive-and-decode). A phase that is not in
-// the record is not placed and takes no time.
-type Placed struct {
-	Diffusion spans.DiffusionRecord
-	LLM       spans.LLMRecord
-	Transfer  spans.TransferRecord
-	// HasTransfer: the stage received a hand-over with a measured part.
-	HasTransfer bool
-	// End is the stage's end: submit plus stage_gen_time, or the end of
-	// its last phase.
-	End time.Time
+// Emitter makes the traces of requests through otelomni, with tp.
+type Emitter struct {
+	in *otelomni.Instrumenter
 }
 
-// Place places a stage's phases.
-func (s *Stage) Place() Placed {
-	p := Placed{End: s.Submit}
-	d := s.Durations
-	span := func(start time.Time, ph spans.Phase) (spans.Interval, time.Time) {
-		dur, ok := d[ph]
-		if !ok {
-			return spans.Interval{}, start
-		}
-		end := start.Add(dur)
-		if end.After(p.End) {
-			p.End = end
-		}
-		return spans.Between(start, end), end
-	}
-	t := s.Submit
-	p.Diffusion.Preprocess, t = span(t, spans.Preprocess)
-	p.Diffusion.Exec, _ = span(t, spans.Exec)
-	inner := t
-	p.Diffusion.QueueWait, inner = span(inner, spans.QueueWait)
-	p.Diffusion.KVRecv, inner = span(inner, spans.KVRecv)
-	p.Diffusion.Forward, inner = span(inner, spans.Forward)
-	p.Diffusion.VAEDecode, _ = span(inner, spans.VAEDecode)
-	if e, ok := d[spans.Exec]; ok {
-		t = t.Add(e)
-	}
-	p.Diffusion.OutputReadyWait, t = span(t, spans.OutputReadyWait)
-	p.Diffusion.Postprocess, _ = span(t, spans.Postprocess)
-	p.Diffusion.Reconstructed = true
-
-	t = s.Submit
-	p.LLM.Queue, t = span(t, spans.LLMQueue)
-	p.LLM.Prefill, t = span(t, spans.LLMPrefill)
-	p.LLM.Decode, _ = span(t, spans.LLMDecode)
-	p.LLM.Reconstructed = true
-
-	rx, hasRx := d[spans.TransferRxDecode]
-	fl, hasFl := d[spans.TransferInFlight]
-	if hasRx || hasFl {
-		p.HasTransfer = true
-		rxStart := s.Submit.Add(-rx)
-		if hasRx {
-			p.Transfer.RxDecode = spans.Between(rxStart, s.Submit)
-		}
-		if hasFl {
-			p.Transfer.InFlight = spans.Between(rxStart.Add(-fl), rxStart)
-		}
-		p.Transfer.ToStage = s.ID
-		p.Transfer.Reconstructed = true
-		if s.RxBytes != nil {
-			p.Transfer.Bytes = *s.RxBytes
-		}
-	}
-	if s.GenTime != nil {
-		if end := s.Submit.Add(*s.GenTime); end.After(p.End) {
-			p.End = end
-		}
-	}
-	return p
+// NewEmitter returns an emitter whose spans go to tp. An import makes no
+// metrics: its requests ran long ago.
+func NewEmitter(tp trace.TracerProvider) *Emitter {
+	return &Emitter{in: otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithMeterProvider(metricnoop.NewMeterProvider()))}
 }
 
-// End returns the request's end: the last stage's end.
-func (r *Request) End() time.Time {
+// Emit makes r's trace (see [Request.Emit]).
+func (e *Emitter) Emit(ctx context.Context, r *Request, anchor time.Time) error {
+	return r.Emit(ctx, e.in, anchor)
+}
+
+// diffusionOrder is the order in which a stage's diffusion phases are
+// recorded: parents before their children, as the tree is built.
+var diffusionOrder = []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.KVRecv, spans.Forward,
+	spans.VAEDecode, spans.OutputReadyWait, spans.Postprocess}
+
+var llmOrder = []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode}
+
+// placedStage is a stage with its phases placed.
+type placedStage struct {
+	st *Stage
+	p  Placed
+}
+
+// plan places every time of the request and checks that each lies within
+// what OTLP carries, naming the phase that does not. Nothing is emitted
+// for a request that fails.
+func (r *Request) plan(anchor time.Time) ([]placedStage, time.Time, error) {
+	r.placeTimes(anchor)
+	out := make([]placedStage, len(r.Stages))
 	end := r.Arrival
+	if r.Total != nil {
+		end = r.Arrival.Add(r.Total.D)
+	}
 	for i := range r.Stages {
-		if e := r.Stages[i].Place().End; e.After(end) {
-			end = e
+		st := &r.Stages[i]
+		p := st.Place()
+		out[i] = placedStage{st, p}
+		if p.End.After(end) {
+			end = p.End
+		}
+		for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
+			for _, ph := range order {
+				if err := checkRange(intervalOf(&p, ph)); err != nil {
+					return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, ph.ID(), err)
+				}
+			}
+		}
+		for _, iv := range [...]struct {
+			ph spans.Phase
+			iv spans.Interval
+		}{{spans.TransferTx, p.Transfer.Tx}, {spans.TransferInFlight, p.Transfer.InFlight}, {spans.TransferRxDecode, p.Transfer.RxDecode}} {
+			if err := checkRange(iv.iv); err != nil {
+				return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, iv.ph.ID(), err)
+			}
+		}
+		// The stage itself last: the phase that made it too long is named.
+		if err := checkRange(spans.Between(st.Submit, p.End)); err != nil {
+			return nil, end, fmt.Errorf("stage %d: %w", st.ID, err)
 		}
 	}
+	if err := checkRange(spans.Between(r.Arrival, end)); err != nil {
+		return nil, end, fmt.Errorf("request: %w", err)
+	}
+	return out, end, nil
+}
+
+// intervalOf returns the placed interval of a diffusion or LLM phase.
+func intervalOf(p *Placed, ph spans.Phase) spans.Interval {
+	d, l := &p.Diffusion, &p.LLM
+	switch ph {
+	case spans.QueueWait:
+		return d.QueueWait
+	case spans.Preprocess:
+		return d.Preprocess
+	case spans.Exec:
+		return d.Exec
+	case spans.KVRecv:
+		return d.KVRecv
+	case spans.Forward:
+		return d.Forward
+	case spans.VAEDecode:
+		return d.VAEDecode
+	case spans.OutputReadyWait:
+		return d.OutputReadyWait
+	case spans.Postprocess:
+		return d.Postprocess
+	case spans.LLMQueue:
+		return l.Queue
+	case spans.LLMPrefill:
+		return l.Prefill
+	case spans.LLMDecode:
+		return l.Decode
+	}
+	return spans.Interval{}
+}
+
+// EndTime returns the request's end once placed from anchor: its measured
+// end-to-end time, or its last stage's end if later.
+func (r *Request) EndTime(anchor time.Time) time.Time {
+	_, end, _ := r.plan(anchor)
 	return end
 }
 
 // Emit makes the request's trace with in: a single-stage trace (no
 // omni.stage span; the request span carries the stage's attributes and
-// unknown keys) for a record with one stage, a multi-stage trace otherwise.
-// The request span runs from the arrival time to the last stage's end.
-func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter) error {
+// unknown keys) for a request with one stage and no hand-over, a
+// multi-stage trace otherwise. Times the input lacks are placed (see
+// placeTimes) from anchor. The trace and span ids come from
+// [IDGenerator] when the tracer provider uses it: the same request read
+// twice makes the same ids. A request with a time outside what OTLP
+// carries makes no span at all.
+func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor time.Time) error {
+	placed, end, err := r.plan(anchor)
+	if err != nil {
+		return err
+	}
+	ctx = withIDs(ctx, r.Key())
 	info := otelomni.RequestInfo{
 		ID: r.ID, Model: r.Model, Modality: r.Modality, NumInferenceSteps: r.Steps, GuidanceScale: r.Guidance,
 		Height: r.Height, Width: r.Width, NumFrames: r.Frames, Start: r.Arrival,
-		Attributes: append([]attribute.KeyValue(nil), r.Extra...),
+		Attributes: append(make([]attribute.KeyValue, 0, len(r.Extra)+8), r.Extra...),
+	}
+	if r.Source != "" {
+		info.Attributes = append(info.Attributes, SourceKey.String(r.Source))
+	}
+	if r.Total != nil {
+		info.Attributes = qualityAttrs(info.Attributes, r.Total.Quality)
 	}
 	var errs []error
-	if len(r.Stages) == 1 {
-		st := &r.Stages[0]
+	if len(placed) == 1 && !placed[0].p.HasTransfer {
+		ps := &placed[0]
+		st := ps.st
 		info.Stage = otelomni.StageInfo{ID: st.ID, Name: st.Name, Type: stageType(st)}
 		info.Attributes = append(info.Attributes, st.Extra...)
 		info.Attributes = append(info.Attributes, st.RxExtra...) // no previous stage
-		if st.Preemptions != nil {
-			info.Attributes = append(info.Attributes, attrs.NumPreemptions(*st.Preemptions))
-		}
+		info.Attributes = stageAttrs(info.Attributes, st)
 		_, req := in.Start(ctx, info)
-		p := st.Place()
-		errs = append(errs, req.Record(&p.Diffusion), req.RecordLLM(&p.LLM))
-		errs = append(errs, req.EndAt(r.End(), nil))
+		errs = append(errs, recordPhases(req, ps)...)
+		errs = append(errs, req.EndAt(end, nil))
 		return errors.Join(errs...)
 	}
 	rctx, req := in.Start(ctx, info)
-	for i := range r.Stages {
-		st := &r.Stages[i]
-		p := st.Place()
+	for i := range placed {
+		ps := &placed[i]
+		st := ps.st
 		_, stage := in.StartStage(rctx, otelomni.StageInfo{ID: st.ID, Name: st.Name, Type: stageType(st), Model: r.Model, Start: st.Submit})
 		switch {
-		case p.HasTransfer && i > 0:
-			p.Transfer.FromStage = r.Stages[i-1].ID
-			errs = append(errs, stage.RecordTransfer(p.Transfer))
+		case ps.p.HasTransfer && (i > 0 || st.RxFrom != nil):
+			ps.p.Transfer.FromStage = r.Stages[max(i-1, 0)].ID
+			if st.RxFrom != nil {
+				ps.p.Transfer.FromStage = *st.RxFrom
+			}
+			errs = append(errs, stage.RecordTransfer(ps.p.Transfer))
+			stage.SetAttributes(transferQuality(st)...)
 		case i == 0:
 			stage.SetAttributes(st.RxExtra...) // no previous stage
 		}
-		errs = append(errs, stage.Record(&p.Diffusion), stage.RecordLLM(&p.LLM))
+		errs = append(errs, recordPhases(stage, ps)...)
 		stage.SetAttributes(st.Extra...)
-		if st.Preemptions != nil {
-			stage.SetAttributes(attrs.NumPreemptions(*st.Preemptions))
-		}
-		errs = append(errs, stage.EndAt(p.End, nil))
+		stage.SetAttributes(stageAttrs(nil, st)...)
+		errs = append(errs, stage.EndAt(ps.p.End, nil))
 	}
-	errs = append(errs, req.EndAt(r.End(), nil))
+	errs = append(errs, req.EndAt(end, nil))
 	return errors.Join(errs...)
 }
 
-// stageType is the record's stage_type, or what its keys say it is: a
+// reconstructedOnly is the attribute of a placed phase of exact duration,
+// shared: the SDK copies what it keeps.
+var reconstructedOnly = []attribute.KeyValue{attrs.Reconstructed(true)}
+
+// recordPhases records each placed phase of a stage, with its quality.
+func recordPhases(rec *otelomni.Request, ps *placedStage) []error {
+	var errs []error
+	for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
+		for _, ph := range order {
+			iv := intervalOf(&ps.p, ph)
+			if !iv.Measured() {
+				continue
+			}
+			kv := reconstructedOnly
+			if q := ps.st.Quality[ph]; q != (Quality{}) {
+				kv = qualityAttrs([]attribute.KeyValue{attrs.Reconstructed(true)}, q)
+			}
+			if err := rec.RecordPhase(ph, iv, kv...); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
+}
+
+// stageAttrs appends a stage's own attributes: preemptions, the quality of
+// its stage_gen_time, and the fields whose 0 meant "not measured".
+func stageAttrs(kv []attribute.KeyValue, st *Stage) []attribute.KeyValue {
+	if st.Preemptions != nil {
+		kv = append(kv, attrs.NumPreemptions(*st.Preemptions))
+	}
+	if st.GenTime != nil {
+		kv = qualityAttrs(kv, st.GenTime.Quality)
+	}
+	if len(st.Unmeasured) > 0 {
+		u := append([]string(nil), st.Unmeasured...)
+		sort.Strings(u)
+		kv = append(kv, UnmeasuredZeroKey.StringSlice(u))
+	}
+	return kv
+}
+
+// transferQuality says how exact the hand-over into st is.
+func transferQuality(st *Stage) []attribute.KeyValue {
+	var q Quality
+	for _, p := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
+		pq := st.Quality[p]
+		q.Resolution = max(q.Resolution, pq.Resolution)
+		q.Summed = q.Summed || pq.Summed
+	}
+	var kv []attribute.KeyValue
+	if q.Resolution > 0 {
+		kv = append(kv, TransferResolutionKey.Float64(float64(q.Resolution)/float64(time.Millisecond)))
+	}
+	if q.Summed || st.RxBytesSummed {
+		kv = append(kv, TransferSummedKey.Bool(true))
+	}
+	return kv
+}
+
+// stageType is the input's stage type, or what its keys say it is: a
 // diffusion phase makes a diffusion stage, else an LLM phase an LLM stage.
 func stageType(s *Stage) string {
 	if s.Type != "" {
 		return s.Type
 	}
-	for _, p := range spans.Phases() {
-		if _, ok := s.Durations[p]; ok && p < spans.LLMQueue {
+	for _, p := range diffusionOrder {
+		if _, ok := s.Durations[p]; ok {
 			return attrs.StageDiffusion
 		}
 	}
-	for _, p := range []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode} {
+	for _, p := range llmOrder {
 		if _, ok := s.Durations[p]; ok {
 			return attrs.StageLLM
 		}

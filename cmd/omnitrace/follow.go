@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/otelomni/otelomni/internal/omnirecord"
+)
+
+// checkpoint is where a followed file was read up to: the file (its device
+// and inode, which a rotation changes), the offset to read it again from
+// (the first record of the oldest request still held), and the requests
+// already exported whose records may lie after that offset.
+type checkpoint struct {
+	Version int      `json:"version"`
+	Dev     uint64   `json:"dev"`
+	Ino     uint64   `json:"ino"`
+	Offset  int64    `json:"offset"`
+	Next    int64    `json:"next"`
+	Done    []string `json:"done,omitempty"`
+}
+
+// maxCheckpoint bounds a checkpoint file read back.
+const maxCheckpoint = 16 << 20
+
+func loadCheckpoint(path string) (checkpoint, error) {
+	var cp checkpoint
+	if path == "" {
+		return cp, nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cp, nil
+	}
+	if err != nil {
+		return cp, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCheckpoint))
+	if err != nil {
+		return cp, err
+	}
+	if err := json.Unmarshal(b, &cp); err != nil || cp.Version != 1 || cp.Offset < 0 {
+		return checkpoint{}, fmt.Errorf("checkpoint %s is not one this version wrote", filepath.Base(path))
+	}
+	return cp, nil
+}
+
+// save writes the checkpoint so that a crash leaves the old one or the
+// new one, never half of one.
+func (cp checkpoint) save(path string) error {
+	if path == "" {
+		return nil
+	}
+	cp.Version = 1
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func fileID(fi os.FileInfo) (uint64, uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), uint64(st.Ino)
+	}
+	return 0, 0
+}
+
+// follow reads path as the engine appends to it: complete lines as they
+// come, a rotated file to its end before the new one from its start, a
+// truncated file again from its start. Requests are exported once
+// complete and settled, or idle; the position is saved to the checkpoint
+// every second and on the way out, and read back at start, so that a
+// restart neither loses a request nor exports one twice. It returns when
+// ctx is done.
+func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Options, im *importer) error {
+	im.mu.Lock()
+	im.name = path
+	im.mu.Unlock()
+	cp, err := loadCheckpoint(fl.checkpoint)
+	if err != nil {
+		return err
+	}
+	in, err := omnirecord.NewInput(time.Now(), opts, im)
+	if err != nil {
+		return err
+	}
+	t := &tail{path: path, in: in, tooLong: func() { im.Problem(0, fmt.Errorf("a line longer than %d bytes", maxLine)) }}
+	if err := t.open(); err != nil {
+		return err
+	}
+	defer func() { t.f.Close() }()
+	if cp.Version == 1 && cp.Dev == t.dev && cp.Ino == t.ino && cp.Offset <= t.size() {
+		if _, err := t.f.Seek(cp.Offset, io.SeekStart); err != nil {
+			return err
+		}
+		t.off = cp.Offset
+		in.Resume(cp.Done, cp.Next)
+	}
+	saved := time.Now()
+	tick := time.NewTicker(fl.poll)
+	defer tick.Stop()
+	for {
+		if err := t.drain(); err != nil {
+			return err
+		}
+		if rotated, err := t.rotated(); err != nil {
+			return err
+		} else if rotated {
+			continue
+		}
+		in.Tick(time.Now(), fl.idle)
+		if time.Since(saved) >= time.Second {
+			if err := t.checkpoint().save(fl.checkpoint); err != nil {
+				return err
+			}
+			saved = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			// Read what was written up to the interrupt, across a rotation.
+			for {
+				if err := t.drain(); err != nil {
+					return err
+				}
+				if rotated, err := t.rotated(); err != nil || !rotated {
+					break
+				}
+			}
+			if fl.checkpoint == "" {
+				// Nowhere to resume from: export what is held.
+				in.End()
+			} else {
+				// Export the finished requests; the unfinished ones are read
+				// again from the checkpoint after a restart.
+				in.Stop()
+			}
+			im.noteStats(in)
+			return t.checkpoint().save(fl.checkpoint)
+		case <-tick.C:
+		}
+	}
+}
+
+// tail reads a growing file line by line.
+type tail struct {
+	path     string
+	in       *omnirecord.Input
+	tooLong  func()
+	f        *os.File
+	dev, ino uint64
+	off      int64  // of the first byte not yet read
+	partial  []byte // a line not yet ended
+	buf      []byte
+}
+
+func (t *tail) open() error {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	t.f, t.off, t.partial = f, 0, t.partial[:0]
+	t.dev, t.ino = fileID(fi)
+	return nil
+}
+
+func (t *tail) size() int64 {
+	fi, err := t.f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// drain reads what the file holds now, and feeds its complete lines.
+func (t *tail) drain() error {
+	if t.buf == nil {
+		t.buf = make([]byte, 256<<10)
+	}
+	for {
+		n, err := t.f.Read(t.buf)
+		if n > 0 {
+			t.feed(t.buf[:n])
+		}
+		if err == io.EOF || n == 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// feed splits data into lines; the last, unended one waits for more.
+func (t *tail) feed(data []byte) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if len(t.partial)+len(data) > maxLine {
+				t.tooLong()
+				t.partial = t.partial[:0]
+			} else {
+				t.partial = append(t.partial, data...)
+			}
+			t.off += int64(len(data))
+			return
+		}
+		line := data[:i]
+		start := t.off - int64(len(t.partial))
+		if len(t.partial) > 0 {
+			line = append(t.partial, line...)
+		}
+		t.off += int64(i + 1)
+		if len(line) <= maxLine {
+			t.in.Line(line, start)
+		} else {
+			t.tooLong()
+		}
+		t.partial = t.partial[:0]
+		data = data[i+1:]
+	}
+}
+
+// rotated reports whether the file at path is no longer the one read (a
+// rotation) or has shrunk (a truncation), and then switches to it, after
+// reading the old one to its end.
+func (t *tail) rotated() (bool, error) {
+	fi, err := os.Stat(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // between a rename and the new file's creation
+	}
+	if err != nil {
+		return false, err
+	}
+	dev, ino := fileID(fi)
+	switch {
+	case dev != t.dev || ino != t.ino:
+		if err := t.drain(); err != nil {
+			return false, err
+		}
+		if len(t.partial) > 0 {
+			// The rotated file's last line is all it will ever get.
+			t.in.Line(t.partial, t.off-int64(len(t.partial)))
+		}
+		t.f.Close()
+		t.in.Rotated()
+		return true, t.open()
+	case fi.Size() < t.off:
+		if _, err := t.f.Seek(0, io.SeekStart); err != nil {
+			return false, err
+		}
+		t.off, t.partial = 0, t.partial[:0]
+		return true, nil
+	}
+	return false, nil
+}
+
+func (t *tail) checkpoint() checkpoint {
+	next := t.off - int64(len(t.partial))
+	off, done := t.in.Checkpoint(next)
+	return checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done}
+}

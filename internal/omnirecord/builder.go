@@ -1,0 +1,178 @@
+package omnirecord
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// builder gathers what the records of one request say, from one or more
+// forms (an [OmniTiming] line, per-request tables, a summary, event dicts),
+// into one [Request]. When two records give one figure, the finer one
+// (by its resolution) is kept, so that the result does not depend on
+// which record came first.
+type builder struct {
+	r        Request
+	stages   map[int]*Stage
+	totalSet bool
+	digest   uint64
+	// complete: a record that closes the request was read (its
+	// [OmniTiming] line, its end-to-end record); timed: its [OmniTiming]
+	// line, written once per request.
+	complete, timed bool
+}
+
+func newBuilder(id, source, run string) *builder {
+	return &builder{r: Request{ID: id, Source: source, Run: run}, stages: map[int]*Stage{}, digest: fnvOffset}
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// mix adds the text of a record to the request's digest.
+func (b *builder) mix(text string) {
+	h := b.digest
+	for i := 0; i < len(text); i++ {
+		h ^= uint64(text[i])
+		h *= fnvPrime
+	}
+	b.digest = h
+}
+
+func (b *builder) stage(id int) *Stage {
+	s := b.stages[id]
+	if s == nil {
+		s = &Stage{ID: id}
+		b.stages[id] = s
+	}
+	return s
+}
+
+// finer reports whether a value of resolution res replaces one of old
+// (set or not).
+func finer(res time.Duration, old Quality, set bool) bool {
+	return !set || res < old.Resolution
+}
+
+func (b *builder) setPhase(s *Stage, p spans.Phase, d time.Duration, q Quality) {
+	_, set := s.Durations[p]
+	if finer(q.Resolution, s.Quality[p], set) {
+		s.set(p, d, q)
+		if q == (Quality{}) && s.Quality != nil {
+			delete(s.Quality, p)
+		}
+	}
+}
+
+func (b *builder) setGen(s *Stage, m Measure) {
+	if s.GenTime == nil || m.Resolution < s.GenTime.Resolution {
+		s.GenTime = &m
+	}
+}
+
+func (b *builder) setTotal(m Measure) {
+	if !b.totalSet || m.Resolution < b.r.Total.Resolution {
+		b.r.Total = &m
+		b.totalSet = true
+	}
+}
+
+// unmeasured notes a field whose 0 was read as "not measured".
+func unmeasured(s *Stage, field string) {
+	for _, f := range s.Unmeasured {
+		if f == field {
+			return
+		}
+	}
+	s.Unmeasured = append(s.Unmeasured, field)
+}
+
+// addExtra keeps an input key as an attribute once.
+func addExtra(dst []attribute.KeyValue, k string, v *Value) []attribute.KeyValue {
+	key := extraKey(k)
+	for _, kv := range dst {
+		if kv.Key == key {
+			return dst
+		}
+	}
+	if len(dst) >= MaxExtras {
+		return dst
+	}
+	return append(dst, extraValue(k, v))
+}
+
+// request returns the request built so far, its stages in stage order,
+// each checked as a record line's stage is.
+func (b *builder) request() (*Request, error) {
+	r := b.r
+	r.Digest = b.digest
+	ids := make([]int, 0, len(b.stages))
+	for id := range b.stages {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	r.Stages = make([]Stage, 0, len(ids))
+	for _, id := range ids {
+		s := b.stages[id]
+		if err := checkExecParts(s); err != nil {
+			return nil, fmt.Errorf("stage %d: %w", id, err)
+		}
+		r.Stages = append(r.Stages, *s)
+	}
+	if len(r.Stages) == 0 && r.Total == nil {
+		// Nothing measured: no span to make. A request with its end-to-end
+		// time alone still makes its request span.
+		return nil, ErrNoStages
+	}
+	return &r, nil
+}
+
+// number returns v as a finite non-negative number.
+func number(v *Value) (float64, bool) {
+	if v == nil || !v.Finite() || v.Num < 0 {
+		return 0, false
+	}
+	return v.Num, true
+}
+
+// millis converts a number of ms, refusing what no clock measures.
+func millis(f float64) (time.Duration, error) {
+	ns := f * float64(time.Millisecond)
+	if ns > float64(maxDuration) {
+		return 0, ErrOutOfRange
+	}
+	return time.Duration(ns + 0.5), nil
+}
+
+// parseLabel reads a stage label, "0:thinker" or "0", as an id and a name.
+func parseLabel(label string) (int, string, bool) {
+	idText, name, _ := strings.Cut(label, ":")
+	id, err := strconv.Atoi(strings.TrimSpace(idText))
+	if err != nil || id < 0 || id > 1<<20 {
+		return 0, "", false
+	}
+	return id, sanitize.String(strings.TrimSpace(name), MaxIDBytes), true
+}
+
+// parseEdge reads an edge, "0->1".
+func parseEdge(edge string) (int, int, bool) {
+	a, b, ok := strings.Cut(edge, "->")
+	if !ok {
+		return 0, 0, false
+	}
+	from, err1 := strconv.Atoi(strings.TrimSpace(a))
+	to, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || from < 0 || to < 0 || from > 1<<20 || to > 1<<20 {
+		return 0, 0, false
+	}
+	return from, to, true
+}

@@ -1,0 +1,93 @@
+package omnirecord
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestCollectorBoundsAndSettles(t *testing.T) {
+	at := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	type step struct {
+		id       string
+		finishes bool
+		once     bool
+	}
+	cases := []struct {
+		name             string
+		settle, max      int
+		steps            []step
+		handed           string // ids handed on before the end, in order
+		late, dropped    int
+		handedAfterFlush string
+	}{
+		{"a finished request waits for settle more records", 2, 10,
+			[]step{{"a", true, true}, {"b", false, false}, {"b", false, false}}, "a", 0, 0, "a b"},
+		{"beyond the bound, the oldest unfinished request is dropped", 100, 2,
+			[]step{{"a", false, false}, {"b", false, false}, {"c", false, false}}, "", 0, 1, "b c"},
+		{"beyond the bound, the oldest finished request is handed on", 100, 2,
+			[]step{{"a", true, true}, {"b", false, false}, {"c", false, false}}, "a", 0, 0, "a b c"},
+		{"a record after its request was handed on is late", 0, 10,
+			[]step{{"a", true, true}, {"a", false, false}}, "a", 1, 0, "a"},
+		{"an [OmniTiming] line of a handed-on id begins a new request", 0, 10,
+			[]step{{"a", true, true}, {"a", true, true}}, "a a", 0, 0, "a a"},
+		{"a second [OmniTiming] line of a held id begins a new request", 100, 10,
+			[]step{{"a", true, true}, {"a", true, true}}, "a", 0, 0, "a a"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var handed []string
+			coll := newCollector(c.settle, c.max, func(b *builder) { handed = append(handed, b.r.ID) })
+			for i, s := range c.steps {
+				coll.add(s.id, "log", at, int64(i), s.once, func(b *builder) {
+					if s.finishes {
+						b.complete = true
+					}
+					b.timed = b.timed || s.once
+				})
+			}
+			if got := fmt.Sprint(handed); got != fmt.Sprint(splitIDs(c.handed)) {
+				t.Errorf("handed on %v, want %v", got, c.handed)
+			}
+			coll.flush()
+			if got := fmt.Sprint(handed); got != fmt.Sprint(splitIDs(c.handedAfterFlush)) {
+				t.Errorf("after the end, handed on %v, want %v", got, c.handedAfterFlush)
+			}
+			if coll.late != c.late || coll.dropped != c.dropped {
+				t.Errorf("late %d dropped %d, want %d %d", coll.late, coll.dropped, c.late, c.dropped)
+			}
+		})
+	}
+}
+
+func splitIDs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// TestCheckpointNamesTheOldestHeldRecord: a restart must read again from
+// the first record of the oldest request still held.
+func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
+	at := time.Now()
+	coll := newCollector(100, 10, func(*builder) {})
+	coll.add("a", "log", at, 10, false, func(*builder) {})
+	coll.add("b", "log", at, 20, false, func(*builder) {})
+	coll.add("a", "log", at, 30, false, func(*builder) {})
+	if off, _ := coll.checkpoint(40); off != 10 {
+		t.Errorf("checkpoint at %d, want 10", off)
+	}
+	coll.flush()
+	if off, _ := coll.checkpoint(40); off != 40 {
+		t.Errorf("with nothing held, checkpoint at %d, want 40", off)
+	}
+}

@@ -1,0 +1,108 @@
+package omnirecord
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The forms vLLM-Omni writes per request, mapped onto builders. Field
+// names are facts of its code (vllm_omni/metrics/stats.py and, in older
+// releases, vllm_omni/entrypoints/log_utils.py); how each 0 is read is in
+// rows.go.
+
+// summaryRequest is one request's rows in a summary dict.
+type summaryRequest struct {
+	id                string
+	stages, transfers []Value
+	e2e               *Value
+}
+
+// ErrNotSummary: a document that is not a summary dict.
+var ErrNotSummary = errors.New("not a summary dict (no stage_table, trans_table or e2e_table)")
+
+// summaryRows groups a summary dict's tables by request, in the order
+// requests first appear, and returns the run it describes: a digest of
+// its overall_summary and final_stage_id, figures of that run alone.
+func summaryRows(doc *Value) ([]summaryRequest, string, error) {
+	if doc.Kind != Object {
+		return nil, "", ErrNotSummary
+	}
+	byID := map[string]int{}
+	var out []summaryRequest
+	get := func(id string) *summaryRequest {
+		i, ok := byID[id]
+		if !ok {
+			i = len(out)
+			byID[id] = i
+			out = append(out, summaryRequest{id: id})
+		}
+		return &out[i]
+	}
+	found := false
+	for _, t := range []struct{ table, rows string }{{"stage_table", "stages"}, {"trans_table", "transfers"}, {"e2e_table", ""}} {
+		tv, ok := doc.Get(t.table)
+		if !ok {
+			continue
+		}
+		found = true
+		if tv.Kind != Array {
+			return nil, "", fmt.Errorf("%w: %s is not a list", ErrBadField, t.table)
+		}
+		for i := range tv.Items {
+			entry := &tv.Items[i]
+			if entry.Kind != Object {
+				continue
+			}
+			idv, _ := entry.Get("request_id")
+			id, err := idOf(idv, "request_id")
+			if err != nil {
+				continue
+			}
+			sr := get(id)
+			if t.rows == "" {
+				sr.e2e = entry
+				continue
+			}
+			rows, ok := entry.Get(t.rows)
+			if !ok || rows.Kind != Array {
+				continue
+			}
+			if t.rows == "stages" {
+				sr.stages = append(sr.stages, rows.Items...)
+			} else {
+				sr.transfers = append(sr.transfers, rows.Items...)
+			}
+		}
+	}
+	if !found {
+		return nil, "", ErrNotSummary
+	}
+	h := newBuilder("", "", "")
+	for _, k := range []string{"overall_summary", "final_stage_id"} {
+		if v, ok := doc.Get(k); ok {
+			h.mix(k)
+			h.mix(string(appendJSON(nil, v, 1<<20)))
+		}
+	}
+	return out, fmt.Sprintf("summary:%016x", h.digest), nil
+}
+
+// build makes the request of one summary entry.
+func (sr *summaryRequest) build(source, run string) *builder {
+	b := newBuilder(sr.id, source, run)
+	sr.applyTo(b)
+	return b
+}
+
+// applyTo reads the entry onto b.
+func (sr *summaryRequest) applyTo(b *builder) {
+	for _, rows := range [][]Value{sr.stages, sr.transfers} {
+		for i := range rows {
+			b.mix(string(appendJSON(nil, &rows[i], 1<<16)))
+		}
+	}
+	if sr.e2e != nil {
+		b.mix(string(appendJSON(nil, sr.e2e, 1<<16)))
+	}
+	applySummaryRows(b, sr.stages, sr.transfers, sr.e2e)
+}

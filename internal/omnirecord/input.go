@@ -1,0 +1,370 @@
+package omnirecord
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The forms an input can be in.
+const (
+	FormatAuto    = "auto"    // told by content
+	FormatJSONL   = "jsonl"   // this project's records, or event dicts, one JSON object per line
+	FormatSummary = "summary" // vLLM-Omni's summary dicts, as JSON, one after another
+	FormatLog     = "log"     // a vLLM log: [OmniTiming] lines, per-request tables, event dicts
+)
+
+// Formats lists the values -format takes.
+var Formats = []string{FormatAuto, FormatJSONL, FormatSummary, FormatLog}
+
+// Options tune how an input is read.
+type Options struct {
+	// Format is one of [Formats]; empty means auto.
+	Format string
+	// Start places the requests whose input gives no time (a summary);
+	// zero means the input's reference time (a file's modification time).
+	Start time.Time
+	// RunName names the run the input belongs to; it enters every id.
+	RunName string
+	// Settle and MaxPending tune the gathering of a log's records (see
+	// DefaultSettle and DefaultMaxPending).
+	Settle, MaxPending int
+}
+
+// Handler receives what an input holds.
+type Handler interface {
+	// Request receives one request, with the time to place it from when
+	// its input gives none.
+	Request(r *Request, anchor time.Time)
+	// Problem receives a record that was skipped: line is its first
+	// line's number.
+	Problem(line int, err error)
+}
+
+// Input reads one input line by line, in whichever form it is, and hands
+// each request to its handler once it is complete. Its memory is bounded
+// by its largest record and, for a log, by Options.MaxPending requests.
+type Input struct {
+	opts    Options
+	ref     time.Time
+	h       Handler
+	format  string
+	lineNo  int
+	coll    *collector
+	scan    *logScanner
+	doc     docBuffer
+	Skipped int // records skipped, and requests dropped unfinished
+}
+
+// NewInput returns an input whose reference time is ref: the time a log
+// was last written (its lines' year, a summary's default start).
+func NewInput(ref time.Time, opts Options, h Handler) (*Input, error) {
+	in := &Input{opts: opts, ref: ref, h: h, format: opts.Format}
+	switch in.format {
+	case "", FormatAuto:
+		in.format = ""
+	case FormatJSONL, FormatSummary, FormatLog:
+	default:
+		return nil, fmt.Errorf("unknown format %q (one of %v)", clip(opts.Format), Formats)
+	}
+	settle := opts.Settle
+	if settle == 0 {
+		settle = DefaultSettle
+	}
+	in.coll = newCollector(settle, opts.MaxPending, in.ready)
+	in.scan = newLogScanner(ref, in.logRecord, in.problem)
+	return in, nil
+}
+
+// Format returns the form the input was found in; empty before its first
+// line.
+func (in *Input) Format() string { return in.format }
+
+func (in *Input) problem(line int, err error) {
+	in.Skipped++
+	in.h.Problem(line, err)
+}
+
+// Line reads the next line of the input (its end of line removed), which
+// starts at offset.
+func (in *Input) Line(line []byte, offset int64) {
+	in.lineNo++
+	if in.lineNo == 1 {
+		line = bytes.TrimPrefix(line, []byte(bom))
+	}
+	if in.format == "" {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 {
+			return
+		}
+		in.format = detect(t)
+	}
+	switch in.format {
+	case FormatLog:
+		in.scan.line(string(line), offset, in.lineNo)
+	case FormatSummary:
+		in.summaryLine(line)
+	default:
+		in.jsonLine(line, offset)
+	}
+}
+
+// detect tells the form from an input's first line.
+func detect(first []byte) string {
+	if first[0] != '{' {
+		return FormatLog
+	}
+	for _, k := range []string{`"stage_table"`, `"trans_table"`, `"e2e_table"`, `"overall_summary"`, `"final_stage_id"`} {
+		if bytes.Contains(first, []byte(k)) {
+			return FormatSummary
+		}
+	}
+	if _, err := ParseJSON(first); err != nil {
+		return FormatSummary // a JSON document over several lines
+	}
+	return FormatJSONL
+}
+
+func (in *Input) jsonLine(line []byte, offset int64) {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 {
+		return
+	}
+	top, err := ParseJSON(t)
+	if err != nil {
+		if errors.Is(err, errDuplicate) {
+			in.problem(in.lineNo, fmt.Errorf("%w: %v", ErrDuplicateKey, err))
+		} else {
+			in.problem(in.lineNo, fmt.Errorf("%w: %v", ErrNotJSON, err))
+		}
+		return
+	}
+	if top.Kind != Object {
+		in.problem(in.lineNo, fmt.Errorf("%w: a JSON %s", ErrNotJSON, top.Kind))
+		return
+	}
+	if _, hasType := top.Get("type"); hasType {
+		if _, hasStages := top.Get("stages"); !hasStages || hasEventType(&top) {
+			in.event(&top, time.Time{}, offset, string(t))
+			return
+		}
+	}
+	r, err := fromRecord(&top)
+	if err != nil {
+		in.problem(in.lineNo, err)
+		return
+	}
+	r.RunName = in.opts.RunName
+	r.Digest = digestOf(t)
+	in.h.Request(r, in.anchor())
+}
+
+func hasEventType(v *Value) bool {
+	_, kind := eventRequestID(v)
+	return kind != ""
+}
+
+// event gathers one event dict.
+func (in *Input) event(ev *Value, at time.Time, offset int64, text string) {
+	id, kind := eventRequestID(ev)
+	if id == "" {
+		return // an event of the whole run, or one without a request
+	}
+	in.coll.add(id, "events", at, offset, false, func(b *builder) {
+		b.mix(text)
+		b.applyEvent(kind, ev)
+	})
+}
+
+// logRecord gathers one record of a log.
+func (in *Input) logRecord(rec logRecord) {
+	switch {
+	case rec.timing != nil:
+		in.coll.add(rec.timing.id, "log", rec.at, rec.offset, true, func(b *builder) {
+			b.mix(rec.text)
+			rec.timing.apply(b)
+		})
+	case rec.table != nil:
+		tb := rec.table
+		in.coll.add(tb.requestID, "log", rec.at, rec.offset, false, func(b *builder) {
+			b.mix(rec.text)
+			rows := tb.tableRows()
+			for i := range rows {
+				switch tb.kind {
+				case "StageRequestStats":
+					b.applyStageRow(&rows[i], rowSource{table: true})
+				case "TransferEdgeStats":
+					b.applyTransferRow(&rows[i], rowSource{table: true})
+				default:
+					b.applyE2ERow(&rows[i], rowSource{table: true})
+				}
+			}
+		})
+	case rec.summary:
+		reqs, _, err := summaryRows(rec.value)
+		if errors.Is(err, ErrNotSummary) {
+			return // an older summary of the whole run: no request in it
+		}
+		if err != nil {
+			in.problem(rec.lineNo, err)
+			return
+		}
+		for i := range reqs {
+			sr := &reqs[i]
+			in.coll.add(sr.id, "log", rec.at, rec.offset, false, sr.applyTo)
+		}
+	case rec.value != nil:
+		in.event(rec.value, rec.at, rec.offset, rec.text)
+	}
+}
+
+// ready hands on a request the collector finished.
+func (in *Input) ready(b *builder) {
+	r, err := b.request()
+	if err != nil {
+		in.problem(0, fmt.Errorf("request %q: %w", clip(b.r.ID), err))
+		return
+	}
+	r.RunName = in.opts.RunName
+	in.h.Request(r, in.anchor())
+}
+
+func (in *Input) anchor() time.Time {
+	if !in.opts.Start.IsZero() {
+		return in.opts.Start
+	}
+	return in.ref
+}
+
+// summaryLine gathers the lines of one summary document, and reads it
+// once its brackets close.
+func (in *Input) summaryLine(line []byte) {
+	if in.doc.buf == nil && len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if in.doc.buf == nil {
+		in.doc.first = in.lineNo
+	}
+	if len(in.doc.buf)+len(line) > maxLiteralBytes {
+		in.problem(in.doc.first, fmt.Errorf("a summary document larger than %d bytes", maxLiteralBytes))
+		in.doc = docBuffer{skip: true}
+	}
+	if in.doc.skip {
+		// Skip to the end of the oversized document.
+		if in.doc.scan(line) {
+			in.doc = docBuffer{}
+		}
+		return
+	}
+	in.doc.buf = append(append(in.doc.buf, line...), '\n')
+	if !in.doc.scan(line) {
+		return
+	}
+	doc, first := in.doc.buf, in.doc.first
+	in.doc = docBuffer{}
+	v, err := parseJSON(doc, max(len(doc)/2, 64))
+	if err != nil {
+		in.problem(first, fmt.Errorf("%w: %v", ErrNotJSON, err))
+		return
+	}
+	reqs, run, err := summaryRows(&v)
+	if err != nil {
+		in.problem(first, err)
+		return
+	}
+	for i := range reqs {
+		b := reqs[i].build("summary", run)
+		r, err := b.request()
+		if err != nil {
+			in.problem(first, fmt.Errorf("request %q: %w", clip(reqs[i].id), err))
+			continue
+		}
+		r.RunName = in.opts.RunName
+		in.h.Request(r, in.anchor())
+	}
+}
+
+// docBuffer gathers a JSON document over lines, tracking its brackets
+// outside strings.
+type docBuffer struct {
+	buf         []byte
+	first       int
+	depth       int
+	started     bool
+	inStr, skip bool
+	esc         bool
+}
+
+// scan reads line's brackets and reports whether the document closed.
+func (d *docBuffer) scan(line []byte) bool {
+	for _, c := range line {
+		switch {
+		case d.inStr:
+			switch {
+			case d.esc:
+				d.esc = false
+			case c == '\\':
+				d.esc = true
+			case c == '"':
+				d.inStr = false
+			}
+		case c == '"':
+			d.inStr = true
+		case c == '{' || c == '[':
+			d.depth++
+			d.started = true
+		case c == '}' || c == ']':
+			d.depth--
+		}
+	}
+	return d.started && d.depth <= 0
+}
+
+// Tick hands on the requests of a followed log that have had no record
+// for idle, finished or not.
+func (in *Input) Tick(now time.Time, idle time.Duration) {
+	in.coll.idle(now, idle)
+}
+
+// End reads the end of the input: what it ends inside of is reported, and
+// every request held is handed on.
+func (in *Input) End() {
+	in.scan.end()
+	if in.doc.buf != nil && !in.doc.skip {
+		in.problem(in.doc.first, errors.New("the input ends inside a summary document"))
+		in.doc = docBuffer{}
+	}
+	in.coll.flush()
+}
+
+// Stop hands on the finished requests held, and keeps the unfinished ones
+// for [Input.Checkpoint]: the reading stops, and will resume.
+func (in *Input) Stop() { in.coll.flushFinished() }
+
+// Stats returns the late records (of requests already handed on) and the
+// requests dropped unfinished because too many were held.
+func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.dropped }
+
+// Checkpoint returns the offset to read the input again from after a
+// restart, given that the next line starts at next, and the requests
+// already handed on whose records may lie after that offset.
+func (in *Input) Checkpoint(next int64) (int64, []string) { return in.coll.checkpoint(next) }
+
+// Rotated says the input moved on to a new file at the same path: the
+// offsets of what follows are the new file's.
+func (in *Input) Rotated() { in.coll.rebase() }
+
+// Resume marks requests handed on before a restart, whose records lie
+// before until, so that their records read again are not handed on twice.
+func (in *Input) Resume(done []string, until int64) { in.coll.markDone(done, until) }
+
+// digestOf is the FNV-1a digest of a record's text.
+func digestOf(b []byte) uint64 {
+	h := uint64(fnvOffset)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}

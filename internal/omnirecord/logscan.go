@@ -1,0 +1,282 @@
+package omnirecord
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// logRecord is one thing a vLLM log says about requests.
+type logRecord struct {
+	at     time.Time // the time of its first line
+	offset int64     // where its first line starts in the input
+	lineNo int       // its first line's number
+	text   string    // what it says, for the request's digest
+	timing *omniTiming
+	table  *boxTable
+	// value is an event dict, or a summary dict when summary is set.
+	value   *Value
+	summary bool
+}
+
+// boxTable is a per-request table of the log (vllm_omni/metrics/utils.py,
+// _format_table): a title naming the request, a header of stages or
+// edges, a row per field; a blank cell is a field that stage did not have.
+type boxTable struct {
+	kind      string // StageRequestStats, TransferEdgeStats, RequestE2EStats
+	requestID string
+	header    []string
+	rows      [][]string
+	borders   int
+	lines     int
+}
+
+var tableKinds = []string{"StageRequestStats", "TransferEdgeStats", "RequestE2EStats"}
+
+// Bounds of one multi-line record of a log.
+const (
+	maxTableLines   = 1000
+	maxLiteralBytes = 64 << 20
+	maxLiteralLines = 1 << 20
+)
+
+// logScanner turns the lines of a vLLM log into records. It keeps at most
+// one open table per kind and one open literal: memory is bounded by the
+// largest record, never by the log's length.
+type logScanner struct {
+	ref  time.Time
+	emit func(logRecord)
+	bad  func(lineNo int, err error)
+	last time.Time
+	n    int // the number of the line being read
+
+	tables map[string]*boxTable
+	tabAt  map[string]logRecord
+
+	lit      strings.Builder
+	litOpen  bool
+	litDepth int
+	litLines int
+	litRec   logRecord
+}
+
+func newLogScanner(ref time.Time, emit func(logRecord), bad func(int, error)) *logScanner {
+	return &logScanner{ref: ref, emit: emit, bad: bad, tables: map[string]*boxTable{}, tabAt: map[string]logRecord{}}
+}
+
+// line reads line number n (without its line end), which starts at offset.
+func (s *logScanner) line(line string, offset int64, n int) {
+	s.n = n
+	line = strings.TrimRight(line, "\r")
+	t, msg, ok := splitLogLine(line, s.ref)
+	if ok {
+		s.last = t
+	} else {
+		t = s.last
+	}
+	if s.litOpen && strings.HasPrefix(msg, " ") {
+		s.literalLine(msg)
+		return
+	}
+	trimmed := strings.TrimSpace(msg)
+	if trimmed == "" {
+		return
+	}
+	switch c := trimmed[0]; {
+	case c == '+' || c == '|':
+		s.tableLine(trimmed)
+		return
+	case c == '[' && strings.HasPrefix(trimmed, omniTimingTag):
+		tm, err := parseOmniTiming(trimmed)
+		if err != nil {
+			s.bad(n, fmt.Errorf("[OmniTiming]: %w", err))
+			return
+		}
+		s.emit(logRecord{at: t, offset: offset, lineNo: n, text: trimmed, timing: tm})
+		return
+	case c == '[':
+		if kind, id, ok := tableTitle(trimmed); ok {
+			s.tables[kind] = &boxTable{kind: kind, requestID: id}
+			s.tabAt[kind] = logRecord{at: t, offset: offset, lineNo: n}
+			return
+		}
+		if strings.HasPrefix(trimmed, "[Summary] {") {
+			s.openLiteral(strings.TrimPrefix(trimmed, "[Summary] "), logRecord{at: t, offset: offset, lineNo: n, summary: true})
+		}
+		return
+	case c == '{':
+		s.openLiteral(trimmed, logRecord{at: t, offset: offset, lineNo: n})
+	}
+}
+
+// tableTitle reads "[StageRequestStats [request_id=ID]]".
+func tableTitle(msg string) (string, string, bool) {
+	for _, k := range tableKinds {
+		prefix := "[" + k + " [request_id="
+		if strings.HasPrefix(msg, prefix) && strings.HasSuffix(msg, "]]") {
+			return k, msg[len(prefix) : len(msg)-2], true
+		}
+	}
+	return "", "", false
+}
+
+func (s *logScanner) tableLine(msg string) {
+	// A table line belongs to the one table open: tables of one request
+	// are printed one after another, each whole.
+	var tb *boxTable
+	var kind string
+	for k, t := range s.tables {
+		if t != nil {
+			tb, kind = t, k
+			break
+		}
+	}
+	if tb == nil {
+		return
+	}
+	if tb.lines++; tb.lines > maxTableLines {
+		delete(s.tables, kind)
+		s.bad(s.tabAt[kind].lineNo, fmt.Errorf("a %s table of more than %d lines", kind, maxTableLines))
+		return
+	}
+	if msg[0] == '+' {
+		if tb.borders++; tb.borders == 3 {
+			delete(s.tables, kind)
+			rec := s.tabAt[kind]
+			rec.table = tb
+			rec.text = kind + "\x00" + tb.requestID + "\x00" + fmt.Sprint(tb.header, tb.rows)
+			s.emit(rec)
+		}
+		return
+	}
+	cells := strings.Split(strings.Trim(msg, "|"), "|")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	if tb.header == nil {
+		tb.header = cells
+		return
+	}
+	tb.rows = append(tb.rows, cells)
+}
+
+// tableRows turns a table into the rows a summary dict would hold: a row
+// per column (stage or edge), or the one row of an end-to-end table.
+func (tb *boxTable) tableRows() []Value {
+	if len(tb.header) < 2 {
+		return nil // a table without columns: nothing to read
+	}
+	colKey := map[string]string{"StageRequestStats": "stage", "TransferEdgeStats": "edge"}[tb.kind]
+	ncol := len(tb.header) - 1
+	if colKey == "" {
+		ncol = 1
+	}
+	out := make([]Value, 0, ncol)
+	for c := 1; c <= ncol && c < len(tb.header); c++ {
+		row := Value{Kind: Object}
+		if colKey != "" {
+			row.Keys = append(row.Keys, colKey)
+			row.Vals = append(row.Vals, Value{Kind: String, Str: strings.TrimSpace(tb.header[c])})
+		}
+		for _, r := range tb.rows {
+			if len(r) <= c || r[0] == "" || r[c] == "" {
+				continue // a blank cell: that column has no such field
+			}
+			if _, dup := row.Get(r[0]); dup {
+				continue
+			}
+			row.Keys = append(row.Keys, r[0])
+			row.Vals = append(row.Vals, cellValue(r[c]))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// cellValue reads a cell as _format_table writes it: numbers with
+// thousands separators, True and False, or text.
+func cellValue(cell string) Value {
+	switch cell {
+	case "True":
+		return Value{Kind: Bool, Bool: true}
+	case "False":
+		return Value{Kind: Bool}
+	}
+	if f, ok := plainNumber(cell); ok {
+		return Value{Kind: Number, Num: f, Str: strings.ReplaceAll(cell, ",", "")}
+	}
+	return Value{Kind: String, Str: cell}
+}
+
+func (s *logScanner) openLiteral(first string, rec logRecord) {
+	if s.litOpen {
+		s.bad(s.litRec.lineNo, errors.New("a dict left open by the next one"))
+	}
+	s.lit.Reset()
+	s.litOpen, s.litDepth, s.litLines, s.litRec = true, 0, 0, rec
+	s.literalLine(first)
+}
+
+// literalLine adds a line to the open literal, and parses it once its
+// brackets close. Strings never span lines in pformat's output.
+func (s *logScanner) literalLine(line string) {
+	if s.lit.Len()+len(line) > maxLiteralBytes || s.litLines >= maxLiteralLines {
+		s.litOpen = false
+		s.lit.Reset()
+		s.bad(s.litRec.lineNo, fmt.Errorf("a dict larger than %d bytes", maxLiteralBytes))
+		return
+	}
+	s.litLines++
+	if s.lit.Len() > 0 {
+		s.lit.WriteByte('\n')
+	}
+	s.lit.WriteString(line)
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '{' || c == '[' || c == '(':
+			s.litDepth++
+		case c == '}' || c == ']' || c == ')':
+			s.litDepth--
+		}
+	}
+	if s.litDepth > 0 {
+		return
+	}
+	s.litOpen = false
+	text := s.lit.String()
+	s.lit.Reset()
+	v, err := ParsePython(text, max(len(text)/2, 64))
+	if err != nil {
+		s.bad(s.litRec.lineNo, fmt.Errorf("a dict of the log: %w", err))
+		return
+	}
+	rec := s.litRec
+	rec.value, rec.text = &v, text
+	s.emit(rec)
+}
+
+// end reports what the input ended inside of: a table or a dict cut off
+// (a truncated last line).
+func (s *logScanner) end() {
+	for kind, tb := range s.tables {
+		if tb != nil {
+			s.bad(s.tabAt[kind].lineNo, fmt.Errorf("the input ends inside a %s table", kind))
+		}
+	}
+	s.tables = map[string]*boxTable{}
+	if s.litOpen {
+		s.litOpen = false
+		s.bad(s.litRec.lineNo, errors.New("the input ends inside a dict"))
+	}
+}

@@ -1,0 +1,309 @@
+package omnirecord
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// How the writer of vLLM-Omni's per-request rows treats a missing
+// measurement, field by field. Each rule is read from the writer's code
+// (the module named with it); docs/omnitrace.md has the same table.
+type zeroRule uint8
+
+const (
+	// zeroIsMeasured: the writer puts the key only when it measured the
+	// phase, so a 0 is a measurement (under a millisecond, once truncated)
+	// and makes a zero-length span.
+	zeroIsMeasured zeroRule = iota
+	// zeroIsDefault: the writer puts 0 when it measured nothing (no
+	// pre-processor, a synchronous output, a default of its dataclass), so
+	// a 0 cannot be told from "not measured" and makes no span; the field
+	// is listed in omni.timing.unmeasured_zero.
+	zeroIsDefault
+)
+
+// diffusionFields are the diffusion engine's per-request keys
+// (vllm_omni/diffusion/diffusion_engine.py, DiffusionEngine.step_streaming),
+// without their unit.
+var diffusionFields = map[string]struct {
+	phase spans.Phase
+	rule  zeroRule
+}{
+	// Always written; 0.0 when the model has no pre-processor.
+	"preprocess_time": {spans.Preprocess, zeroIsDefault},
+	// Always written; measured for every served output.
+	"diffusion_engine_exec_time": {spans.Exec, zeroIsMeasured},
+	// Always written; 0.0 for a synchronous output, which never waits.
+	"output_ready_wait_time": {spans.OutputReadyWait, zeroIsDefault},
+	// Always written; the post-processor always runs.
+	"postprocess_time": {spans.Postprocess, zeroIsMeasured},
+	// Written only when the scheduler measured it.
+	"scheduler_queue_wait": {spans.QueueWait, zeroIsMeasured},
+	// Written only when above 0: a 0 here is a sub-millisecond value
+	// truncated by the aggregator.
+	"kv_recv_time": {spans.KVRecv, zeroIsMeasured},
+	// Written only when the pipeline reported its stage durations.
+	"forward_time":    {spans.Forward, zeroIsMeasured},
+	"vae_decode_time": {spans.VAEDecode, zeroIsMeasured},
+}
+
+// rowSource says how the numbers of a row were written.
+type rowSource struct {
+	// table: read from a box table of the log, whose floats have three
+	// decimals; otherwise from a summary dict, at full precision.
+	table bool
+}
+
+// floatQuality is the quality of a float field of the row.
+func (src rowSource) floatQuality() Quality {
+	if src.table {
+		return Quality{Resolution: time.Microsecond}
+	}
+	return Quality{}
+}
+
+// diffusionQuality is the quality of a diffusion engine's value in a
+// summary: added over the request's outputs, then truncated by int() to
+// its unit (vllm_omni/metrics/stats.py, accumulate_diffusion_metrics and
+// _as_stage_request_stats). A value written with a fraction was not
+// truncated (a writer that keeps floats), and keeps its precision.
+func diffusionQuality(v *Value, unit time.Duration) Quality {
+	q := Quality{Summed: true}
+	if !strings.ContainsAny(v.Str, ".eE") {
+		q.Resolution = unit
+	}
+	return q
+}
+
+// stageRowKeys are the keys of a stage row this package maps.
+var stageRowKeys = map[string]bool{"stage_id": true, "stage": true, "stage_gen_time_ms": true,
+	"num_tokens_in": true, "num_tokens_out": true, "postprocess_time_ms": true}
+
+// applyStageRow reads one stage's row of a summary's stage_table, or one
+// column of a StageRequestStats table.
+func (b *builder) applyStageRow(row *Value, src rowSource) {
+	s := b.stageOf(row)
+	if s == nil {
+		return
+	}
+	isDiffusion := false
+	for _, k := range row.Keys {
+		if stem, _, ok := unitKey(k); ok && stem != "postprocess_time" {
+			if _, ok := diffusionFields[stem]; ok {
+				isDiffusion = true
+			}
+		}
+	}
+	if isDiffusion && s.Type == "" {
+		s.Type = attrs.StageDiffusion
+	}
+	if _, ok := row.Get("num_tokens_out"); ok && !isDiffusion && s.Type == "" {
+		s.Type = attrs.StageLLM // a stage that counts tokens and runs no diffusion
+	}
+	used := map[string]bool{}
+	for i, k := range row.Keys {
+		v := &row.Vals[i]
+		if stageRowKeys[k] && k != "postprocess_time_ms" {
+			continue
+		}
+		stem, unit, ok := unitKey(k)
+		if !ok {
+			continue
+		}
+		f, ok := diffusionFields[stem]
+		if !ok || (stem == "postprocess_time" && !isDiffusion) {
+			continue
+		}
+		used[k] = true
+		n, ok := number(v)
+		if !ok {
+			continue
+		}
+		if n == 0 && f.rule == zeroIsDefault {
+			unmeasured(s, k)
+			continue
+		}
+		d, err := millis(n * float64(unit) / float64(time.Millisecond))
+		if err != nil {
+			continue
+		}
+		b.setPhase(s, f.phase, d, diffusionQuality(v, unit))
+	}
+	if v, ok := row.Get("stage_gen_time_ms"); ok {
+		if n, ok := number(v); ok {
+			if d, err := millis(n); err == nil {
+				b.setGen(s, Measure{D: d, Quality: src.floatQuality()})
+			}
+		}
+	}
+	for _, t := range []struct {
+		key string
+		mk  func(int) attribute.KeyValue
+	}{{"num_tokens_in", attrs.InputTokens}, {"num_tokens_out", attrs.OutputTokens}} {
+		if v, ok := row.Get(t.key); ok {
+			if n, ok := number(v); ok && n == math.Trunc(n) && n < 1<<31 {
+				s.Extra = appendOnce(s.Extra, t.mk(int(n)))
+			}
+		}
+	}
+	for i, k := range row.Keys {
+		if stageRowKeys[k] || used[k] {
+			if k == "postprocess_time_ms" && !isDiffusion {
+				// The orchestrator's hand-off to the next stage, not a
+				// phase of this catalogue; 0 is its dataclass default.
+				if n, ok := number(&row.Vals[i]); ok && n == 0 {
+					unmeasured(s, k)
+				} else {
+					s.Extra = addExtra(s.Extra, k, &row.Vals[i])
+				}
+			}
+			continue
+		}
+		s.Extra = addExtra(s.Extra, k, &row.Vals[i])
+	}
+}
+
+// stageOf returns the stage a row is about: its stage_id, or its label.
+func (b *builder) stageOf(row *Value) *Stage {
+	id, name, ok := -1, "", false
+	if v, has := row.Get("stage"); has && v.Kind == String {
+		id, name, ok = parseLabel(v.Str)
+	}
+	if v, has := row.Get("stage_id"); has {
+		if n, err := integer(v); err == nil && n >= 0 && n < 1<<20 {
+			id, ok = int(n), true
+		}
+	}
+	if !ok {
+		return nil
+	}
+	s := b.stage(id)
+	if name != "" && s.Name == "" {
+		s.Name = name
+	}
+	return s
+}
+
+func appendOnce(dst []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyValue {
+	for i := range dst {
+		if dst[i].Key == kv.Key {
+			dst[i] = kv
+			return dst
+		}
+	}
+	return append(dst, kv)
+}
+
+// transferFields are the parts of a hand-over in a summary's trans_table
+// (vllm_omni/metrics/stats.py, TransferEdgeStats): every one defaults to
+// 0.0 in the dataclass, made by whichever side of the hand-over was
+// recorded first, so a 0 is "not measured". The send time and the size are
+// added over the hand-over's chunks (record_transfer_tx).
+var transferFields = map[string]struct {
+	phase  spans.Phase
+	summed bool
+}{
+	"tx_time_ms":        {spans.TransferTx, true},
+	"in_flight_time_ms": {spans.TransferInFlight, false},
+	"rx_decode_time_ms": {spans.TransferRxDecode, false},
+}
+
+// applyTransferRow reads one edge's row of a trans_table, or one column of
+// a TransferEdgeStats table, onto the receiving stage.
+func (b *builder) applyTransferRow(row *Value, src rowSource) {
+	ev, ok := row.Get("edge")
+	if !ok || ev.Kind != String {
+		return
+	}
+	from, to, ok := parseEdge(ev.Str)
+	if !ok {
+		return
+	}
+	b.applyTransfer(from, to, row, src.floatQuality(), "size_kbytes", 1024)
+}
+
+// applyTransfer reads the parts of a hand-over from obj, whose size is in
+// sizeKey (times sizeUnit bytes).
+func (b *builder) applyTransfer(from, to int, obj *Value, q Quality, sizeKey string, sizeUnit float64) {
+	s := b.stage(to)
+	f := from
+	s.RxFrom = &f
+	for i, k := range obj.Keys {
+		v := &obj.Vals[i]
+		tf, ok := transferFields[k]
+		switch {
+		case ok:
+			n, ok := number(v)
+			if !ok {
+				continue
+			}
+			if n == 0 {
+				unmeasured(s, k)
+				continue
+			}
+			d, err := millis(n)
+			if err != nil {
+				continue
+			}
+			pq := q
+			pq.Summed = tf.summed
+			b.setPhase(s, tf.phase, d, pq)
+		case k == sizeKey:
+			if n, ok := number(v); ok && n > 0 && n*sizeUnit < 1<<62 {
+				bytes := int64(math.Round(n * sizeUnit))
+				s.RxBytes, s.RxBytesSummed = &bytes, true
+			}
+		case k == "edge" || k == "from_stage" || k == "to_stage" || k == "request_id" || k == "type":
+		default:
+			s.Extra = addExtra(s.Extra, "transfer."+k, v)
+		}
+	}
+}
+
+// e2eTotalKeys are the keys that give a request's end-to-end time, in the
+// order they are preferred: the orchestrator's own measure, from the
+// request's start to its final output (on_finalize_request).
+var e2eTotalKeys = []string{"e2e_total_ms", "e2e_time_ms", "engine_pipeline_time_ms"}
+
+// applyE2ERow reads a request's row of an e2e_table, a RequestE2EStats
+// table, or a request_level_metrics event. It closes the request.
+func (b *builder) applyE2ERow(row *Value, src rowSource) {
+	for _, k := range e2eTotalKeys {
+		v, ok := row.Get(k)
+		if !ok {
+			continue
+		}
+		if n, ok := number(v); ok {
+			if d, err := millis(n); err == nil {
+				b.setTotal(Measure{D: d, Quality: src.floatQuality()})
+				break
+			}
+		}
+	}
+	for i, k := range row.Keys {
+		if k == "request_id" || k == "type" || k == "stages" {
+			continue
+		}
+		b.r.Extra = addExtra(b.r.Extra, k, &row.Vals[i])
+	}
+	b.complete = true
+}
+
+// applySummary reads one request's rows of a summary dict.
+func applySummaryRows(b *builder, stageRows, transferRows []Value, e2e *Value) {
+	for i := range stageRows {
+		b.applyStageRow(&stageRows[i], rowSource{})
+	}
+	for i := range transferRows {
+		b.applyTransferRow(&transferRows[i], rowSource{})
+	}
+	if e2e != nil {
+		b.applyE2ERow(e2e, rowSource{})
+	}
+}

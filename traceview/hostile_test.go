@@ -1,0 +1,169 @@
+package traceview
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// hostileSpan is a span of a trace someone else wrote.
+func hostileSpan(id, parent, name string, start, end float64) Span {
+	return Span{TraceID: "t", SpanID: id, ParentID: parent, Name: name, Start: at(start), End: at(end),
+		Attrs: map[string]attribute.Value{}}
+}
+
+func TestHostileTracesAreReportedNotFatal(t *testing.T) {
+	bigName := strings.Repeat("日", 333000) // 999 000 bytes
+	stage := func(id, parent, name string) Span {
+		s := hostileSpan(id, parent, spans.StageSpanName, 1, 9)
+		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(name)
+		s.Attrs[string(attrs.StageIDKey)] = attribute.Int64Value(0)
+		return s
+	}
+	deep := []Span{hostileSpan("r", "", spans.RequestSpanName, 0, 10)}
+	for i := 0; i < 5000; i++ {
+		parent := "r"
+		if i > 0 {
+			parent = fmt.Sprint("d", i-1)
+		}
+		deep = append(deep, hostileSpan(fmt.Sprint("d", i), parent, spans.Exec.SpanName(), 1, 2))
+	}
+	cases := []struct {
+		name    string
+		trace   []Span
+		problem string
+	}{
+		{"spans that share an id", []Span{
+			hostileSpan("a", "", spans.RequestSpanName, 0, 10),
+			hostileSpan("a", "a", spans.Exec.SpanName(), 1, 2),
+		}, "used by more than one span"},
+		{"a span that names itself as parent", []Span{
+			hostileSpan("a", "a", spans.RequestSpanName, 0, 10),
+		}, "names itself"},
+		{"two spans that are each other's parent", []Span{
+			hostileSpan("a", "b", spans.RequestSpanName, 0, 10),
+			hostileSpan("b", "a", spans.RequestSpanName, 1, 2),
+		}, "each other's ancestors"},
+		{"a loop of three under a request", []Span{
+			hostileSpan("r", "", spans.RequestSpanName, 0, 10),
+			hostileSpan("a", "c", spans.StageSpanName, 1, 2),
+			hostileSpan("b", "a", spans.StageSpanName, 1, 2),
+			hostileSpan("c", "b", spans.StageSpanName, 1, 2),
+		}, "each other's ancestors"},
+		{"a chain deeper than any view recurses", deep, "deeper than"},
+		{"a 999 000-byte stage name", []Span{
+			hostileSpan("r", "", spans.RequestSpanName, 0, 10),
+			stage("s", "r", bigName),
+			stage("s2", "r", "\x1b[2J\xff"),
+		}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			roots, problems := BuildTrees(append([]Span(nil), c.trace...))
+			if n := countNodes(roots); n != len(c.trace) {
+				t.Errorf("the forest holds %d spans, want each of the %d once", n, len(c.trace))
+			}
+			if c.problem != "" && !strings.Contains(strings.Join(problems, "\n"), c.problem) {
+				t.Errorf("problems %q lack %q", problems, c.problem)
+			}
+			var out bytes.Buffer
+			Table(&out, append([]Span(nil), c.trace...))
+			var sum Summary
+			sum.Add(append([]Span(nil), c.trace...))
+			sum.Write(&out)
+			Waterfall(&out, append([]Span(nil), c.trace...))
+			if out.Len() > 64<<10 {
+				t.Errorf("%d bytes of output for a trace of %d spans", out.Len(), len(c.trace))
+			}
+			if strings.Contains(out.String(), "\x1b") || !utf8Valid(out.Bytes()) {
+				t.Error("output carries a control character or invalid UTF-8")
+			}
+			if c.problem != "" && !strings.Contains(out.String(), "note: ") && sum.Problems() == 0 {
+				t.Error("the problem is reported neither in the table nor in the summary")
+			}
+		})
+	}
+}
+
+func countNodes(roots []*Node) int {
+	n := 0
+	stack := append([]*Node(nil), roots...)
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n++
+		stack = append(stack, c.Children...)
+	}
+	return n
+}
+
+func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+
+func TestTableBoundsColumnsRowsAndCells(t *testing.T) {
+	tr := []Span{hostileSpan("r", "", spans.RequestSpanName, 0, 10)}
+	for i := 0; i < 100; i++ {
+		s := hostileSpan(fmt.Sprint("s", i), "r", spans.StageSpanName, 1, 2)
+		s.Attrs[string(attrs.StageIDKey)] = attribute.Int64Value(int64(i))
+		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(fmt.Sprint("stage", i))
+		tr = append(tr, s)
+		for j := 0; j < 20; j++ {
+			tr = append(tr, hostileSpan(fmt.Sprint("q", i, "-", j), s.SpanID, spans.LLMDecode.SpanName(), 1, 2))
+		}
+	}
+	var out bytes.Buffer
+	Table(&out, tr)
+	if !strings.Contains(out.String(), "84 more stage or hand-over columns") {
+		t.Errorf("columns beyond %d are counted, not printed:\n%.2000s", maxColumns, out.String())
+	}
+	if !strings.Contains(out.String(), "+16 more") {
+		t.Errorf("values beyond %d in a cell are counted:\n%.2000s", maxCellValues, out.String())
+	}
+	if lines := strings.Count(out.String(), "\n"); lines > maxRows+10 {
+		t.Errorf("%d lines", lines)
+	}
+}
+
+func TestDisplay(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"thinker", "thinker"},
+		{"a\x1b[2Jb", "a?[2Jb"},
+		{"bad\xffbyte", "bad?byte"},
+		{strings.Repeat("x", 50), strings.Repeat("x", 17) + "…"},
+		{strings.Repeat("日", 10), "日日日日日…"},
+	}
+	for _, c := range cases {
+		if got := Display(c.in, 20); got != c.want || len(got) > 20 {
+			t.Errorf("Display(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParseOTLPJSONRefusesWhatOTLPCannotMean(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"a time beyond 2262", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"x","startTimeUnixNano":"18446744073709551615"}]}]}]}`, "beyond 2262"},
+		{"not an object", `[1,2]`, "not a JSON object"},
+		{"a truncated document", `{"resourceSpans":[`, "document 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseOTLPJSON(strings.NewReader(c.doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseOTLPJSONErrorsAreBounded(t *testing.T) {
+	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"` + strings.Repeat("x", 1<<20) + `","startTimeUnixNano":"` + strings.Repeat("y", 1<<20) + `"}]}]}]}`
+	_, err := ParseOTLPJSON(strings.NewReader(doc))
+	if err == nil || len(err.Error()) > 1024 {
+		t.Errorf("error of %d bytes", len(fmt.Sprint(err)))
+	}
+}
