@@ -1,0 +1,28 @@
+package attrs
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Keys of spans imported from what an engine wrote (omnitrace import): how
+// exact an imported duration is, and what its writer did to it.
+const (
+	// ResolutionKey is the step of an imported duration as its writer
+	// wrote it, in ms: 1 for int()-truncated milliseconds, 10 for seconds
+	// with two decimals. Absent when written at full precision.
+	ResolutionKey = attribute.Key("omni.timing.resolution_ms")
+	// SummedKey marks a duration its writer added up over the request's
+	// outputs (diffusion values) or the transfer's chunks (bytes and send
+	// time): the parts cannot be told apart.
+	SummedKey = attribute.Key("omni.timing.summed")
+	// UnmeasuredZeroKey lists the fields of a scope whose 0 was read as "not
+	// measured", because their writer puts 0 when it measured nothing.
+	UnmeasuredZeroKey = attribute.Key("omni.timing.unmeasured_zero")
+	// TransferResolutionKey is ResolutionKey of the hand-over into a stage,
+	// on the stage's span.
+	TransferResolutionKey = attribute.Key("omni.timing.transfer_resolution_ms")
+	// TransferSummedKey is SummedKey of the hand-over into a stage, on the
+	// stage's span.
+	TransferSummedKey = attribute.Key("omni.timing.transfer_summed")
+	// ImportSourceKey names the form a request was imported from:
+	// "summary", "log", "events" or "jsonl".
+	ImportSourceKey = attribute.Key("omni.import.source")
+)
