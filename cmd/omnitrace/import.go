@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/otelomni/otelomni/internal/omnirecord"
-	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/otelsetup"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/traceview"
 )
 
