@@ -47,13 +47,13 @@ func (r *Request) EndAt(t time.Time, err error) error {
 
 func (r *Request) end(at time.Time, err error) error {
 	r.mu.Lock()
-	if r.ended {
+	if r.ended.Load() {
 		r.mu.Unlock()
 		r.in.stats.misused("a request or stage was ended twice")
 		return ErrRequestEnded
 	}
-	r.ended = true
-	for r.starting > 0 {
+	r.ended.Store(true)
+	for r.starting.Load() > 0 {
 		// A live phase is starting on another goroutine: end after it,
 		// so that it does not start after its request ended.
 		if r.cond == nil {

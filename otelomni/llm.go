@@ -64,12 +64,15 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		return err
 	}
 	r.mu.Lock()
-	if r.ended {
+	if r.ended.Load() {
 		r.mu.Unlock()
 		r.in.stats.misused("an LLM event on a request that had already ended")
 		return ErrRequestEnded
 	}
-	st := &r.llm
+	if r.llm == nil {
+		r.llm = &llmState{}
+	}
+	st := r.llm
 	var p spans.Phase
 	var from time.Time
 	switch e {

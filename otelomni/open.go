@@ -2,35 +2,39 @@ package otelomni
 
 import (
 	"context"
+	"slices"
 	"time"
 
-	"github.com/otelomni/otelomni/spans"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/spans"
 )
 
 // openPhase is a live phase started and not yet ended.
 type openPhase struct {
-	id     uint64
-	phase  spans.Phase
-	output int
+	span trace.Span // nil when the request records metrics only
+	ctx  context.Context
+	// start is set when there is no SDK span to ask.
+	start time.Time
+	id    uint32
 	// under is the id of the live phase it hangs under (its exec or
 	// forward), 0 when it hangs under the request or a recorded phase.
-	under uint64
-	span  trace.Span // nil when the request records metrics only
-	ctx   context.Context
-	start time.Time // set when there is no SDK span to ask
+	under  uint32
+	output int32
+	phase  spans.Phase
 }
 
-// openPhases is the set of live phases started and not yet ended, in start
-// order. Most requests have a few open at once, so they live inline.
+// openPhases is the set of live phases started and not yet ended. Most
+// requests have a few open at once, so they live inline; ids grow with the
+// start order, which drain restores.
 type openPhases struct {
-	next  uint64
+	next  uint32
 	n     int
-	small [4]openPhase
+	small [3]openPhase
 	more  []openPhase
 }
 
-func (o *openPhases) add(p openPhase) uint64 {
+func (o *openPhases) add(p openPhase) uint32 {
 	o.next++
 	p.id = o.next
 	if o.n < len(o.small) {
@@ -42,17 +46,18 @@ func (o *openPhases) add(p openPhase) uint64 {
 	return p.id
 }
 
-// remove removes the phase with id, keeping the start order, and returns it.
-func (o *openPhases) remove(id uint64) (openPhase, bool) {
+// remove removes the phase with id and returns it. It moves the last phase
+// into the hole: order is by id, restored by all.
+func (o *openPhases) remove(id uint32) (openPhase, bool) {
 	for i := 0; i < o.n; i++ {
 		if o.small[i].id == id {
 			p := o.small[i]
-			copy(o.small[i:o.n], o.small[i+1:o.n])
-			if len(o.more) > 0 {
-				o.small[len(o.small)-1] = o.more[0]
-				o.more = o.more[1:]
+			if k := len(o.more); k > 0 {
+				o.small[i] = o.more[k-1]
+				o.more = o.more[:k-1]
 			} else {
 				o.n--
+				o.small[i] = o.small[o.n]
 				o.small[o.n] = openPhase{}
 			}
 			return p, true
@@ -60,7 +65,7 @@ func (o *openPhases) remove(id uint64) (openPhase, bool) {
 	}
 	for i, m := range o.more {
 		if m.id == id {
-			o.more = append(o.more[:i], o.more[i+1:]...)
+			o.more = slices.Delete(o.more, i, i+1)
 			return m, true
 		}
 	}
@@ -71,17 +76,19 @@ func (o *openPhases) remove(id uint64) (openPhase, bool) {
 func (o *openPhases) all() []openPhase {
 	out := make([]openPhase, 0, o.n+len(o.more))
 	out = append(out, o.small[:o.n]...)
-	return append(out, o.more...)
+	out = append(out, o.more...)
+	slices.SortFunc(out, func(a, b openPhase) int { return int(a.id) - int(b.id) })
+	return out
 }
 
 // removeUnder removes and returns, in start order, the phases that hang
 // under the live phase id, and those under them.
-func (o *openPhases) removeUnder(id uint64) []openPhase {
+func (o *openPhases) removeUnder(id uint32) []openPhase {
 	if o.n == 0 {
 		return nil
 	}
 	var out []openPhase
-	parents := []uint64{id}
+	parents := []uint32{id}
 	for _, p := range o.all() {
 		for _, q := range parents {
 			if p.under == q {

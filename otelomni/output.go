@@ -22,7 +22,7 @@ func (r *Request) EmitOutput(final bool) spans.Output {
 	}
 	now := time.Now()
 	r.mu.Lock()
-	if r.ended {
+	if r.ended.Load() {
 		r.mu.Unlock()
 		r.in.stats.misused("an output emitted on a request that had already ended")
 		return spans.Output{Index: -1}
@@ -63,7 +63,7 @@ func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 		return err
 	}
 	r.mu.Lock()
-	if r.ended {
+	if r.ended.Load() {
 		r.mu.Unlock()
 		r.in.stats.misused("an output recorded on a request that had already ended")
 		return ErrRequestEnded

@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // use.
 type ActivePhase struct {
 	r    *Request
-	id   uint64
+	id   uint32
 	span trace.Span
 	ctx  context.Context
 }
@@ -162,30 +163,13 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: RecordTransfer)", p))
 		return ActivePhase{ctx: ctx}
 	}
-	r.mu.Lock()
-	if r.ended {
-		r.mu.Unlock()
-		r.in.stats.misused(fmt.Sprintf("phase %v started after its request ended", p))
+	parent, under, refused := r.admit(p, output, step)
+	if refused != nil {
+		r.refuse(refused)
 		return ActivePhase{ctx: ctx}
 	}
-	parent, under, ok := r.liveParentLocked(p.Parent())
-	if !ok {
-		r.mu.Unlock()
-		r.in.stats.conflict(&spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded})
-		return ActivePhase{ctx: ctx}
-	}
-	if once := singleton(p, output, step); once != 0 {
-		if r.seen&once != 0 {
-			r.mu.Unlock()
-			r.in.stats.conflict(&spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase})
-			return ActivePhase{ctx: ctx}
-		}
-		r.seen |= once
-	}
-	r.starting++
-	r.mu.Unlock()
 
-	o := openPhase{phase: p, output: output, under: under, ctx: parent}
+	o := openPhase{phase: p, output: int32(output), under: under, ctx: parent}
 	if r.span != nil {
 		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
 	}
@@ -201,12 +185,80 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	if n := r.nestOf(p); n != nil {
 		*n = nest{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
-	r.starting--
-	if r.starting == 0 && r.cond != nil {
-		r.cond.Broadcast()
-	}
 	r.mu.Unlock()
+	r.startDone()
 	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
+}
+
+// admit decides whether a live phase may start, and under which span. It
+// counts the start (starting), so that an End on another goroutine waits
+// for it; a phase that hangs directly under the request needs no lock for
+// that. It returns why the phase is refused, or nil.
+func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint32, error) {
+	once := singleton(p, output, step)
+	if k := p.Parent(); k == spans.ParentScope {
+		r.starting.Add(1)
+		if r.ended.Load() {
+			r.startDone()
+			return nil, 0, errStartedAfterEnd
+		}
+		if once != 0 && !r.claim(once) {
+			r.startDone()
+			return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
+		}
+		return r.ctx, 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended.Load() {
+		return nil, 0, errStartedAfterEnd
+	}
+	parent, under, ok := r.liveParentLocked(p.Parent())
+	if !ok {
+		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded}
+	}
+	if once != 0 && !r.claim(once) {
+		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
+	}
+	r.starting.Add(1)
+	return parent, under, nil
+}
+
+// errStartedAfterEnd: a live phase started after its request ended.
+var errStartedAfterEnd = errors.New("a phase started after its request ended")
+
+// refuse counts a refused phase.
+func (r *Request) refuse(err error) {
+	if err == errStartedAfterEnd {
+		r.in.stats.misused(err.Error())
+		return
+	}
+	r.in.stats.conflict(err)
+}
+
+// claim marks phase bits once as measured, and reports whether they were
+// not already.
+func (r *Request) claim(once uint32) bool {
+	for {
+		seen := r.seen.Load()
+		if seen&once != 0 {
+			return false
+		}
+		if r.seen.CompareAndSwap(seen, seen|once) {
+			return true
+		}
+	}
+}
+
+// startDone ends a start counted in starting, waking an End that waits.
+func (r *Request) startDone() {
+	if r.starting.Add(-1) == 0 && r.ended.Load() {
+		r.mu.Lock()
+		if r.cond != nil {
+			r.cond.Broadcast()
+		}
+		r.mu.Unlock()
+	}
 }
 
 // errParentEnded: a live part of exec (or a step of forward) started after
@@ -237,7 +289,7 @@ func (r *Request) nestOf(p spans.Phase) *nest {
 // starts under, and the id of that parent when it is a live phase. Without
 // its exec (or forward), a phase hangs under the next span up rather than
 // being lost; under one that has ended, it is refused (ok false).
-func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint64, bool) {
+func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint32, bool) {
 	switch k {
 	case spans.ParentForward:
 		if r.forward.set {
@@ -277,7 +329,7 @@ func (r *Request) phaseOptions(p spans.Phase, output int, final bool, step int, 
 	return []trace.SpanStartOption{trace.WithAttributes(a...)}
 }
 
-func (r *Request) endLive(id uint64, err error) {
+func (r *Request) endLive(id uint32, err error) {
 	r.mu.Lock()
 	o, ok := r.open.remove(id)
 	if !ok {
@@ -334,6 +386,6 @@ func (r *Request) finish(o *openPhase, at time.Time, err error) {
 		if end.IsZero() {
 			end = time.Now()
 		}
-		r.observe(o.ctx, o.phase, start, end, o.output)
+		r.observe(o.ctx, o.phase, start, end, int(o.output))
 	}
 }

@@ -154,7 +154,7 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 	var bad []error
 	batch := batchNests{-1, -1}
 	r.mu.Lock()
-	if r.ended {
+	if r.ended.Load() {
 		r.mu.Unlock()
 		r.in.stats.misused("a measurement was recorded on a request that had already ended")
 		return ErrRequestEnded
@@ -166,9 +166,6 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 		if err != nil {
 			bad = append(bad, err)
 			continue
-		}
-		if once := singleton(ps.Phase, ps.Output, ps.Step); once != 0 {
-			r.seen |= once
 		}
 		if ps.Phase == spans.Exec || ps.Phase == spans.Forward {
 			*batch.of(ps.Phase) = len(ok)
@@ -213,8 +210,17 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 		return accepted{}, &spans.PhaseError{Phase: ps.Phase, Output: ps.Output, Step: ps.Step,
 			Interval: spans.Between(ps.Start, ps.End), Err: err}
 	}
-	if once := singleton(ps.Phase, ps.Output, ps.Step); once != 0 && r.seen&once != 0 {
+	once := singleton(ps.Phase, ps.Output, ps.Step)
+	if once != 0 && r.seen.Load()&once != 0 {
 		return fail(spans.ErrDuplicatePhase)
+	}
+	// claim marks the phase measured, last: a span refused for its
+	// interval leaves the phase free.
+	claim := func(a accepted) (accepted, error) {
+		if once != 0 && !r.claim(once) {
+			return fail(spans.ErrDuplicatePhase)
+		}
+		return a, nil
 	}
 	iv := spans.Between(ps.Start, ps.End)
 	var parents []spans.Phase
@@ -230,7 +236,7 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 			if p := ok[i].ps; !iv.Within(p.Start, p.End) {
 				return fail(spans.ErrOutsideParent)
 			}
-			return accepted{ps: ps, in: i}, nil
+			return claim(accepted{ps: ps, in: i})
 		}
 		n := r.nestOf(pp)
 		if !n.set {
@@ -240,15 +246,16 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 		if !iv.Within(start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		if !n.closed {
+		a, err := claim(accepted{ps: ps, parent: n.ctx, in: -1})
+		if err == nil && !n.closed {
 			n.lastChild = later(n.lastChild, ps.End)
 		}
-		return accepted{ps: ps, parent: n.ctx, in: -1}, nil
+		return a, err
 	}
 	if ps.Start.Before(scopeStart) {
 		return fail(spans.ErrOutsideParent)
 	}
-	return accepted{ps: ps, parent: r.ctx, in: -1}, nil
+	return claim(accepted{ps: ps, parent: r.ctx, in: -1})
 }
 
 // emit starts and ends the span of one recorded phase under parent, with

@@ -54,20 +54,23 @@ type Request struct {
 	// start is the scope's start: given, or read when it started.
 	start time.Time
 
-	mu    sync.Mutex
-	ended bool
+	// ended is set once, under mu; read without it too.
+	ended atomic.Bool
 	// starting counts live phases being started outside mu; an End waits
 	// for them on cond, so that no phase starts after its request ended.
-	starting int
-	cond     *sync.Cond
+	starting atomic.Int32
 	// seen marks the phases measured, each once per request.
-	seen          uint32
+	seen atomic.Uint32
+
+	mu            sync.Mutex
+	cond          *sync.Cond
 	exec, forward nest
 	open          openPhases
 	// lastEnd is the latest end among recorded phases: the request ends no
 	// earlier.
-	lastEnd    time.Time
-	llm        llmState
+	lastEnd time.Time
+	// llm is made at the first LLM event: most requests never have one.
+	llm        *llmState
 	outputs    int
 	lastOutput time.Time
 	firstOut   atomic.Bool
@@ -82,7 +85,7 @@ type nest struct {
 	span       trace.Span
 	start, end time.Time
 	// live is the id of its open live phase, 0 when it was recorded.
-	live uint64
+	live uint32
 	// lastChild is the latest end of a part recorded inside it while it
 	// was open: it ends no earlier.
 	lastChild time.Time

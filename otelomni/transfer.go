@@ -98,7 +98,7 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 		return errors.Join(bad...)
 	}
 	r.mu.Lock()
-	ended := r.ended
+	ended := r.ended.Load()
 	r.mu.Unlock()
 	if ended {
 		r.in.stats.misused("a transfer recorded on a request that had already ended")
