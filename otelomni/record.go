@@ -178,7 +178,8 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 		r.in.stats.conflict(e)
 	}
 
-	ctxs := make([]context.Context, 0, 16)
+	var ctxBuf [16]context.Context
+	ctxs := ctxBuf[:0]
 	for i := range ok {
 		a := &ok[i]
 		parent := a.parent
@@ -264,31 +265,42 @@ func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, o recordOp
 	if r.span == nil {
 		return parent
 	}
-	kv := o.kv
-	a := append(make([]attribute.KeyValue, 0, 8+len(kv)), r.tbl.kv(ps.Phase)...)
-	if ps.Output >= 0 {
-		a = append(a, attrs.OutputIndex(ps.Output), attrs.OutputFinal(ps.Final))
-	}
-	if ps.Step >= 0 {
-		a = append(a, attrs.Step(ps.Step))
-	}
-	if o.reconstructed {
-		a = append(a, attrs.Reconstructed(true))
-	}
-	if len(kv) > 0 {
-		a = append(a, r.in.kvs(kv)...)
-	}
-	opts := []trace.SpanStartOption{trace.WithTimestamp(ps.Start)}
-	if ps.Phase == spans.Exec {
-		if o.stepsRun > 0 {
+	var opts [3]trace.SpanStartOption
+	opts[0] = trace.WithTimestamp(ps.Start)
+	n := 1
+	plain := ps.Output < 0 && ps.Step < 0 && !o.reconstructed && len(o.kv) == 0 &&
+		(ps.Phase != spans.Exec || (o.stepsRun <= 0 && o.batch == nil))
+	if plain {
+		// The common case: the table's own attributes, no copy.
+		opts[n] = r.tbl.phaseOpt[ps.Phase][0]
+		n++
+	} else {
+		a := make([]attribute.KeyValue, 0, 6+len(o.kv))
+		a = append(a, r.tbl.kv(ps.Phase)...)
+		if ps.Output >= 0 {
+			a = append(a, attrs.OutputIndex(ps.Output), attrs.OutputFinal(ps.Final))
+		}
+		if ps.Step >= 0 {
+			a = append(a, attrs.Step(ps.Step))
+		}
+		if o.reconstructed {
+			a = append(a, attrs.Reconstructed(true))
+		}
+		if len(o.kv) > 0 {
+			a = append(a, r.in.kvs(o.kv)...)
+		}
+		if ps.Phase == spans.Exec && o.stepsRun > 0 {
 			a = append(a, attrs.MeanStepDuration(seconds(ps.End.Sub(ps.Start))/float64(o.stepsRun)))
 		}
-		if o.batch != nil {
+		if ps.Phase == spans.Exec && o.batch != nil {
 			a = append(a, attrs.BatchID(o.batch.id), attrs.BatchSize(o.batch.size))
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: o.batch.sc}))
+			opts[n] = trace.WithLinks(trace.Link{SpanContext: o.batch.sc})
+			n++
 		}
+		opts[n] = trace.WithAttributes(a...)
+		n++
 	}
-	ctx, span := r.tracer.Start(parent, ps.Phase.SpanName(), append(opts, trace.WithAttributes(a...))...)
+	ctx, span := r.tracer.Start(parent, ps.Phase.SpanName(), opts[:n]...)
 	if ps.Phase == spans.Exec && o.batch != nil {
 		o.batch.members = append(o.batch.members, span.SpanContext())
 	}
