@@ -21,7 +21,7 @@ import (
 	"github.com/otelomni/otelomni/traceview"
 )
 
-// singleStageParent is DESIGN.md's tree for a single-stage diffusion
+// singleStageParent is the tree of docs/phases.md for a single-stage diffusion
 // pipeline: span name -> its parent's name.
 var singleStageParent = map[string]string{
 	"omni.request":                     "",

@@ -19,7 +19,7 @@ import (
 	"github.com/otelomni/otelomni/traceview"
 )
 
-// multiStageParent is DESIGN.md's multi-stage tree: span name -> its
+// multiStageParent is the multi-stage tree of docs/multi-stage.md: span name -> its
 // parent's name. The diffusion phases hang under the stage span.
 var multiStageParent = map[string]string{
 	"omni.request":                     "",

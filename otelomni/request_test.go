@@ -29,7 +29,7 @@ func fullRecord() *spans.DiffusionRecord {
 	}
 }
 
-// wantParent is DESIGN.md's tree for a single-stage diffusion pipeline.
+// wantParent is the contract's tree for a single-stage diffusion pipeline (docs/phases.md).
 var wantParent = map[string]string{
 	"omni.request":                     "",
 	"omni.diffusion.queue_wait":        "omni.request",

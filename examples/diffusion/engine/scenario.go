@@ -52,8 +52,9 @@ type Scenario struct {
 	Priority bool
 }
 
-// Scenarios are the demo's request kinds, covering every branch of
-// DOMAIN.md.
+// Scenarios are the demo's request kinds, covering every branch of the
+// phase model (docs/phases.md): phases measured, not measured and measured
+// as 0, streaming outputs, aborts and failures.
 var Scenarios = []Scenario{
 	{Name: "t2i", Model: "Qwen/Qwen-Image", Modality: attrs.ModalityImage, Steps: 20, Guidance: 4, Height: 1024, Width: 1024,
 		Outputs: []Output{Sync}},
