@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -31,11 +32,12 @@ type BatchInfo struct {
 // back. Its methods are safe for concurrent use, and do nothing on a nil
 // *Batch.
 type Batch struct {
-	in   *Instrumenter
-	span trace.Span
-	ref  batchRef
-	mu   sync.Mutex
-	done bool
+	in    *Instrumenter
+	span  trace.Span
+	start time.Time
+	ref   batchRef
+	mu    sync.Mutex
+	done  bool
 	// pending are the members not linked yet: at the end, their request
 	// spans are.
 	pending map[*Request]bool
@@ -71,7 +73,7 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	}
 	id := in.str(info.ID)
 	start := info.Start
-	if !start.IsZero() && !spans.InRange(start) {
+	if !start.IsZero() {
 		start = in.startTime(start, "batch "+id)
 	}
 	kv := []attribute.KeyValue{attrs.BatchID(id), attrs.BatchSize(len(members))}
@@ -86,7 +88,7 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	if !span.IsRecording() {
 		return nil
 	}
-	b := &Batch{in: in, span: span, ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
+	b := &Batch{in: in, span: span, start: spanStart(span, start), ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
 		pending: map[*Request]bool{}}
 	for _, m := range members {
 		if sc, ok := m.joinBatch(&b.ref); ok {
@@ -134,26 +136,33 @@ func (b *Batch) SpanContext() trace.SpanContext {
 }
 
 // End ends the batch span now. A non-nil err marks it failed.
-func (b *Batch) End(err error) { b.end(time.Time{}, err) }
+func (b *Batch) End(err error) { _ = b.end(time.Time{}, err) }
 
 // EndAt ends the batch span at t, for a batch rebuilt after the fact. A
-// zero t, or one a span cannot carry, ends it now.
-func (b *Batch) EndAt(t time.Time, err error) {
-	if !t.IsZero() && !spans.InRange(t) {
-		t = time.Time{}
+// zero t, or one a span cannot carry, ends it now and returns an error; a t
+// before the batch's start ends it at its start and returns an error.
+func (b *Batch) EndAt(t time.Time, err error) error {
+	if b == nil {
+		return nil
 	}
-	b.end(t, err)
+	if t.IsZero() || !spans.InRange(t) {
+		bad := &scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("EndAt(%v): a zero time or one a span cannot carry; ended now", t)}
+		b.in.stats.reject(bad)
+		_ = b.end(time.Time{}, err)
+		return bad
+	}
+	return b.end(t, err)
 }
 
-func (b *Batch) end(t time.Time, err error) {
+func (b *Batch) end(t time.Time, err error) error {
 	if b == nil {
-		return
+		return nil
 	}
 	b.mu.Lock()
 	if b.done {
 		b.mu.Unlock()
 		b.in.stats.misused("a batch was ended twice")
-		return
+		return ErrRequestEnded
 	}
 	b.done = true
 	pending := b.pending
@@ -165,11 +174,21 @@ func (b *Batch) end(t time.Time, err error) {
 	if err != nil {
 		markError(b.in, b.span, err)
 	}
+	var bad error
+	if t.IsZero() && !b.start.IsZero() && b.start.After(time.Now()) {
+		t = b.start
+	}
+	if !t.IsZero() && t.Before(b.start) {
+		bad = &scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("EndAt(%v) is before its start (%v); ended there", t, b.start)}
+		b.in.stats.clampedEnd(bad.Error())
+		t = b.start
+	}
 	if t.IsZero() {
 		b.span.End()
 	} else {
 		b.span.End(trace.WithTimestamp(t))
 	}
+	return bad
 }
 
 // joinBatch puts r's open exec in batch: its id, size and a link to it. It

@@ -37,19 +37,29 @@ func TestRecordPathWithoutArrivalEndsAtItsStartNotBefore(t *testing.T) {
 	}
 }
 
-func TestEndWithAFutureStartEndsAtItsStart(t *testing.T) {
+func TestAStartLaterThanNowIsRefused(t *testing.T) {
 	r := newRecorded(t)
-	future := time.Now().Add(2 * time.Second).Round(0) // a wall time from another host
-	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "future", Start: future})
-	req.End(nil)
-	s := one(t, r.rec.Ended(), spans.RequestSpanName)
-	if !s.EndTime().Equal(s.StartTime()) {
-		t.Errorf("lasts %v, want 0 (clamped)", s.EndTime().Sub(s.StartTime()))
-	}
-	ctx, req2 := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "r2"})
+	future := time.Now().Add(10 * time.Second).Round(0) // a wall time from another host, ahead
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "future", Start: future})
+	// Live phases start now: under a request that started in the future,
+	// they would lie before their parent.
+	req.StartPhase(ctx, spans.Exec).End()
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "talker", Start: future})
 	st.End(nil)
-	req2.End(nil)
+	b := r.in.StartBatch(ctx, otelomni.BatchInfo{ID: "b", Start: future}, req)
+	b.End(nil)
+	e := r.in.StartEngine(ctx, otelomni.EngineInfo{Start: future})
+	e.StartWarmup().End()
+	e.End(nil)
+	req.End(nil)
+	for _, s := range r.rec.Ended() {
+		if s.StartTime().After(time.Now()) {
+			t.Errorf("%s starts in the future", s.Name())
+		}
+	}
+	if n := r.in.Stats().RejectedIntervals; n != 4 {
+		t.Errorf("%d refused starts counted, want 4 (request, stage, batch, engine)", n)
+	}
 }
 
 func TestEmitOutputNeverNegative(t *testing.T) {

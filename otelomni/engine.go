@@ -59,15 +59,23 @@ type Engine struct {
 	// lastEnd is the latest end of a recorded step: the start ends no
 	// earlier.
 	lastEnd time.Time
+	// open holds the live steps started and not ended: ending the start
+	// ends them first.
+	open     map[uint32]trace.Span
+	next     uint32
+	starting int
+	cond     *sync.Cond
 }
 
 // EnginePhase is a step of an engine's start on the live path.
 type EnginePhase struct {
-	in   *Instrumenter
+	e    *Engine
+	id   uint32
 	span trace.Span
 }
 
-// End ends the step now.
+// End ends the step now. Ending it twice, or after the engine's start
+// ended (which ended it), does nothing.
 func (p EnginePhase) End() { p.EndError(nil) }
 
 // EndError ends the step, marked failed with err when err is not nil.
@@ -75,8 +83,15 @@ func (p EnginePhase) EndError(err error) {
 	if p.span == nil {
 		return
 	}
+	p.e.mu.Lock()
+	_, open := p.e.open[p.id]
+	delete(p.e.open, p.id)
+	p.e.mu.Unlock()
+	if !open {
+		return
+	}
 	if err != nil {
-		markError(p.in, p.span, err)
+		markError(p.e.in, p.span, err)
 	}
 	p.span.End()
 }
@@ -111,7 +126,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	}
 	kv = append(kv, in.kvs(info.Attributes)...)
 	start := info.Start
-	if !start.IsZero() && !spans.InRange(start) {
+	if !start.IsZero() {
 		start = in.startTime(start, "engine")
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...)}
@@ -220,14 +235,41 @@ func (e *Engine) RecordStageInit(stage StageInfo, iv spans.Interval) error {
 
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
 	e.mu.Lock()
-	ended := e.ended
-	e.mu.Unlock()
-	if ended {
+	if e.ended {
+		e.mu.Unlock()
 		e.in.stats.misused(name + " started after the engine's start ended")
 		return EnginePhase{}
 	}
+	e.starting++
+	e.mu.Unlock()
+	started := false
+	defer func() {
+		if !started { // a span processor panicked: nothing may wait for this start
+			e.mu.Lock()
+			e.startDoneLocked()
+			e.mu.Unlock()
+		}
+	}()
 	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...))
-	return EnginePhase{in: e.in, span: span}
+	e.mu.Lock()
+	e.next++
+	if e.open == nil {
+		e.open = map[uint32]trace.Span{}
+	}
+	e.open[e.next] = span
+	p := EnginePhase{e: e, id: e.next, span: span}
+	started = true
+	e.startDoneLocked()
+	e.mu.Unlock()
+	return p
+}
+
+// startDoneLocked ends a step's start, waking an End that waits for it.
+func (e *Engine) startDoneLocked() {
+	e.starting--
+	if e.starting == 0 && e.cond != nil {
+		e.cond.Broadcast()
+	}
 }
 
 func (e *Engine) recordStep(name string, kv []attribute.KeyValue, iv spans.Interval) error {
@@ -284,15 +326,37 @@ func (e *Engine) End(err error) {
 		return
 	}
 	e.ended = true
+	for e.starting > 0 {
+		// A step is starting on another goroutine: end after it, so that
+		// it does not outlive the start.
+		if e.cond == nil {
+			e.cond = sync.NewCond(&e.mu)
+		}
+		e.cond.Wait()
+	}
 	last := e.lastEnd
+	open := e.open
+	e.open = nil
 	e.mu.Unlock()
+	var at time.Time
+	if !last.IsZero() && last.After(time.Now()) {
+		e.in.stats.clampedEnd("an engine's start ended before a step recorded in it; ended at that step's end")
+		at = last
+	}
+	// Steps still open end first, at the same moment.
+	for _, s := range open {
+		if at.IsZero() {
+			s.End()
+		} else {
+			s.End(trace.WithTimestamp(at))
+		}
+	}
 	if err != nil {
 		markError(e.in, e.span, err)
 	}
-	if !last.IsZero() && last.After(time.Now()) {
-		e.in.stats.clampedEnd("an engine's start ended before a step recorded in it; ended at that step's end")
-		e.span.End(trace.WithTimestamp(last))
-		return
+	if at.IsZero() {
+		e.span.End()
+	} else {
+		e.span.End(trace.WithTimestamp(at))
 	}
-	e.span.End()
 }

@@ -660,3 +660,151 @@ func TestSpanProcessorsNeverRunUnderOtelomnisLocks(t *testing.T) {
 		t.Errorf("the processor was called %d times: the test saw too little", p.calls.Load())
 	}
 }
+
+// panicky is a span processor that panics when the span named name starts.
+type panicky struct{ name string }
+
+func (p panicky) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	if s.Name() == p.name {
+		panic("a user's span processor failed")
+	}
+}
+func (panicky) OnEnd(sdktrace.ReadOnlySpan)      {}
+func (panicky) Shutdown(context.Context) error   { return nil }
+func (panicky) ForceFlush(context.Context) error { return nil }
+
+func TestAPanickingSpanProcessorNeverHangsEnd(t *testing.T) {
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(panicky{name: spans.Preprocess.SpanName()}),
+		sdktrace.WithSpanProcessor(panicky{name: spans.Forward.SpanName()}),
+		sdktrace.WithSpanProcessor(panicky{name: spans.EngineWarmupSpanName}))))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "p"})
+		exec := req.StartPhase(ctx, spans.Exec)
+		for _, p := range []spans.Phase{spans.Preprocess, spans.Forward} {
+			func() {
+				defer func() { _ = recover() }() // the processor's panic is the caller's to see
+				req.StartPhase(ctx, p)
+			}()
+		}
+		exec.End()
+		req.End(nil)
+		e := in.StartEngine(ctx, otelomni.EngineInfo{})
+		func() {
+			defer func() { _ = recover() }()
+			e.StartWarmup()
+		}()
+		e.End(nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("End waited forever for a start whose span processor panicked")
+	}
+}
+
+// yielding is a span processor that, when a kv_recv span starts, holds the
+// start until its exec has ended on another goroutine, or, when exec's end
+// rightly waits for the part, for a while.
+type yielding struct {
+	started, execEnded chan struct{}
+}
+
+func (y *yielding) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	if s.Name() == spans.KVRecv.SpanName() {
+		close(y.started)
+		select {
+		case <-y.execEnded:
+		case <-time.After(100 * time.Millisecond): // exec's end waits for this start: go on
+		}
+	}
+}
+
+func (y *yielding) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.Name() == spans.Exec.SpanName() {
+		close(y.execEnded)
+	}
+}
+func (*yielding) Shutdown(context.Context) error   { return nil }
+func (*yielding) ForceFlush(context.Context) error { return nil }
+
+func TestAPartStartingWhileItsExecEndsEndsWithIt(t *testing.T) {
+	y := &yielding{started: make(chan struct{}), execEnded: make(chan struct{})}
+	r := newRecorded(t)
+	r.tp.RegisterSpanProcessor(y)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "race"})
+	exec := req.StartPhase(ctx, spans.Exec)
+	part := make(chan otelomni.ActivePhase)
+	go func() { part <- req.StartPhase(ctx, spans.KVRecv) }()
+	<-y.started
+	ended := make(chan struct{})
+	go func() { exec.End(); close(ended) }() // races the part's start
+	p := <-part
+	<-ended
+	p.End() // ended with its exec already, or now: never after exec
+	req.End(nil)
+	// newRecorded's cleanup checks that kv_recv lies inside exec.
+	if n := len(byName(r.rec.Ended())[spans.KVRecv.SpanName()]); n != 1 {
+		t.Errorf("%d kv_recv spans, want 1", n)
+	}
+}
+
+func TestPerOutputPhasesAndStepsAreMeasuredOnceEach(t *testing.T) {
+	r := newRecorded(t, otelomni.WithDenoiseSteps(true))
+	t0 := time.Now()
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "o", Start: t0})
+	iv := spans.Between(t0, t0.Add(time.Millisecond))
+	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv); !errors.Is(err, spans.ErrDuplicatePhase) {
+		t.Errorf("output 0's postprocess twice: %v", err)
+	}
+	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 0}).End() // refused
+	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 1}).End() // another output: kept
+	f := req.StartPhase(ctx, spans.Forward)
+	req.StartStep(ctx, 0).End()
+	req.StartStep(ctx, 0).End() // refused
+	f.End()
+	if err := req.RecordOutput(spans.Output{Index: 3}, iv); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.RecordOutput(spans.Output{Index: 3}, iv); !errors.Is(err, spans.ErrDuplicatePhase) {
+		t.Errorf("output 3 twice: %v", err)
+	}
+	req.End(nil)
+	got := byName(r.rec.Ended())
+	if n := len(got[spans.Postprocess.SpanName()]); n != 2 {
+		t.Errorf("%d postprocess spans, want 2 (outputs 0 and 1)", n)
+	}
+	if n := len(got[spans.DenoiseStep.SpanName()]); n != 1 {
+		t.Errorf("%d step spans, want 1", n)
+	}
+	if n := len(got[spans.OutputSpanName]); n != 1 {
+		t.Errorf("%d omni.output spans, want 1", n)
+	}
+	if c := r.in.Stats().Conflicts; c != 4 {
+		t.Errorf("%d conflicts counted, want 4", c)
+	}
+}
+
+func TestEngineAndBatchEndsNeverPrecedeTheirStartsOrChildren(t *testing.T) {
+	r := newRecorded(t)
+	t0 := time.Now()
+	b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b", Start: t0})
+	if err := b.EndAt(t0.Add(-time.Minute), nil); err == nil {
+		t.Error("a batch ended before its start must say so")
+	}
+	e := r.in.StartEngine(context.Background(), otelomni.EngineInfo{})
+	load := e.StartLoad(otelomni.LoadInfo{Model: "m"})
+	e.End(nil) // ends the open load first
+	load.End() // does nothing more
+	spansByName := byName(r.rec.Ended())
+	if n := len(spansByName[spans.EngineLoadSpanName]); n != 1 {
+		t.Errorf("%d load spans, want 1: a step open at the engine's end ends with it", n)
+	}
+	// newRecorded's cleanup checks no negative span and every child inside
+	// its parent.
+}

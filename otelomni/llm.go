@@ -127,7 +127,12 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		return err
 	}
 	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
-	return r.recordPlanned(ps[:], recordOpts{})
+	err := r.recordPlanned(ps[:], recordOpts{})
+	if p == spans.LLMPrefill && err == nil {
+		// The first token: the GenAI conventions' time to first token.
+		r.firstOutput(r.ctx, t)
+	}
+	return err
 }
 
 func llmPhaseOf(e LLMEvent) spans.Phase {

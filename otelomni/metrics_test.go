@@ -293,3 +293,20 @@ func TestStageAndTransferMetrics(t *testing.T) {
 		t.Errorf("time to first output %+v", s)
 	}
 }
+
+func TestTimeToFirstTokenFromAnLLMStagesFirstToken(t *testing.T) {
+	m := newMetered(t, true)
+	t0 := time.Now()
+	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: t0})
+	_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})
+	_ = st.MarkLLMAt(otelomni.LLMQueued, t0.Add(time.Millisecond))
+	_ = st.MarkLLMAt(otelomni.LLMScheduled, t0.Add(2*time.Millisecond))
+	_ = st.MarkLLMAt(otelomni.LLMFirstToken, t0.Add(40*time.Millisecond))
+	_ = st.MarkLLMAt(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
+	st.End(nil)
+	req.End(nil)
+	ttft := m.histograms(t)[otelomni.TimeToFirstTokenName]
+	if len(ttft) != 1 || ttft[0].Count != 1 || ttft[0].Sum < 0.039 || ttft[0].Sum > 0.041 {
+		t.Fatalf("time to first token %+v, want one measurement of 40 ms", ttft)
+	}
+}

@@ -40,6 +40,7 @@ func (r *Request) EmitOutput(final bool) spans.Output {
 		r.in.stats.reject(&spans.OutputError{Output: out.Index, Interval: iv, Err: err})
 		return spans.Output{Index: -1}
 	}
+	r.claimLocked(0, out.Index, -1)
 	r.claimOutputLocked(out.Index, iv)
 	r.mu.Unlock()
 	r.emitOutput(out, iv)
@@ -48,7 +49,8 @@ func (r *Request) EmitOutput(final bool) spans.Output {
 
 // RecordOutput makes the omni.output span of output out with its own
 // interval. A bad interval makes no span and returns a [*spans.OutputError];
-// so does one that starts before the request (or stage).
+// so does one that starts before the request (or stage), and an output
+// index already recorded.
 func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
@@ -71,6 +73,12 @@ func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 	if iv.Start().Before(r.scopeStart()) {
 		r.mu.Unlock()
 		err := &spans.OutputError{Output: out.Index, Interval: iv, Err: spans.ErrOutsideParent}
+		r.in.stats.conflict(err)
+		return err
+	}
+	if !r.claimLocked(0, out.Index, -1) {
+		r.mu.Unlock()
+		err := &spans.OutputError{Output: out.Index, Interval: iv, Err: spans.ErrDuplicatePhase}
 		r.in.stats.conflict(err)
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -168,6 +169,15 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 		r.refuse(refused)
 		return ActivePhase{ctx: ctx}
 	}
+	started := false
+	defer func() {
+		if !started {
+			// tracer.Start panicked (a span processor's OnStart): undo the
+			// counts, so that no End waits for this start forever.
+			r.startedUnder(under)
+			r.startDone()
+		}
+	}()
 
 	o := openPhase{phase: p, output: int32(output), under: under, ctx: parent}
 	if r.span != nil {
@@ -186,8 +196,25 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 		*n = nest{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
 	r.mu.Unlock()
+	started = true
+	r.startedUnder(under)
 	r.startDone()
 	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
+}
+
+// startedUnder ends a start under the live exec or forward under, counted
+// in nestStarting: that exec or forward's end waits for it, so that no part
+// outlives it.
+func (r *Request) startedUnder(under uint32) {
+	if under == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.nestStarting--
+	if r.nestStarting == 0 && r.cond != nil {
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
 }
 
 // admit decides whether a live phase may start, and under which span. It
@@ -196,7 +223,7 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 // that. It returns why the phase is refused, or nil.
 func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint32, error) {
 	once := singleton(p, output, step)
-	if k := p.Parent(); k == spans.ParentScope {
+	if k := p.Parent(); k == spans.ParentScope && once != 0 {
 		r.starting.Add(1)
 		if r.ended.Load() {
 			r.startDone()
@@ -217,11 +244,41 @@ func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint3
 	if !ok {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded}
 	}
-	if once != 0 && !r.claim(once) {
+	if !r.claimLocked(p, output, step) {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
+	}
+	if under != 0 {
+		r.nestStarting++
 	}
 	r.starting.Add(1)
 	return parent, under, nil
+}
+
+// claimKey is one output's per-output phase, or one denoise step.
+type claimKey struct {
+	phase spans.Phase
+	index int
+}
+
+// claimLocked marks a phase measured for this request (once per output for
+// a per-output phase, once per step for a denoise step), and reports
+// whether it was not already.
+func (r *Request) claimLocked(p spans.Phase, output, step int) bool {
+	if once := singleton(p, output, step); once != 0 {
+		return r.claim(once)
+	}
+	k := claimKey{p, output}
+	if step >= 0 {
+		k.index = step
+	}
+	if r.claimed[k] {
+		return false
+	}
+	if r.claimed == nil {
+		r.claimed = map[claimKey]bool{}
+	}
+	r.claimed[k] = true
+	return true
 }
 
 // errStartedAfterEnd: a live phase started after its request ended.
@@ -340,6 +397,14 @@ func (r *Request) endLive(id uint32, err error) {
 	var at time.Time
 	stepsRun := r.stepsRun
 	if n := r.nestOf(o.phase); n != nil && n.live == id {
+		for r.nestStarting > 0 {
+			// A part is starting under it on another goroutine: end
+			// after it is in the set, so that it ends with its parent.
+			if r.cond == nil {
+				r.cond = sync.NewCond(&r.mu)
+			}
+			r.cond.Wait()
+		}
 		kids = r.open.removeUnder(id)
 		if !n.lastChild.IsZero() && n.lastChild.After(time.Now()) {
 			// A part recorded inside it ends later: it ends there.

@@ -218,7 +218,7 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 	// claim marks the phase measured, last: a span refused for its
 	// interval leaves the phase free.
 	claim := func(a accepted) (accepted, error) {
-		if once != 0 && !r.claim(once) {
+		if !r.claimLocked(ps.Phase, ps.Output, ps.Step) {
 			return fail(spans.ErrDuplicatePhase)
 		}
 		return a, nil

@@ -62,8 +62,13 @@ type Request struct {
 	// seen marks the phases measured, each once per request.
 	seen atomic.Uint32
 
-	mu            sync.Mutex
-	cond          *sync.Cond
+	mu   sync.Mutex
+	cond *sync.Cond
+	// nestStarting counts live phases being started under a live exec or
+	// forward; its end waits for them on cond.
+	nestStarting int
+	// claimed marks the per-output phases and steps measured.
+	claimed       map[claimKey]bool
 	exec, forward nest
 	open          openPhases
 	// lastEnd is the latest end among recorded phases: the request ends no
@@ -191,7 +196,7 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 		stage.Type = attrs.StageOther
 	}
 	start := info.Start
-	if !start.IsZero() && !spans.InRange(start) {
+	if !start.IsZero() {
 		start = in.startTime(start, "stage "+strconv.Itoa(stage.ID))
 	}
 	tbl := in.table(in.str(info.Model), stage.Type)
@@ -245,13 +250,22 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 }
 
 // startTime returns a given start, or the zero time (now) when none was
-// given or the given one is out of range, which is counted.
+// given, or the given one is out of range or later than now: a span that
+// starts in the future would have its live phases start before it. A
+// refused start is counted.
 func (in *Instrumenter) startTime(t time.Time, id string) time.Time {
-	if t.IsZero() || spans.InRange(t) {
+	if t.IsZero() {
 		return t
 	}
-	in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is out of the range a span can carry; started now"})
-	return time.Time{}
+	if !spans.InRange(t) {
+		in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is out of the range a span can carry; started now"})
+		return time.Time{}
+	}
+	if t.After(time.Now()) {
+		in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is later than now; started now"})
+		return time.Time{}
+	}
+	return t
 }
 
 // table returns the attribute table of a model and stage type, counting a

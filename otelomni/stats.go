@@ -27,7 +27,8 @@ type Stats struct {
 	Conflicts uint64
 	// Misuse counts calls that did nothing because the API was misused: a
 	// phase started or recorded on a request that had already ended, a
-	// request ended twice, an invalid phase, a nil function, a nil carrier.
+	// request ended twice, an invalid phase, a nil function, a carrier that
+	// panicked (a nil carrier is simply ignored).
 	// (A nil context is not misuse: it is taken as context.Background().)
 	Misuse uint64
 	// ClockSkew counts parts computed across two hosts' clocks (a
