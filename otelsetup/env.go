@@ -224,8 +224,12 @@ func isHeaders(v string) error {
 		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n:") {
 			return errors.New("want key=value pairs separated by commas")
 		}
-		if _, err := url.PathUnescape(strings.TrimSpace(val)); err != nil {
+		d, err := url.PathUnescape(strings.TrimSpace(val))
+		if err != nil {
 			return errors.New("a value is not percent-encoded correctly")
+		}
+		if strings.ContainsFunc(d, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+			return errors.New("a value holds a control character, which no HTTP header may carry")
 		}
 	}
 	return nil

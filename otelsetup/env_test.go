@@ -25,6 +25,7 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"},
 		{"OTEL_EXPORTER_OTLP_INSECURE", "yes"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "a=b%0D%0AX-Injected: 1"},
 		{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem"},
 		{"OTEL_TRACES_EXPORTER", "carrier-pigeon"},
 		{"OTEL_METRICS_EXPORTER", "graphite"},

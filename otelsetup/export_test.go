@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -249,4 +251,33 @@ func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
 		t.Errorf("the record carries trace %x span %x, want the phase's", rec.TraceId, rec.SpanId)
 	}
 	_ = tel.Shutdown(context.Background())
+}
+
+func TestSpansWithTimesOTLPCannotCarryAreRefusedOrRepaired(t *testing.T) {
+	clearOTelEnv(t)
+	tel, exp := setupWithMemory(t)
+	tr := tel.TracerProvider().Tracer("other") // not otelomni: nothing checked its times
+	now := time.Now()
+	_, neg := tr.Start(context.Background(), "negative", trace.WithTimestamp(now))
+	neg.End(trace.WithTimestamp(now.Add(-time.Second)))
+	_, far := tr.Start(context.Background(), "year 9999", trace.WithTimestamp(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)))
+	far.End()
+	_, ok := tr.Start(context.Background(), "fine")
+	ok.End()
+	if err := tel.Shutdown(context.Background()); !errors.Is(err, otelsetup.ErrSpansLost) {
+		t.Errorf("Shutdown = %v, want the refused span reported", err)
+	}
+	got := map[string]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		got[s.Name] = s
+	}
+	if _, in := got["year 9999"]; in || len(got) != 2 {
+		t.Fatalf("exported %v, want the negative one repaired and the fine one, not year 9999", got)
+	}
+	if s := got["negative"]; !s.EndTime.Equal(s.StartTime) {
+		t.Errorf("a negative span exported as %v .. %v", s.StartTime, s.EndTime)
+	}
+	if st := tel.ExportStats(); st.Refused != 1 || st.Repaired != 1 || st.Exported != 2 {
+		t.Errorf("stats %+v", st)
+	}
 }

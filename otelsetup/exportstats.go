@@ -21,35 +21,41 @@ type ExportStats struct {
 	// Failed counts the spans of batches whose export failed (the
 	// collector was down, refused them, or timed out).
 	Failed uint64
-	// Pending is Ended - Exported - Failed: spans still queued, or dropped.
+	// Pending is Ended - Exported - Failed - Refused: spans still queued,
+	// or dropped.
 	// After [Telemetry.Shutdown] nothing is queued any more, so Pending is
 	// exactly the number of spans dropped.
 	Pending uint64
-	// Repaired counts the spans that held a string that was not valid
-	// UTF-8 or longer than the byte limit, exported with it repaired.
+	// Repaired counts the spans exported repaired: a string that was not
+	// valid UTF-8 or longer than the byte limit, or an end before the
+	// start (ended where it starts).
 	Repaired uint64
+	// Refused counts the spans not exported because their times lie
+	// outside what OTLP carries (1970 to 2262-04-11), from any
+	// instrumentation in the process.
+	Refused uint64
 }
 
-// Lost returns the spans that did not reach the collector: failed, plus
-// pending (after Shutdown: dropped).
-func (s ExportStats) Lost() uint64 { return s.Failed + s.Pending }
+// Lost returns the spans that did not reach the collector: failed, refused,
+// plus pending (after Shutdown: dropped).
+func (s ExportStats) Lost() uint64 { return s.Failed + s.Refused + s.Pending }
 
 func (s ExportStats) describe() string {
-	return fmt.Sprintf("%d of %d spans did not reach the collector (%d failed to export, %d dropped: queue full or shutdown deadline)",
-		s.Lost(), s.Ended, s.Failed, s.Pending)
+	return fmt.Sprintf("%d of %d spans did not reach the collector (%d failed to export, %d refused: times OTLP cannot carry, %d dropped: queue full or shutdown deadline)",
+		s.Lost(), s.Ended, s.Failed, s.Refused, s.Pending)
 }
 
 type exportCounts struct {
-	ended, exported, failed, repaired atomic.Uint64
+	ended, exported, failed, repaired, refused atomic.Uint64
 }
 
 func (c *exportCounts) stats() ExportStats {
 	// Read the outcomes before the input, so that Pending never underflows
 	// while spans are in flight.
-	exported, failed := c.exported.Load(), c.failed.Load()
+	exported, failed, refused := c.exported.Load(), c.failed.Load(), c.refused.Load()
 	ended := c.ended.Load()
-	s := ExportStats{Ended: ended, Exported: exported, Failed: failed, Repaired: c.repaired.Load()}
-	if done := exported + failed; ended > done {
+	s := ExportStats{Ended: ended, Exported: exported, Failed: failed, Repaired: c.repaired.Load(), Refused: refused}
+	if done := exported + failed + refused; ended > done {
 		s.Pending = ended - done
 	}
 	return s

@@ -2,21 +2,24 @@ package otelsetup
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/spans"
 )
 
 // maxKeyBytes bounds attribute keys and span and event names on export.
 const maxKeyBytes = 256
 
 // safeExporter wraps the exporter that Setup builds. It counts what was
-// exported and what failed (see [ExportStats]), and repairs every span that
-// carries a string the OTLP exporters would refuse or the byte limit does
-// not allow: the OTLP exporters refuse a whole batch for one string that is
+// exported and what failed (see [ExportStats]); it refuses a span whose
+// times OTLP cannot carry, ends a span that ends before it starts where it
+// starts, and repairs every span that carries a string the OTLP exporters
+// would refuse or the byte limit does not allow: the OTLP exporters refuse a whole batch for one string that is
 // not valid UTF-8, so one bad string from any instrumentation in the
 // process would otherwise cost every other span of its batch. It runs on
 // the batch processor's goroutine, never on a request's.
@@ -27,29 +30,39 @@ type safeExporter struct {
 }
 
 func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
-	var out []sdktrace.ReadOnlySpan
+	var out []sdktrace.ReadOnlySpan // nil while every span so far is fine
 	for i, s := range ss {
-		if spanOK(s, e.maxValue) {
+		timesOK := spans.InRange(s.StartTime()) && spans.InRange(s.EndTime())
+		if timesOK && !s.EndTime().Before(s.StartTime()) && spanOK(s, e.maxValue) {
 			if out != nil {
-				out[i] = s
+				out = append(out, s)
 			}
 			continue
 		}
 		if out == nil {
-			out = make([]sdktrace.ReadOnlySpan, len(ss))
-			copy(out, ss[:i])
+			out = make([]sdktrace.ReadOnlySpan, 0, len(ss))
+			out = append(out, ss[:i]...)
 		}
-		out[i] = repair(s, e.maxValue)
+		if !timesOK {
+			// OTLP cannot carry it: it would reach the backend as another
+			// time, often ending before it starts.
+			e.c.refused.Add(1)
+			continue
+		}
+		out = append(out, repair(s, e.maxValue))
 		e.c.repaired.Add(1)
 	}
 	if out == nil {
 		out = ss
 	}
+	if len(out) == 0 {
+		return nil
+	}
 	if err := e.exp.ExportSpans(ctx, out); err != nil {
-		e.c.failed.Add(uint64(len(ss)))
+		e.c.failed.Add(uint64(len(out)))
 		return err
 	}
-	e.c.exported.Add(uint64(len(ss)))
+	e.c.exported.Add(uint64(len(out)))
 	return nil
 }
 
@@ -97,6 +110,7 @@ func spanOK(s sdktrace.ReadOnlySpan, maxValue int) bool {
 // from the original.
 type repairedSpan struct {
 	sdktrace.ReadOnlySpan
+	end    time.Time
 	name   string
 	attrs  []attribute.KeyValue
 	events []sdktrace.Event
@@ -108,10 +122,14 @@ type repairedSpan struct {
 func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
 	r := &repairedSpan{
 		ReadOnlySpan: s,
+		end:          s.EndTime(),
 		name:         sanitize.String(s.Name(), maxKeyBytes),
 		attrs:        sanitize.KeyValues(s.Attributes(), maxKeyBytes, maxValue),
 		status:       s.Status(),
 		scope:        s.InstrumentationScope(),
+	}
+	if r.end.Before(s.StartTime()) {
+		r.end = s.StartTime() // a negative span ends where it starts
 	}
 	r.status.Description = sanitize.String(r.status.Description, maxValue)
 	r.scope.Name = sanitize.String(r.scope.Name, maxKeyBytes)
@@ -130,6 +148,7 @@ func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
 }
 
 func (r *repairedSpan) Name() string                                { return r.name }
+func (r *repairedSpan) EndTime() time.Time                          { return r.end }
 func (r *repairedSpan) Attributes() []attribute.KeyValue            { return r.attrs }
 func (r *repairedSpan) Events() []sdktrace.Event                    { return r.events }
 func (r *repairedSpan) Links() []sdktrace.Link                      { return r.links }

@@ -3,6 +3,7 @@ package otelsetup
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -280,6 +281,8 @@ func describeExporter() string {
 	endpoint := firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 	if endpoint == "" {
 		endpoint = "the default endpoint"
+	} else if u, err := url.Parse(endpoint); err == nil {
+		endpoint = u.Redacted() // a start-up log line must not print a password
 	}
 	return fmt.Sprintf("otlp (%s) to %s", proto, endpoint)
 }
