@@ -12,6 +12,9 @@ import (
 // marked with "…" when cut. Strings in traces are other people's input:
 // one 999 000-byte stage name must not make a 360 MB table.
 func Display(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
 	clean := len(s) <= limit && utf8.ValidString(s)
 	if clean {
 		for i := 0; i < len(s); i++ {
@@ -26,7 +29,9 @@ func Display(s string, limit int) string {
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			// Control and format characters (bidi overrides, zero-width
+			// marks) could move the cursor or reorder what is shown.
 			r = '?'
 		}
 		b.WriteRune(r)
@@ -38,14 +43,15 @@ func Display(s string, limit int) string {
 	if len(out) <= limit {
 		return out
 	}
-	n := limit - len("…")
+	mark := "…"
+	if limit < len(mark) {
+		mark = "" // no room for the mark: at most limit bytes, always
+	}
+	n := limit - len(mark)
 	for n > 0 && !utf8.RuneStart(out[n]) {
 		n--
 	}
-	if n < 0 {
-		n = 0
-	}
-	return out[:n] + "…"
+	return out[:n] + mark
 }
 
 // Bounds of what one cell of a view prints, in bytes.

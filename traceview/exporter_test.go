@@ -44,3 +44,45 @@ func TestExporterShowsEachRequestOnceItsTraceIsComplete(t *testing.T) {
 		t.Errorf("summary of %d requests, want 2", got)
 	}
 }
+
+func TestWaterfallOfThousandsOfOutputsStaysShortAndAStageIsShown(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	t0 := time.Now()
+	// A stage in its own process: its span is the local root.
+	_, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 2, Name: "code2wav", Start: t0})
+	for i := 0; i < 5000; i++ {
+		_ = st.RecordOutputPhase(spans.Postprocess, spans.Output{Index: i, Final: i == 4999},
+			spans.Between(t0.Add(time.Duration(i)*time.Microsecond), t0.Add(time.Duration(i+1)*time.Microsecond)))
+	}
+	st.End(nil)
+	var out bytes.Buffer
+	Waterfall(&out, FromSDK(rec.Ended()))
+	lines := strings.Count(out.String(), "\n")
+	if lines > 60 || !strings.Contains(out.String(), "omni.stage code2wav") || !strings.Contains(out.String(), "more outputs not shown") {
+		t.Errorf("%d lines:\n%.2000s", lines, out.String())
+	}
+}
+
+func TestDisplayBoundsAndDefusesClientStrings(t *testing.T) {
+	cases := map[string]struct {
+		in    string
+		limit int
+		want  string
+	}{
+		"short":                  {"chatcmpl-1", 16, "chatcmpl-1"},
+		"terminal escapes":       {"id\x1b[2J\x07", 16, "id?[2J?"},
+		"bidi override":          {"ab\u202ecd", 16, "ab?cd"},
+		"zero-width space":       {"a\u200bb", 16, "a?b"},
+		"invalid UTF-8":          {"a\xffb", 16, "a?b"},
+		"long":                   {strings.Repeat("x", 1000), 16, strings.Repeat("x", 13) + "…"},
+		"a limit below the mark": {"abcdef", 2, "ab"},
+		"no room":                {"abc", 0, ""},
+	}
+	for name, tc := range cases {
+		got := Display(tc.in, tc.limit)
+		if got != tc.want || len(got) > max(tc.limit, 0) {
+			t.Errorf("%s: Display = %q, want %q", name, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -16,6 +17,11 @@ import (
 // it, how many spans, and percentiles of the spans' durations. It never
 // adds phases together; "exec per step" is a ratio of one span's duration
 // to the request's step count. Safe for concurrent use.
+//
+// Its memory is bounded: a row keeps at most 20 000 durations, a uniform
+// sample of all it saw (reservoir sampling), so that a long-running process
+// can keep a Summary. Counts and the maximum stay exact; beyond 20 000 spans
+// a row's percentiles are those of the sample.
 type Summary struct {
 	mu       sync.Mutex
 	requests int
@@ -29,12 +35,38 @@ type Summary struct {
 // of a million stage names print a million rows.
 const maxSummaryRows = 200
 
+// maxSamples bounds the durations a row keeps.
+const maxSamples = 20000
+
 type summaryRow struct {
 	label    string
 	rank     [3]int
 	requests int
-	durs     []time.Duration
-	ratio    bool
+	// spans and max are exact; durs is a uniform sample of at most
+	// maxSamples durations.
+	spans int
+	max   time.Duration
+	durs  []time.Duration
+	rng   *rand.Rand
+	ratio bool
+}
+
+// observe adds one duration, keeping a uniform sample.
+func (r *summaryRow) observe(d time.Duration) {
+	r.spans++
+	if r.spans == 1 || d > r.max {
+		r.max = d
+	}
+	if len(r.durs) < maxSamples {
+		r.durs = append(r.durs, d)
+		return
+	}
+	if r.rng == nil {
+		r.rng = rand.New(rand.NewPCG(uint64(len(r.label)), 1))
+	}
+	if i := r.rng.IntN(r.spans); i < maxSamples {
+		r.durs[i] = d
+	}
 }
 
 // Add adds the requests (omni.request trees) of one trace.
@@ -62,7 +94,7 @@ func (s *Summary) Add(trace []Span) {
 				r = &summaryRow{label: label, rank: rank, ratio: ratio}
 				s.rows[label] = r
 			}
-			r.durs = append(r.durs, d)
+			r.observe(d)
 			if !seen[label] {
 				seen[label] = true
 				r.requests++
@@ -178,7 +210,7 @@ func (s *Summary) Spans() map[string]int {
 	out := make(map[string]int, len(s.rows))
 	for k, r := range s.rows {
 		if !r.ratio {
-			out[k] = len(r.durs)
+			out[k] = r.spans
 		}
 	}
 	return out
@@ -214,8 +246,8 @@ func (s *Summary) Write(w io.Writer) {
 			fmt.Fprintf(w, "%-34s %10s %6d %10s %10s %10s %10s\n", r.label, measured, 0, "-", "-", "-", "-")
 			continue
 		}
-		fmt.Fprintf(w, "%-34s %10s %6d %10.3f %10.3f %10.3f %10.3f\n", r.label, measured, len(d),
-			ms(Percentile(d, 0.50)), ms(Percentile(d, 0.90)), ms(Percentile(d, 0.99)), ms(d[len(d)-1]))
+		fmt.Fprintf(w, "%-34s %10s %6d %10.3f %10.3f %10.3f %10.3f\n", r.label, measured, r.spans,
+			ms(Percentile(d, 0.50)), ms(Percentile(d, 0.90)), ms(Percentile(d, 0.99)), ms(r.max))
 	}
 	if s.hidden > 0 {
 		fmt.Fprintf(w, "(%d spans of rows beyond the first %d not shown)\n", s.hidden, maxSummaryRows)

@@ -13,6 +13,9 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
+// maxOutputRows bounds the outputs a waterfall shows one by one.
+const maxOutputRows = 16
+
 // WaterfallWidth is the width of the timeline, in characters.
 const WaterfallWidth = 48
 
@@ -24,6 +27,12 @@ const labelWidth = 30
 // timeline, and the phase's duration in ms, or "not measured" where the
 // phase has no span. Phases are never added together.
 func Waterfall(w io.Writer, trace []Span) {
+	var last time.Time
+	for i := range trace {
+		if trace[i].End.After(last) {
+			last = trace[i].End
+		}
+	}
 	for _, root := range Trees(trace) {
 		switch root.Span.Name {
 		case spans.EngineStartSpanName:
@@ -32,15 +41,14 @@ func Waterfall(w io.Writer, trace []Span) {
 		case spans.BatchSpanName:
 			batchLine(w, root.Span)
 			continue
-		case spans.RequestSpanName:
+		case spans.RequestSpanName, spans.StageSpanName:
+			// A stage's own process holds its stage span as a root.
 		default:
 			continue
 		}
 		wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
-		for _, s := range trace {
-			if d := s.End.Sub(wf.t0); d > wf.total {
-				wf.total = d
-			}
+		if d := last.Sub(wf.t0); d > wf.total {
+			wf.total = d
 		}
 		wf.header(root.Span)
 		wf.scope(root, 1)
@@ -56,7 +64,12 @@ type waterfall struct {
 
 func (wf *waterfall) header(s *Span) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %q", s.Name, Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
+	if s.Name == spans.StageSpanName {
+		fmt.Fprintf(&b, "%s %s (%s)", s.Name, Display(s.Str(string(attrs.StageNameKey)), maxNameCell),
+			Display(s.Str(string(attrs.StageTypeKey)), maxNameCell))
+	} else {
+		fmt.Fprintf(&b, "%s %q", s.Name, Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
+	}
 	for _, k := range []string{string(attrs.OutputModalityKey), string(attrs.RequestModelKey)} {
 		if v := s.Str(k); v != "" {
 			fmt.Fprintf(&b, " %s", Display(v, maxNameCell))
@@ -154,14 +167,28 @@ func outputIndices(n *Node) []int64 {
 // outputs writes, output by output, its wait and its postprocess, so that
 // a synchronous output shows that it had no wait.
 func (wf *waterfall) outputs(n *Node, indices []int64, depth int) {
-	for _, i := range indices {
-		for _, p := range []spans.Phase{spans.OutputReadyWait, spans.Postprocess} {
-			var found []*Node
-			for _, c := range n.Named(p.SpanName()) {
-				if j, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok && j == i {
-					found = append(found, c)
-				}
+	// Index the per-output spans once: a request can have thousands.
+	byOutput := map[[2]int64][]*Node{}
+	for _, c := range n.Children {
+		if p, ok := spans.LookupSpanName(c.Span.Name); ok && p.PerOutput() {
+			if j, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
+				k := [2]int64{int64(p), j}
+				byOutput[k] = append(byOutput[k], c)
 			}
+		}
+	}
+	hidden := 0
+	if len(indices) > maxOutputRows {
+		// A person reads the first outputs and the last one.
+		hidden = len(indices) - maxOutputRows
+		indices = append(indices[:maxOutputRows-1:maxOutputRows-1], indices[len(indices)-1])
+	}
+	for k, i := range indices {
+		if hidden > 0 && k == len(indices)-1 {
+			fmt.Fprintf(wf.w, "  %-*s  (%d more outputs not shown)\n", labelWidth-2, indent(depth-1)+"...", hidden)
+		}
+		for _, p := range []spans.Phase{spans.OutputReadyWait, spans.Postprocess} {
+			found := byOutput[[2]int64{int64(p), i}]
 			if len(found) == 0 {
 				wf.absent(depth, fmt.Sprintf("%s #%d", p.ID(), i))
 			}
