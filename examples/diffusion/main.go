@@ -240,7 +240,7 @@ func writeAgreement(out io.Writer, r result) {
 	}
 }
 
-// requestID makes ids shaped like the reference system's: opaque strings,
+// requestID makes ids shaped like vLLM-Omni's: opaque strings,
 // never numbers.
 func requestID(seed uint64, i int) string {
 	if i%2 == 0 {
