@@ -121,6 +121,12 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
 		return 1
 	}
+	if !fl.follow && im.imported == 0 && im.skipped == 0 {
+		// Nothing read was a record of any form: say so rather than
+		// succeed silently.
+		fmt.Fprintln(stderr, "omnitrace import: no request found in the input (see docs/omnitrace.md for the forms read, and -format)")
+		return 1
+	}
 	return status
 }
 

@@ -127,3 +127,12 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestImportOfNothingRecognisableFailsAndSaysSo(t *testing.T) {
+	clearEnv(t)
+	out := filepath.Join(t.TempDir(), "t.json")
+	code, _, stderr := runCmd(t, "this is not a record\nnor is this: [NaN, NaN, NaN]\n", "import", "-out", out)
+	if code != 1 || !strings.Contains(stderr, "no request found") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
