@@ -234,6 +234,12 @@ func (e *Engine) RecordStageInit(stage StageInfo, iv spans.Interval) error {
 }
 
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
+	if e.start.After(time.Now()) {
+		// The engine's start was given later than now: a step starting
+		// now would start before it.
+		e.in.stats.conflict(&stepError{name: name, err: errBeforeScopeStart})
+		return EnginePhase{}
+	}
 	e.mu.Lock()
 	if e.ended {
 		e.mu.Unlock()
@@ -339,9 +345,11 @@ func (e *Engine) End(err error) {
 	e.open = nil
 	e.mu.Unlock()
 	var at time.Time
-	if !last.IsZero() && last.After(time.Now()) {
-		e.in.stats.clampedEnd("an engine's start ended before a step recorded in it; ended at that step's end")
-		at = last
+	if floor := later(last, e.start); floor.After(time.Now()) {
+		// A start given later than now, or a step recorded ending later:
+		// the span ends no earlier.
+		e.in.stats.clampedEnd("an engine's start ended before its given start or a step recorded in it; ended there")
+		at = floor
 	}
 	// Steps still open end first, at the same moment.
 	for _, s := range open {

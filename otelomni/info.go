@@ -34,9 +34,11 @@ type RequestInfo struct {
 	// attributes itself. Leave it empty in a multi-stage pipeline.
 	Stage StageInfo
 	// Start is the request's arrival time; the zero time means now. A
-	// time a span cannot carry (before 1970, after 2262-04-11), or one later
-	// than now, is refused: the request starts now and the refusal is
-	// counted.
+	// time a span cannot carry (before 1970, after 2262-04-11) is refused:
+	// the request starts now and the refusal is counted. A start later than
+	// now (another host's clock, a record rebuilt after the fact) is kept;
+	// live phases, which start now, are then refused until it is reached,
+	// since they would start before their request.
 	Start time.Time
 	// Attributes are recorded on the request span as well, at its start.
 	Attributes []attribute.KeyValue
@@ -61,8 +63,8 @@ type StageInfo struct {
 	// phase spans (gen_ai.request.model). Optional.
 	Model string
 	// Start is when the stage started, for a stage rebuilt after the fact
-	// ([Instrumenter.StartStage] only); the zero time means now, and a
-	// start later than now is refused as for RequestInfo.Start.
+	// ([Instrumenter.StartStage] only); the zero time means now. It is
+	// checked as RequestInfo.Start is.
 	Start time.Time
 }
 

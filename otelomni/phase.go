@@ -222,6 +222,11 @@ func (r *Request) startedUnder(under uint32) {
 // for it; a phase that hangs directly under the request needs no lock for
 // that. It returns why the phase is refused, or nil.
 func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint32, error) {
+	if !r.start.IsZero() && r.start.After(time.Now()) {
+		// The request was given a start later than now: a phase starting
+		// now would start before it.
+		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
+	}
 	once := singleton(p, output, step)
 	if k := p.Parent(); k == spans.ParentScope && once != 0 {
 		r.starting.Add(1)
@@ -280,6 +285,10 @@ func (r *Request) claimLocked(p spans.Phase, output, step int) bool {
 	r.claimed[k] = true
 	return true
 }
+
+// errBeforeScopeStart: a live phase started before the start its request
+// was given.
+var errBeforeScopeStart = fmt.Errorf("%w: its request's start is later than now", spans.ErrOutsideParent)
 
 // errStartedAfterEnd: a live phase started after its request ended.
 var errStartedAfterEnd = errors.New("a phase started after its request ended")

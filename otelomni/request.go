@@ -250,22 +250,13 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 }
 
 // startTime returns a given start, or the zero time (now) when none was
-// given, or the given one is out of range or later than now: a span that
-// starts in the future would have its live phases start before it. A
-// refused start is counted.
+// given or the given one is out of range, which is counted.
 func (in *Instrumenter) startTime(t time.Time, id string) time.Time {
-	if t.IsZero() {
+	if t.IsZero() || spans.InRange(t) {
 		return t
 	}
-	if !spans.InRange(t) {
-		in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is out of the range a span can carry; started now"})
-		return time.Time{}
-	}
-	if t.After(time.Now()) {
-		in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is later than now; started now"})
-		return time.Time{}
-	}
-	return t
+	in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is out of the range a span can carry; started now"})
+	return time.Time{}
 }
 
 // table returns the attribute table of a model and stage type, counting a
