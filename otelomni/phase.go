@@ -222,7 +222,7 @@ func (r *Request) startedUnder(under uint32) {
 // for it; a phase that hangs directly under the request needs no lock for
 // that. It returns why the phase is refused, or nil.
 func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint32, error) {
-	if !r.start.IsZero() && r.start.After(time.Now()) {
+	if r.startsLater && r.start.After(time.Now()) {
 		// The request was given a start later than now: a phase starting
 		// now would start before it.
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}

@@ -53,6 +53,9 @@ type Request struct {
 	stepsRun int
 	// start is the scope's start: given, or read when it started.
 	start time.Time
+	// startsLater: start was given later than the time it was started,
+	// so live phases check the clock against it (only then).
+	startsLater bool
 
 	// ended is set once, under mu; read without it too.
 	ended atomic.Bool
@@ -233,11 +236,14 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 	if span == nil && met == nil {
 		return ctx, noRequest
 	}
+	later := false
 	if _, ok := span.(timed); start.IsZero() && !ok {
 		// No SDK span to ask for its start: keep one.
 		start = time.Now()
+	} else if !start.IsZero() {
+		later = start.After(time.Now())
 	}
-	r := &Request{in: in, span: span, ctx: ctx, tbl: tbl, met: met, kind: kind, id: id,
+	r := &Request{in: in, span: span, ctx: ctx, tbl: tbl, met: met, kind: kind, id: id, startsLater: later,
 		stageID: stageID, steps: steps, start: start}
 	if span != nil {
 		r.tracer = in.tracer
