@@ -17,7 +17,8 @@ demo:
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
 ## fuzz runs of the record parser, the import's readers of every form, the
-## OTLP/JSON reader, the trace-tree builders and the string bounding.
+## OTLP/JSON reader, the trace-tree builders, the string bounding and the
+## import's OTLP encoder.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -44,6 +45,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize
+	$(GO) test -run '^$$' -fuzz '^FuzzProtoExporter$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:

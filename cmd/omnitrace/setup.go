@@ -55,6 +55,17 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*otelsetup.
 		}
 		exp = traceview.NewOTLPJSONExporter(f)
 	case envNamesExporter():
+		if client, ok := otlpClient(); ok {
+			e, err := newProtoExporter(ctx, client, res)
+			if err != nil {
+				return nil, "", err
+			}
+			tel, err := otelsetup.Setup(ctx, append(opts, otelsetup.WithSpanExporter(e))...)
+			if err != nil {
+				_ = e.Shutdown(ctx)
+			}
+			return tel, describeExporter(), err
+		}
 		e, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
 			return nil, "", err

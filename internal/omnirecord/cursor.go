@@ -25,10 +25,15 @@ func (c *cursor) errorf(format string, args ...any) error {
 }
 
 // next reads what follows an item of a list, object or dict: a comma, or
-// close, which ends it (done). end is the error when the text ends first.
-func (c *cursor) next(close byte, end error) (done bool, err error) {
+// close, which ends it (done). When the text ends first, the error is end,
+// or, when end is nil, one that says what was left unterminated (what).
+// The error is made only then: next runs once per item.
+func (c *cursor) next(close byte, end error, what string) (done bool, err error) {
 	c.space()
 	if c.i >= len(c.s) {
+		if end == nil {
+			end = c.errorf("unterminated %s", what)
+		}
 		return false, end
 	}
 	switch c.s[c.i] {

@@ -245,7 +245,7 @@ func (p *jsonParser) array(depth int) (Value, error) {
 			return Value{}, err
 		}
 		p.stack = append(p.stack, item)
-		done, err := p.next(']', p.errorf("unterminated array"))
+		done, err := p.next(']', nil, "array")
 		if err != nil {
 			return Value{}, err
 		}
@@ -291,7 +291,7 @@ func (p *jsonParser) object(depth int) (Value, error) {
 		}
 		p.keys = append(p.keys, k)
 		p.stack = append(p.stack, val)
-		done, err := p.next('}', p.errorf("unterminated object"))
+		done, err := p.next('}', nil, "object")
 		if err != nil {
 			return Value{}, err
 		}

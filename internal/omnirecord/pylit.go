@@ -228,7 +228,7 @@ func (p *pyParser) seq(depth int, close byte) (Value, error) {
 			return Value{}, err
 		}
 		v.Items = append(v.Items, item)
-		if done, err := p.next(close, errIncomplete); err != nil || done {
+		if done, err := p.next(close, errIncomplete, ""); err != nil || done {
 			return v, err
 		}
 	}
@@ -302,7 +302,7 @@ func (p *pyParser) dict(depth int) (Value, error) {
 		}
 		v.Keys = append(v.Keys, k)
 		v.Vals = append(v.Vals, val)
-		if done, err := p.next('}', errIncomplete); err != nil || done {
+		if done, err := p.next('}', errIncomplete, ""); err != nil || done {
 			return v, err
 		}
 	}
