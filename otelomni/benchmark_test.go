@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/otel"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -159,6 +161,26 @@ func BenchmarkRequest(b *testing.B) {
 			otelomniRequest(in)
 		}
 	})
+	// The floors under "otelomni+metrics" and "unsampled+metrics": the
+	// floor's spans and the six measurements otelomni makes of this
+	// request, straight on the SDK's histograms with attribute sets built
+	// once (see floorMetrics).
+	b.Run("floor+metrics", func(b *testing.B) {
+		tracer := benchProvider(b).Tracer(otelomni.ScopeName, trace.WithInstrumentationVersion(otelomni.Version))
+		f, m := newFloor(), newFloorMetrics(b, benchMeterProvider(b))
+		b.ReportAllocs()
+		for b.Loop() {
+			m.run(f, tracer)
+		}
+	})
+	b.Run("floor-unsampled+metrics", func(b *testing.B) {
+		tracer := benchProvider(b, sdktrace.WithSampler(sdktrace.NeverSample())).Tracer(otelomni.ScopeName)
+		f, m := newFloor(), newFloorMetrics(b, benchMeterProvider(b))
+		b.ReportAllocs()
+		for b.Loop() {
+			m.run(f, tracer)
+		}
+	})
 	// The floor under "unsampled": the same request span, its attributes
 	// at start, unsampled; no phase is started.
 	b.Run("floor-unsampled", func(b *testing.B) {
@@ -219,6 +241,71 @@ func (f *floor) request(tracer trace.Tracer) {
 	_, post := tracer.Start(ctx, "omni.diffusion.postprocess", f.phase[spans.Postprocess]...)
 	post.End()
 	req.End()
+}
+
+// floorMetrics makes the measurements otelomni makes of the benchmark's
+// request (five phase durations and the request's duration; it emits no
+// output, so no time to a first output) with the fewest calls: the same instruments, bucket
+// boundaries and attributes, the attribute sets built once, each duration
+// from two readings of the clock beside the SDK's own.
+type floorMetrics struct {
+	phase, request metric.Float64Histogram
+	phaseOpt             [spans.NumPhases][]metric.RecordOption
+	requestOpt           []metric.RecordOption
+}
+
+func newFloorMetrics(tb testing.TB, mp metric.MeterProvider) *floorMetrics {
+	m := mp.Meter(otelomni.ScopeName)
+	h := func(name string) metric.Float64Histogram {
+		x, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(otelomni.DurationBuckets...))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return x
+	}
+	f := &floorMetrics{phase: h(otelomni.PhaseDurationName), request: h(otelomni.RequestDurationName)}
+	for _, p := range spans.Phases() {
+		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs.RequestModel(benchModel), attrs.Phase(p.ID())))}
+	}
+	f.requestOpt = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
+		attrs.OperationName(attrs.OperationGenerateContent), attrs.ProviderName("_OTHER"), attrs.RequestModel(benchModel)))}
+	return f
+}
+
+func (m *floorMetrics) run(f *floor, tracer trace.Tracer) {
+	start := time.Now()
+	ctx, req := tracer.Start(context.Background(), "omni.request", f.request0...)
+	phase := func(p spans.Phase, s trace.Span, t0 time.Time) time.Time {
+		t1 := time.Now()
+		s.End()
+		m.phase.Record(ctx, t1.Sub(t0).Seconds(), m.phaseOpt[p]...)
+		return t1
+	}
+	if req.IsRecording() {
+		t := time.Now()
+		_, p := tracer.Start(ctx, "omni.diffusion.preprocess", f.phase[spans.Preprocess]...)
+		phase(spans.Preprocess, p, t)
+		te := time.Now()
+		_, exec := tracer.Start(ctx, "omni.diffusion.exec", f.phase[spans.Exec]...)
+		t = time.Now()
+		_, q := tracer.Start(ctx, "omni.diffusion.queue_wait", f.phase[spans.QueueWait]...)
+		phase(spans.QueueWait, q, t)
+		phase(spans.Exec, exec, te)
+		t = time.Now()
+		_, w := tracer.Start(ctx, "omni.diffusion.output_ready_wait", f.phase[spans.OutputReadyWait]...)
+		phase(spans.OutputReadyWait, w, t)
+		t = time.Now()
+		_, post := tracer.Start(ctx, "omni.diffusion.postprocess", f.phase[spans.Postprocess]...)
+		phase(spans.Postprocess, post, t)
+	} else {
+		// Unsampled, otelomni still measures every phase.
+		for _, p := range []spans.Phase{spans.Preprocess, spans.QueueWait, spans.Exec, spans.OutputReadyWait, spans.Postprocess} {
+			t0 := time.Now()
+			m.phase.Record(ctx, time.Since(t0).Seconds(), m.phaseOpt[p]...)
+		}
+	}
+	req.End()
+	m.request.Record(ctx, time.Since(start).Seconds(), m.requestOpt...)
 }
 
 // stepsRequest is a request with n spans: the request, exec, forward, and
