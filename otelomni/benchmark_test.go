@@ -250,8 +250,8 @@ func (f *floor) request(tracer trace.Tracer) {
 // from two readings of the clock beside the SDK's own.
 type floorMetrics struct {
 	phase, request metric.Float64Histogram
-	phaseOpt             [spans.NumPhases][]metric.RecordOption
-	requestOpt           []metric.RecordOption
+	phaseOpt       [spans.NumPhases][]metric.RecordOption
+	requestOpt     []metric.RecordOption
 }
 
 func newFloorMetrics(tb testing.TB, mp metric.MeterProvider) *floorMetrics {
