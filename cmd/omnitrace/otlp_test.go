@@ -224,8 +224,9 @@ func TestOTLPClientFollowsTheEnvironment(t *testing.T) {
 }
 
 // TestImportOverOTLPHTTP: an import to an OTLP/HTTP receiver sends
-// protobuf requests that decode to every span, with the import's
-// resource.
+// protobuf requests that decode (strings checked for UTF-8, as receivers
+// do) to every span, with the import's resource, hostile strings
+// included.
 func TestImportOverOTLPHTTP(t *testing.T) {
 	clearEnv(t)
 	var mu sync.Mutex
@@ -256,7 +257,13 @@ func TestImportOverOTLPHTTP(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "engine-a")
-	code, _, stderr := runCmd(t, goodLine+"\n"+twoStages+"\n", "import")
+	// A request whose id holds invalid UTF-8 and a lone surrogate, and
+	// whose model is 100 KB: OTLP strings must be valid UTF-8, so an
+	// exporter that sent them as they are would have the whole batch
+	// refused by the receiver.
+	hostile := strings.Replace(goodLine, `"chatcmpl-ac59cea85b422f04"`, "\"bad-\xff\xfe-\\ud800-id\"", 1)
+	hostile = strings.Replace(hostile, `"Qwen/Qwen-Image"`, `"`+strings.Repeat("m", 100<<10)+`"`, 1)
+	code, _, stderr := runCmd(t, goodLine+"\n"+twoStages+"\n"+hostile+"\n", "import")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -268,7 +275,7 @@ func TestImportOverOTLPHTTP(t *testing.T) {
 			requests++
 		}
 	}
-	if requests != 2 || len(names) < 6 {
+	if requests != 3 || len(names) < 9 {
 		t.Errorf("spans received: %v", names)
 	}
 	if len(services) == 0 || strings.Join(services, ",") != strings.Repeat("engine-a,", len(services)-1)+"engine-a" {
