@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -60,12 +62,12 @@ func otlpClient() (otlptrace.Client, bool) {
 // optional self-observability counts spans from the messages it is given;
 // with this exporter it counts none.
 type protoExporter struct {
-	client otlptrace.Client
-	res    *resource.Resource
+	client  otlptrace.Client
+	res     *resource.Resource
+	stopped atomic.Bool
 
-	mu      sync.Mutex // one export at a time: buf is reused
-	buf     []byte
-	stopped bool
+	mu  sync.Mutex // one export at a time: buf is reused
+	buf []byte
 }
 
 var errExporterStopped = errors.New("the OTLP exporter is shut down")
@@ -77,21 +79,26 @@ func newProtoExporter(ctx context.Context, client otlptrace.Client, res *resourc
 	return &protoExporter{client: client, res: res}, nil
 }
 
-// ExportSpans encodes ss and uploads them; the client's error is returned
-// wrapped as the SDK's exporter wraps it.
+// ExportSpans encodes ss and uploads them; an error is returned wrapped as
+// the SDK's exporter wraps it. A batch holding a string that is not valid
+// UTF-8 is refused whole and sent nowhere, as the SDK's exporter does.
 func (e *protoExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
-	if len(ss) == 0 {
+	if !slices.ContainsFunc(ss, func(s sdktrace.ReadOnlySpan) bool { return s != nil }) {
 		return nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.stopped {
+	if e.stopped.Load() {
 		return errExporterStopped
 	}
-	e.buf = appendResourceSpans(e.buf[:0], e.res, ss)
+	buf, err := appendResourceSpans(e.buf[:0], e.res, ss)
+	if err != nil {
+		return fmt.Errorf("traces export: %w", err)
+	}
+	e.buf = buf
 	rs := &tracepb.ResourceSpans{}
 	rs.ProtoReflect().SetUnknown(protoreflect.RawFields(e.buf))
-	err := e.client.UploadTraces(ctx, []*tracepb.ResourceSpans{rs})
+	err = e.client.UploadTraces(ctx, []*tracepb.ResourceSpans{rs})
 	if cap(e.buf) > 16<<20 {
 		e.buf = nil // an unusually large batch must not pin its buffer for good
 	}
@@ -101,13 +108,11 @@ func (e *protoExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlyS
 	return nil
 }
 
-// Shutdown stops the client; later exports fail.
+// Shutdown stops the client, within ctx's deadline: an export in flight
+// is cut short (the client's Stop does that), and later exports fail.
 func (e *protoExporter) Shutdown(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
+	if e.stopped.Swap(true) {
 		return nil
 	}
-	e.stopped = true
 	return e.client.Stop(ctx)
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -48,6 +50,18 @@ func (c *marshalClient) UploadTraces(_ context.Context, rss []*tracepb.ResourceS
 	return c.fail
 }
 
+// sameRequest fails unless request i of two clients is the same bytes.
+func sameRequest(t *testing.T, sdk, ours *marshalClient, i int) {
+	t.Helper()
+	if len(sdk.bodies) <= i || len(ours.bodies) <= i {
+		t.Fatalf("%d and %d requests, want %d", len(sdk.bodies), len(ours.bodies), i+1)
+	}
+	if !bytes.Equal(sdk.bodies[i], ours.bodies[i]) {
+		t.Errorf("request %d differs from the SDK exporter's:\nsdk:  %s\nours: %s", i,
+			prototext.Format(sdk.request(t, i)), prototext.Format(ours.request(t, i)))
+	}
+}
+
 func (c *marshalClient) request(t *testing.T, i int) *coltracepb.ExportTraceServiceRequest {
 	t.Helper()
 	var req coltracepb.ExportTraceServiceRequest
@@ -64,7 +78,7 @@ func variedSpans(t testing.TB, res *resource.Resource) []sdktrace.ReadOnlySpan {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(res),
 		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
-			AttributeValueLengthLimit: -1, AttributeCountLimit: 12,
+			AttributeValueLengthLimit: -1, AttributeCountLimit: 18,
 			EventCountLimit: 2, LinkCountLimit: 1,
 			AttributePerEventCountLimit: 8, AttributePerLinkCountLimit: 8,
 		}))
@@ -84,7 +98,12 @@ func variedSpans(t testing.TB, res *resource.Resource) []sdktrace.ReadOnlySpan {
 		attribute.String("s", "text"), attribute.String("empty", ""), attribute.Bool("t", true), attribute.Bool("f", false),
 		attribute.Int64("i", -7), attribute.Int64("zero", 0), attribute.Float64("d", 2.5), attribute.Float64("dz", 0),
 		attribute.StringSlice("ss", []string{"a", ""}), attribute.Int64Slice("is", []int64{1, -1}),
-		attribute.Float64Slice("ds", []float64{0.5}), attribute.BoolSlice("bs", []bool{true, false}),
+		attribute.Float64Slice("ds", []float64{0.5, math.NaN(), math.Inf(-1), math.Copysign(0, -1)}),
+		attribute.BoolSlice("bs", []bool{true, false}), attribute.ByteSlice("by", []byte{0, 0xff}),
+		attribute.ByteSlice("by0", nil), {Key: "nothing"}, // an EMPTY value
+		attribute.Slice("sl", attribute.StringValue("a"), attribute.SliceValue(), attribute.MapValue(), attribute.IntValue(-1)),
+		attribute.Map("m", attribute.String("k", ""), attribute.Map("inner", attribute.Bool("b", false)), attribute.KeyValue{}),
+		{Key: "", Value: attribute.StringValue("an empty key")},
 		// Over the count limit: dropped, and counted.
 		attribute.String("x1", "1"), attribute.String("x2", "2"),
 	}
@@ -113,8 +132,8 @@ func variedSpans(t testing.TB, res *resource.Resource) []sdktrace.ReadOnlySpan {
 }
 
 // TestProtoExporterWritesWhatTheSDKExporterWrites: for the same spans, the
-// request protoExporter sends decodes to exactly the message the SDK's
-// OTLP exporter sends.
+// request protoExporter sends is byte for byte the one the SDK's OTLP
+// exporter sends.
 func TestProtoExporterWritesWhatTheSDKExporterWrites(t *testing.T) {
 	ctx := context.Background()
 	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0",
@@ -142,10 +161,7 @@ func TestProtoExporterWritesWhatTheSDKExporterWrites(t *testing.T) {
 		}
 	}
 	for i := range 2 {
-		want, got := sdkClient.request(t, i), ourClient.request(t, i)
-		if !proto.Equal(want, got) {
-			t.Errorf("request %d differs from the SDK exporter's:\nsdk:  %s\nours: %s", i, prototext.Format(want), prototext.Format(got))
-		}
+		sameRequest(t, &sdkClient, &ourClient, i)
 	}
 	// The spans really hold what the comparison is about.
 	req := ourClient.request(t, 0)
@@ -161,7 +177,7 @@ func TestProtoExporterWritesWhatTheSDKExporterWrites(t *testing.T) {
 			}
 		}
 	}
-	if root == nil || len(root.Attributes) != 12 || root.DroppedAttributesCount != 2 || len(root.Events) != 2 ||
+	if root == nil || len(root.Attributes) != 18 || root.DroppedAttributesCount != 2 || len(root.Events) != 2 ||
 		root.DroppedEventsCount != 1 || len(root.Links) != 1 || root.DroppedLinksCount != 1 ||
 		root.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || root.TraceState == "" || root.Flags&flagIsRemote == 0 {
 		t.Errorf("root span: %v", root)
@@ -186,6 +202,9 @@ func TestProtoExporterErrors(t *testing.T) {
 	if err := e.ExportSpans(ctx, nil); err != nil || len(c.bodies) != 1 {
 		t.Errorf("an empty batch: %v, %d uploads", err, len(c.bodies))
 	}
+	if err := e.ExportSpans(ctx, []sdktrace.ReadOnlySpan{nil, nil}); err != nil || len(c.bodies) != 1 {
+		t.Errorf("a batch of nil spans: %v, %d uploads (the SDK's exporter makes none)", err, len(c.bodies))
+	}
 	if err := e.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +213,43 @@ func TestProtoExporterErrors(t *testing.T) {
 	}
 	if err := e.ExportSpans(ctx, ss); !errors.Is(err, errExporterStopped) {
 		t.Errorf("export after shutdown: %v", err)
+	}
+}
+
+// stuckClient is a client whose uploads wait until it is stopped, as an
+// upload to a collector that never answers waits for its timeout.
+type stuckClient struct {
+	uploading chan struct{}
+	stop      chan struct{}
+}
+
+func (c *stuckClient) Start(context.Context) error { return nil }
+func (c *stuckClient) Stop(context.Context) error  { close(c.stop); return nil }
+func (c *stuckClient) UploadTraces(ctx context.Context, _ []*tracepb.ResourceSpans) error {
+	close(c.uploading)
+	<-c.stop
+	return errors.New("stopped")
+}
+
+// TestProtoExporterShutdownCutsAnExportShort: Shutdown does not wait for
+// an export in flight; it stops the client, which ends the export. (Were
+// Shutdown to wait, this test would never end.)
+func TestProtoExporterShutdownCutsAnExportShort(t *testing.T) {
+	ctx := context.Background()
+	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
+	c := &stuckClient{uploading: make(chan struct{}), stop: make(chan struct{})}
+	e, err := newProtoExporter(ctx, c, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := make(chan error)
+	go func() { exported <- e.ExportSpans(ctx, variedSpans(t, res)) }()
+	<-c.uploading
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exported; err == nil {
+		t.Error("the export cut short by Shutdown reported no error")
 	}
 }
 
@@ -283,18 +339,39 @@ func TestImportOverOTLPHTTP(t *testing.T) {
 	}
 }
 
-// BenchmarkExportEncoding encodes one batch of 2 048 spans of an import
-// to the bytes of an OTLP request: the SDK's OTLP exporter against
-// protoExporter, both on the same client.
+// importLikeSpans makes n spans shaped as an import's: per request, the
+// request span with ten attributes and five phase spans with three.
+func importLikeSpans(b *testing.B, res *resource.Resource, n int) []sdktrace.ReadOnlySpan {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(res))
+	tr := tp.Tracer("github.com/otelomni/otelomni", trace.WithInstrumentationVersion("0.1.0"), trace.WithSchemaURL("https://opentelemetry.io/schemas/1.41.0"))
+	start := time.Unix(1796000000, 125)
+	for i := 0; len(rec.Ended()) < n; i++ {
+		ctx, req := tr.Start(context.Background(), "omni.request", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("omni.request.id", fmt.Sprintf("chatcmpl-%016x", i)),
+				attribute.String("gen_ai.operation.name", "generate_content"), attribute.String("gen_ai.request.model", "Qwen/Qwen-Image"),
+				attribute.String("omni.output.modality", "image"), attribute.String("gen_ai.output.type", "image"),
+				attribute.Int("omni.diffusion.num_inference_steps", 50), attribute.Int("omni.stage.id", 0),
+				attribute.String("omni.stage.type", "diffusion"), attribute.String("omni.stage.name", "dit"),
+				attribute.String("omni.import.source", "jsonl")))
+		for _, p := range []string{"queue_wait", "preprocess", "exec", "forward", "postprocess"} {
+			_, s := tr.Start(ctx, "omni.diffusion."+p, trace.WithTimestamp(start), trace.WithAttributes(
+				attribute.String("omni.phase", p), attribute.String("gen_ai.request.model", "Qwen/Qwen-Image"),
+				attribute.Bool("omni.timing.reconstructed", true)))
+			s.End(trace.WithTimestamp(start.Add(time.Second)))
+		}
+		req.End(trace.WithTimestamp(start.Add(2 * time.Second)))
+	}
+	return rec.Ended()[:n]
+}
+
+// BenchmarkExportEncoding encodes one batch of 2 048 spans shaped as an
+// import's to the bytes of an OTLP request: the SDK's OTLP exporter
+// against protoExporter, both on the same client.
 func BenchmarkExportEncoding(b *testing.B) {
 	ctx := context.Background()
 	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
-	one := variedSpans(b, res)
-	batch := make([]sdktrace.ReadOnlySpan, 0, importBatchSize)
-	for len(batch) < importBatchSize {
-		batch = append(batch, one...)
-	}
-	batch = batch[:importBatchSize]
+	batch := importLikeSpans(b, res, importBatchSize)
 	sdkExp, err := otlptrace.New(ctx, &discardClient{})
 	if err != nil {
 		b.Fatal(err)
@@ -331,21 +408,17 @@ func (c *discardClient) UploadTraces(_ context.Context, rss []*tracepb.ResourceS
 }
 
 // FuzzProtoExporter: spans with any names, attributes, event and status
-// text encode to the message the SDK's exporter sends. Invalid UTF-8 is
-// left out: the SDK's exporter refuses it, and the import repairs every
-// string before any exporter sees it (otelsetup).
+// text encode to the bytes the SDK's exporter sends; where a string is not
+// valid UTF-8, both refuse the batch and send nothing.
 func FuzzProtoExporter(f *testing.F) {
 	f.Add("omni.request", "gen_ai.request.model", "Qwen/Qwen-Image", int64(50), 2.5, true, "done")
 	f.Add("", "", "", int64(-1), math.Copysign(0, -1), false, "")
 	f.Add("\u00e9\u4e16", "k\x00", "\u2028", int64(1)<<62, 1e300, true, "\t")
+	f.Add("ok", "key", "bad \xff byte", int64(7), math.NaN(), false, "\xed\xa0\x80")
 	f.Fuzz(func(t *testing.T, name, key, val string, n int64, x float64, ok bool, msg string) {
+		valid := true
 		for _, s := range []string{name, key, val, msg} {
-			if !utf8.ValidString(s) {
-				t.Skip()
-			}
-		}
-		if math.IsNaN(x) {
-			t.Skip() // proto.Equal holds NaN unequal to itself
+			valid = valid && utf8.ValidString(s)
 		}
 		ctx := context.Background()
 		res := resource.NewSchemaless(attribute.String("service.name", val))
@@ -379,14 +452,16 @@ func FuzzProtoExporter(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sdkExp.ExportSpans(ctx, ss); err != nil {
-			t.Fatal(err)
+		sdkErr, ourErr := sdkExp.ExportSpans(ctx, ss), ours.ExportSpans(ctx, ss)
+		if !valid {
+			if sdkErr == nil || !errors.Is(ourErr, errInvalidUTF8) || len(sdkClient.bodies)+len(ourClient.bodies) != 0 {
+				t.Fatalf("invalid UTF-8: the SDK's exporter: %v, ours: %v, %d and %d requests sent", sdkErr, ourErr, len(sdkClient.bodies), len(ourClient.bodies))
+			}
+			return
 		}
-		if err := ours.ExportSpans(ctx, ss); err != nil {
-			t.Fatal(err)
+		if sdkErr != nil || ourErr != nil {
+			t.Fatal(sdkErr, ourErr)
 		}
-		if want, got := sdkClient.request(t, 0), ourClient.request(t, 0); !proto.Equal(want, got) {
-			t.Errorf("differs from the SDK exporter's:\nsdk:  %s\nours: %s", prototext.Format(want), prototext.Format(got))
-		}
+		sameRequest(t, &sdkClient, &ourClient, 0)
 	})
 }

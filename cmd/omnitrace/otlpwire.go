@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"math"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -15,9 +17,9 @@ import (
 // The protobuf encoding of OTLP traces (opentelemetry-proto,
 // opentelemetry/proto/trace/v1/trace.proto and common/v1/common.proto),
 // written straight from the SDK's spans. Only what the SDK's exporter
-// writes is written: proto3 leaves out a field at its zero value, except
-// a member of a oneof (an attribute's value), which is written whatever
-// its value.
+// writes is written, in the same order: proto3 leaves out a field at its
+// zero value, except a member of a oneof (an attribute's value), which is
+// written whatever its value.
 
 // Field numbers.
 const (
@@ -46,15 +48,37 @@ const (
 	flagIsRemote    = 0x200
 )
 
+// errInvalidUTF8 is the error of a batch holding a string that is not
+// valid UTF-8, which OTLP's protobuf encoding cannot carry: the batch is
+// refused whole, as the SDK's exporter refuses it. (The import repairs
+// every string of its spans before they reach an exporter.)
+var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
+
+// wire is the protobuf encoding being written, and whether a string that
+// is not valid UTF-8 was met.
+type wire struct {
+	b       []byte
+	invalid bool
+}
+
 // appendResourceSpans appends the fields of one ResourceSpans message: the
 // resource res, and ss grouped by instrumentation scope in the order each
-// scope is first seen (a batch of an import holds one or two scopes).
-func appendResourceSpans(b []byte, res *resource.Resource, ss []sdktrace.ReadOnlySpan) []byte {
+// scope is first seen (a batch of an import holds one or two scopes). It
+// returns errInvalidUTF8 and b unchanged when a string is not valid UTF-8.
+func appendResourceSpans(b []byte, res *resource.Resource, ss []sdktrace.ReadOnlySpan) ([]byte, error) {
+	w := wire{b: b}
+	w.resourceSpans(res, ss)
+	if w.invalid {
+		return b, errInvalidUTF8
+	}
+	return w.b, nil
+}
+
+func (w *wire) resourceSpans(res *resource.Resource, ss []sdktrace.ReadOnlySpan) {
 	if res != nil {
-		b = protowire.AppendTag(b, rsResource, protowire.BytesType)
-		m := len(b)
-		b = appendKeyValues(b, resAttributes, res.Attributes())
-		b = closeLen(b, m)
+		m := w.open(rsResource)
+		w.keyValues(resAttributes, res.Attributes())
+		w.close(m)
 	}
 	var done []instrumentation.Scope
 	for i, s := range ss {
@@ -66,23 +90,21 @@ func appendResourceSpans(b []byte, res *resource.Resource, ss []sdktrace.ReadOnl
 			continue
 		}
 		done = append(done, sc)
-		b = protowire.AppendTag(b, rsScopeSpans, protowire.BytesType)
-		m := len(b)
-		b = appendScope(b, sc)
+		m := w.open(rsScopeSpans)
+		w.scope(sc)
 		for _, t := range ss[i:] {
 			if t != nil && t.InstrumentationScope() == sc {
-				b = protowire.AppendTag(b, ssSpans, protowire.BytesType)
-				n := len(b)
-				b = closeLen(appendSpan(b, t), n)
+				n := w.open(ssSpans)
+				w.span(t)
+				w.close(n)
 			}
 		}
-		b = appendString(b, ssSchemaURL, sc.SchemaURL)
-		b = closeLen(b, m)
+		w.string(ssSchemaURL, sc.SchemaURL)
+		w.close(m)
 	}
 	if res != nil {
-		b = appendString(b, rsSchemaURL, res.SchemaURL())
+		w.string(rsSchemaURL, res.SchemaURL())
 	}
-	return b
 }
 
 func scopeIn(scopes []instrumentation.Scope, sc instrumentation.Scope) bool {
@@ -94,217 +116,205 @@ func scopeIn(scopes []instrumentation.Scope, sc instrumentation.Scope) bool {
 	return false
 }
 
-// appendScope appends the scope field of a ScopeSpans message, left out
-// for the empty scope.
-func appendScope(b []byte, sc instrumentation.Scope) []byte {
+// scope writes the scope field of a ScopeSpans message, left out for the
+// empty scope.
+func (w *wire) scope(sc instrumentation.Scope) {
 	if sc == (instrumentation.Scope{}) {
-		return b
+		return
 	}
-	b = protowire.AppendTag(b, ssScope, protowire.BytesType)
-	m := len(b)
-	b = appendString(b, scopeName, sc.Name)
-	b = appendString(b, scopeVersion, sc.Version)
-	b = appendKeyValues(b, scopeAttributes, sc.Attributes.ToSlice())
-	return closeLen(b, m)
+	m := w.open(ssScope)
+	w.string(scopeName, sc.Name)
+	w.string(scopeVersion, sc.Version)
+	w.keyValues(scopeAttributes, sc.Attributes.ToSlice())
+	w.close(m)
 }
 
-// appendSpan appends the fields of one Span message.
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
+// span writes the fields of one Span message.
+func (w *wire) span(s sdktrace.ReadOnlySpan) {
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	b = appendBytes(b, spanTraceID, tid[:])
-	b = appendBytes(b, spanSpanID, sid[:])
+	w.bytes(spanTraceID, tid[:])
+	w.bytes(spanSpanID, sid[:])
 	if ts := sc.TraceState(); ts.Len() > 0 {
-		b = appendString(b, spanTraceState, ts.String())
+		w.string(spanTraceState, ts.String())
 	}
 	parent := s.Parent()
 	if psid := parent.SpanID(); psid.IsValid() {
-		b = appendBytes(b, spanParentSpanID, psid[:])
+		w.bytes(spanParentSpanID, psid[:])
 	}
-	b = appendString(b, spanName, s.Name())
-	if k := otlpKind(s.SpanKind()); k != 0 {
-		b = protowire.AppendTag(b, spanKind, protowire.VarintType)
-		b = protowire.AppendVarint(b, k)
-	}
-	b = appendFixed64(b, spanStart, unixNanos(s.StartTime().UnixNano()))
-	b = appendFixed64(b, spanEnd, unixNanos(s.EndTime().UnixNano()))
-	b = appendKeyValues(b, spanAttributes, s.Attributes())
-	b = appendUint(b, spanDroppedAttributes, clampCount(s.DroppedAttributes()))
+	w.string(spanName, s.Name())
+	w.uint(spanKind, otlpKind(s.SpanKind()))
+	w.fixed64(spanStart, unixNanos(s.StartTime().UnixNano()))
+	w.fixed64(spanEnd, unixNanos(s.EndTime().UnixNano()))
+	w.keyValues(spanAttributes, s.Attributes())
+	w.uint(spanDroppedAttributes, clampCount(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
-		b = protowire.AppendTag(b, spanEvents, protowire.BytesType)
-		m := len(b)
-		b = appendFixed64(b, eventTime, unixNanos(ev.Time.UnixNano()))
-		b = appendString(b, eventName, ev.Name)
-		b = appendKeyValues(b, eventAttributes, ev.Attributes)
-		b = appendUint(b, eventDroppedAttributes, clampCount(ev.DroppedAttributeCount))
-		b = closeLen(b, m)
+		m := w.open(spanEvents)
+		w.fixed64(eventTime, unixNanos(ev.Time.UnixNano()))
+		w.string(eventName, ev.Name)
+		w.keyValues(eventAttributes, ev.Attributes)
+		w.uint(eventDroppedAttributes, clampCount(ev.DroppedAttributeCount))
+		w.close(m)
 	}
-	b = appendUint(b, spanDroppedEvents, clampCount(s.DroppedEvents()))
+	w.uint(spanDroppedEvents, clampCount(s.DroppedEvents()))
 	for _, l := range s.Links() {
-		b = protowire.AppendTag(b, spanLinks, protowire.BytesType)
-		m := len(b)
+		m := w.open(spanLinks)
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		b = appendBytes(b, linkTraceID, ltid[:])
-		b = appendBytes(b, linkSpanID, lsid[:])
+		w.bytes(linkTraceID, ltid[:])
+		w.bytes(linkSpanID, lsid[:])
 		// As the SDK's exporter, a link's trace state is not written.
-		b = appendKeyValues(b, linkAttributes, l.Attributes)
-		b = appendUint(b, linkDroppedAttributes, clampCount(l.DroppedAttributeCount))
-		b = appendFixed32(b, linkFlags, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
-		b = closeLen(b, m)
+		w.keyValues(linkAttributes, l.Attributes)
+		w.uint(linkDroppedAttributes, clampCount(l.DroppedAttributeCount))
+		w.fixed32(linkFlags, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
+		w.close(m)
 	}
-	b = appendUint(b, spanDroppedLinks, clampCount(s.DroppedLinks()))
+	w.uint(spanDroppedLinks, clampCount(s.DroppedLinks()))
 	// The SDK's exporter always writes a status, empty when unset.
-	b = protowire.AppendTag(b, spanStatus, protowire.BytesType)
-	m := len(b)
+	m := w.open(spanStatus)
 	st := s.Status()
-	b = appendString(b, statusMessage, st.Description)
+	w.string(statusMessage, st.Description)
 	switch st.Code {
 	case codes.Ok:
-		b = appendUint(b, statusCode, 1)
+		w.uint(statusCode, 1)
 	case codes.Error:
-		b = appendUint(b, statusCode, 2)
+		w.uint(statusCode, 2)
 	}
-	b = closeLen(b, m)
-	return appendFixed32(b, spanFlagsField, spanFlags(sc.TraceFlags(), parent))
+	w.close(m)
+	w.fixed32(spanFlagsField, spanFlags(sc.TraceFlags(), parent))
 }
 
 // otlpKind is OTLP's number for a span kind (the API's numbers are the
 // same; anything else is unspecified, 0).
-func otlpKind(k trace.SpanKind) uint64 {
+func otlpKind(k trace.SpanKind) uint32 {
 	if k < trace.SpanKindInternal || k > trace.SpanKindConsumer {
 		return 0
 	}
-	return uint64(k)
+	return uint32(k)
 }
 
-// appendKeyValues appends each attribute as a KeyValue message in field
-// num.
-func appendKeyValues(b []byte, num protowire.Number, kvs []attribute.KeyValue) []byte {
+// keyValues writes each attribute as a KeyValue message in field num.
+func (w *wire) keyValues(num protowire.Number, kvs []attribute.KeyValue) {
 	for _, kv := range kvs {
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		m := len(b)
-		b = appendString(b, kvKey, string(kv.Key))
-		b = protowire.AppendTag(b, kvValue, protowire.BytesType)
-		n := len(b)
-		b = appendAnyValue(b, kv.Value)
-		b = closeLen(b, n)
-		b = closeLen(b, m)
+		m := w.open(num)
+		w.string(kvKey, string(kv.Key))
+		n := w.open(kvValue)
+		w.anyValue(kv.Value)
+		w.close(n)
+		w.close(m)
 	}
-	return b
 }
 
-// appendAnyValue appends the fields of an AnyValue message holding v, as
-// the SDK's exporter converts it: an empty value is an empty message, a
-// type it does not know is the string "INVALID".
-func appendAnyValue(b []byte, v attribute.Value) []byte {
+// anyValue writes the fields of an AnyValue message holding v, as the
+// SDK's exporter converts it: an empty value is an empty message, a type
+// it does not know is the string "INVALID".
+func (w *wire) anyValue(v attribute.Value) {
 	switch v.Type() {
 	case attribute.EMPTY:
-		return b
 	case attribute.STRING:
-		return appendOneofBytes(b, avString, v.AsString())
+		w.oneofString(avString, v.AsString())
 	case attribute.BOOL:
-		b = protowire.AppendTag(b, avBool, protowire.VarintType)
-		return protowire.AppendVarint(b, protowire.EncodeBool(v.AsBool()))
+		w.b = protowire.AppendTag(w.b, avBool, protowire.VarintType)
+		w.b = protowire.AppendVarint(w.b, protowire.EncodeBool(v.AsBool()))
 	case attribute.INT64:
-		b = protowire.AppendTag(b, avInt, protowire.VarintType)
-		return protowire.AppendVarint(b, uint64(v.AsInt64()))
+		w.b = protowire.AppendTag(w.b, avInt, protowire.VarintType)
+		w.b = protowire.AppendVarint(w.b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		b = protowire.AppendTag(b, avDouble, protowire.Fixed64Type)
-		return protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
+		w.b = protowire.AppendTag(w.b, avDouble, protowire.Fixed64Type)
+		w.b = protowire.AppendFixed64(w.b, math.Float64bits(v.AsFloat64()))
 	case attribute.BYTESLICE:
-		return appendOneofBytes(b, avBytes, string(v.AsByteSlice()))
+		w.b = protowire.AppendTag(w.b, avBytes, protowire.BytesType)
+		w.b = protowire.AppendBytes(w.b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		return appendArray(b, v.AsBoolSlice(), attribute.BoolValue)
+		array(w, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		return appendArray(b, v.AsInt64Slice(), attribute.Int64Value)
+		array(w, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		return appendArray(b, v.AsFloat64Slice(), attribute.Float64Value)
+		array(w, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		return appendArray(b, v.AsStringSlice(), attribute.StringValue)
+		array(w, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		return appendArray(b, v.AsSlice(), func(v attribute.Value) attribute.Value { return v })
+		array(w, v.AsSlice(), func(v attribute.Value) attribute.Value { return v })
 	case attribute.MAP:
-		b = protowire.AppendTag(b, avKvlist, protowire.BytesType)
-		m := len(b)
-		b = appendKeyValues(b, listValues, v.AsMap())
-		return closeLen(b, m)
+		m := w.open(avKvlist)
+		w.keyValues(listValues, v.AsMap())
+		w.close(m)
+	default:
+		w.oneofString(avString, "INVALID")
 	}
-	return appendOneofBytes(b, avString, "INVALID")
 }
 
-// appendArray appends the array_value field of an AnyValue message.
-func appendArray[T any](b []byte, xs []T, value func(T) attribute.Value) []byte {
-	b = protowire.AppendTag(b, avArray, protowire.BytesType)
-	m := len(b)
+// array writes the array_value field of an AnyValue message.
+func array[T any](w *wire, xs []T, value func(T) attribute.Value) {
+	m := w.open(avArray)
 	for _, x := range xs {
-		b = protowire.AppendTag(b, listValues, protowire.BytesType)
-		n := len(b)
-		b = closeLen(appendAnyValue(b, value(x)), n)
+		n := w.open(listValues)
+		w.anyValue(value(x))
+		w.close(n)
 	}
-	return closeLen(b, m)
+	w.close(m)
 }
 
-// closeLen ends a length-delimited field whose content starts at m: it
-// puts the content's length before it.
-func closeLen(b []byte, m int) []byte {
-	n := len(b) - m
+// open starts a length-delimited field; close, given what open returned,
+// puts the content's length before the content.
+func (w *wire) open(num protowire.Number) int {
+	w.b = protowire.AppendTag(w.b, num, protowire.BytesType)
+	return len(w.b)
+}
+
+func (w *wire) close(m int) {
+	n := len(w.b) - m
 	k := protowire.SizeVarint(uint64(n))
-	b = append(b, make([]byte, k)...)
-	copy(b[m+k:], b[m:m+n])
-	protowire.AppendVarint(b[:m], uint64(n))
-	return b
+	w.b = append(w.b, make([]byte, k)...)
+	copy(w.b[m+k:], w.b[m:m+n])
+	protowire.AppendVarint(w.b[:m], uint64(n))
 }
 
-// appendString appends a string field, left out when empty.
-func appendString(b []byte, num protowire.Number, s string) []byte {
-	if s == "" {
-		return b
+// string writes a string field, left out when empty.
+func (w *wire) string(num protowire.Number, s string) {
+	if s != "" {
+		w.oneofString(num, s)
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
 }
 
-// appendOneofBytes appends a string or bytes member of a oneof, written
-// even when empty.
-func appendOneofBytes(b []byte, num protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-// appendBytes appends a bytes field, left out when empty.
-func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
-	if len(v) == 0 {
-		return b
+// oneofString writes a string member of a oneof, written even when empty.
+func (w *wire) oneofString(num protowire.Number, s string) {
+	if !utf8.ValidString(s) {
+		w.invalid = true
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+	w.b = protowire.AppendTag(w.b, num, protowire.BytesType)
+	w.b = protowire.AppendString(w.b, s)
 }
 
-// appendUint appends a uint32 or enum field, left out when 0.
-func appendUint(b []byte, num protowire.Number, v uint32) []byte {
-	if v == 0 {
-		return b
+// bytes writes a bytes field, left out when empty.
+func (w *wire) bytes(num protowire.Number, v []byte) {
+	if len(v) > 0 {
+		w.b = protowire.AppendTag(w.b, num, protowire.BytesType)
+		w.b = protowire.AppendBytes(w.b, v)
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(v))
 }
 
-// appendFixed64 appends a fixed64 field, left out when 0.
-func appendFixed64(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
+// uint writes a uint32 or enum field, left out when 0.
+func (w *wire) uint(num protowire.Number, v uint32) {
+	if v != 0 {
+		w.b = protowire.AppendTag(w.b, num, protowire.VarintType)
+		w.b = protowire.AppendVarint(w.b, uint64(v))
 	}
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, v)
 }
 
-// appendFixed32 appends a fixed32 field, left out when 0.
-func appendFixed32(b []byte, num protowire.Number, v uint32) []byte {
-	if v == 0 {
-		return b
+// fixed64 writes a fixed64 field, left out when 0.
+func (w *wire) fixed64(num protowire.Number, v uint64) {
+	if v != 0 {
+		w.b = protowire.AppendTag(w.b, num, protowire.Fixed64Type)
+		w.b = protowire.AppendFixed64(w.b, v)
 	}
-	b = protowire.AppendTag(b, num, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, v)
+}
+
+// fixed32 writes a fixed32 field, left out when 0.
+func (w *wire) fixed32(num protowire.Number, v uint32) {
+	if v != 0 {
+		w.b = protowire.AppendTag(w.b, num, protowire.Fixed32Type)
+		w.b = protowire.AppendFixed32(w.b, v)
+	}
 }
 
 // spanFlags are the W3C trace flags and whether the parent is remote, as
