@@ -100,6 +100,11 @@ func TestOneBadStringCostsNoOtherSpan(t *testing.T) {
 			bad.AddEvent("e\xff")
 			bad.SetStatus(codes.Error, "broken \xff")
 			bad.End()
+			// A tracer whose scope's attributes hold invalid UTF-8: every
+			// span of it is repaired.
+			_, scoped := tel.TracerProvider().Tracer("scoped", trace.WithInstrumentationAttributes(
+				attribute.String("lib\xff", "v\xfe"), attribute.StringSlice("l", []string{"ok", "\xff"}))).Start(context.Background(), "fine")
+			scoped.End()
 			for i := 0; i < 3; i++ {
 				_, s := tr.Start(context.Background(), "good")
 				s.End()
@@ -107,11 +112,11 @@ func TestOneBadStringCostsNoOtherSpan(t *testing.T) {
 			if err := tel.ForceFlush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := c.spans.Load(); got != 4 {
-				t.Errorf("the collector got %d spans, want 4 (refused %d requests)", got, c.refused.Load())
+			if got := c.spans.Load(); got != 5 {
+				t.Errorf("the collector got %d spans, want 5 (refused %d requests)", got, c.refused.Load())
 			}
-			if st := tel.ExportStats(); st.Repaired != 1 || st.Exported != 4 {
-				t.Errorf("export stats %+v, want 4 exported, 1 repaired", st)
+			if st := tel.ExportStats(); st.Repaired != 2 || st.Exported != 5 {
+				t.Errorf("export stats %+v, want 5 exported, 2 repaired", st)
 			}
 			_ = tel.Shutdown(context.Background())
 		})

@@ -103,7 +103,17 @@ func spanOK(s sdktrace.ReadOnlySpan, maxValue int) bool {
 	}
 	sc := s.InstrumentationScope()
 	return sanitize.Valid(sc.Name, maxKeyBytes) && sanitize.Valid(sc.Version, maxKeyBytes) &&
-		sanitize.Valid(sc.SchemaURL, maxKeyBytes)
+		sanitize.Valid(sc.SchemaURL, maxKeyBytes) && setOK(sc.Attributes, maxValue)
+}
+
+// setOK is kvsOK for an attribute set (a scope's), without copying it.
+func setOK(set attribute.Set, maxValue int) bool {
+	for it := set.Iter(); it.Next(); {
+		if !sanitize.KeyValueOK(it.Attribute(), maxKeyBytes, maxValue) {
+			return false
+		}
+	}
+	return true
 }
 
 // repairedSpan is a span with its strings repaired; everything else comes
@@ -135,6 +145,9 @@ func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
 	r.scope.Name = sanitize.String(r.scope.Name, maxKeyBytes)
 	r.scope.Version = sanitize.String(r.scope.Version, maxKeyBytes)
 	r.scope.SchemaURL = sanitize.String(r.scope.SchemaURL, maxKeyBytes)
+	if !setOK(r.scope.Attributes, maxValue) {
+		r.scope.Attributes = attribute.NewSet(sanitize.KeyValues(r.scope.Attributes.ToSlice(), maxKeyBytes, maxValue)...)
+	}
 	for _, ev := range s.Events() {
 		ev.Name = sanitize.String(ev.Name, maxKeyBytes)
 		ev.Attributes = sanitize.KeyValues(ev.Attributes, maxKeyBytes, maxValue)
