@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/contrib/propagators/autoprop"
+
 	"github.com/otelomni/otelomni/sanitize"
 )
 
@@ -38,6 +40,7 @@ var signals = []string{"", "TRACES_", "METRICS_", "LOGS_"}
 var envVars = func() []envVar {
 	vs := []envVar{
 		{"OTEL_SDK_DISABLED", isBool},
+		{"OTEL_PROPAGATORS", isPropagators},
 		{"OTEL_SERVICE_NAME", isText},
 		{"OTEL_RESOURCE_ATTRIBUTES", isResourceAttributes},
 		{"OTEL_TRACES_EXPORTER", oneOf("otlp", "console", "none")},
@@ -129,6 +132,21 @@ func checkEnv() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// propagatorNames are the names in an OTEL_PROPAGATORS value: separated by
+// commas, spaces around each ignored.
+func propagatorNames(v string) []string {
+	names := strings.Split(v, ",")
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+	}
+	return names
+}
+
+func isPropagators(v string) error {
+	_, err := autoprop.TextMapPropagator(propagatorNames(v)...)
+	return err
 }
 
 func isBool(v string) error {

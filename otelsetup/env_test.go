@@ -3,10 +3,13 @@ package otelsetup_test
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/otelomni/otelomni/otelsetup"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
@@ -39,6 +42,9 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		{"OTEL_METRIC_EXPORT_INTERVAL", "0"},
 		{"OTEL_EXPORTER_PROMETHEUS_PORT", "70000"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", strings.Repeat("x", 1<<20)},
+		{"OTEL_PROPAGATORS", "tracecontext,zipkin"},
+		{"OTEL_PROPAGATORS", "tracecontext,,baggage"},
+		{"OTEL_PROPAGATORS", "TraceContext"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value[:min(len(tc.value), 20)], func(t *testing.T) {
@@ -72,6 +78,7 @@ func TestWellFormedVariablesAreAccepted(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=abc%20def,x=y",
 		"OTEL_METRICS_EXPORTER": "none", "OTEL_SERVICE_NAME": "dit-engine",
 		"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,team=gen%20ai",
+		"OTEL_PROPAGATORS":         "tracecontext, baggage, b3",
 	}
 	clearOTelEnv(t)
 	for k, v := range env {
@@ -97,5 +104,46 @@ func TestSamplerArgumentIsCheckedOnlyForARatioSampler(t *testing.T) {
 		if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err == nil {
 			t.Errorf("traceidratio with %q accepted", arg)
 		}
+	}
+}
+
+// TestPropagatorsFollowTheEnvironment: the propagator Setup installs, and
+// Telemetry.TextMapPropagator returns, is the one OTEL_PROPAGATORS names.
+func TestPropagatorsFollowTheEnvironment(t *testing.T) {
+	for _, c := range []struct{ env, want string }{
+		{"", "baggage,traceparent,tracestate"},
+		{"b3", "b3"},
+		{" b3multi , tracecontext ", "traceparent,tracestate,x-b3-flags,x-b3-sampled,x-b3-spanid,x-b3-traceid"},
+		{"jaeger,xray,ottrace", "ot-tracer-sampled,ot-tracer-spanid,ot-tracer-traceid,uber-trace-id,x-amzn-trace-id"},
+		{"none", ""},
+		{"tracecontext,none", ""},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			clearOTelEnv(t)
+			t.Setenv("OTEL_TRACES_EXPORTER", "console")
+			t.Setenv("OTEL_METRICS_EXPORTER", "none")
+			t.Setenv("OTEL_PROPAGATORS", c.env)
+			before := otel.GetTextMapPropagator()
+			t.Cleanup(func() { otel.SetTextMapPropagator(before) })
+			tel, err := otelsetup.Setup(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tel.Shutdown(context.Background()) }()
+			fields := func(p propagation.TextMapPropagator) string {
+				f := p.Fields()
+				for i := range f {
+					f[i] = strings.ToLower(f[i])
+				}
+				sort.Strings(f)
+				return strings.Join(f, ",")
+			}
+			if got := fields(tel.TextMapPropagator()); got != c.want {
+				t.Errorf("Telemetry's propagator carries %q, want %q", got, c.want)
+			}
+			if got := fields(otel.GetTextMapPropagator()); got != c.want {
+				t.Errorf("the global propagator carries %q, want %q", got, c.want)
+			}
+		})
 	}
 }

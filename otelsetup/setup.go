@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -38,9 +39,12 @@ const DefaultAttributeValueLengthLimit = 4096
 const DefaultShutdownTimeout = 5 * time.Second
 
 // Setup builds the OpenTelemetry SDK from the standard environment and,
-// unless [WithoutGlobal] is given, installs its providers and W3C trace
-// context and baggage propagation as the globals, which turns on every
-// otelomni.Instrumenter that follows them.
+// unless [WithoutGlobal] is given, installs its providers and propagator
+// as the globals, which turns on every otelomni.Instrumenter that follows
+// them. The propagator is what OTEL_PROPAGATORS names (tracecontext,
+// baggage, b3, b3multi, jaeger, xray, ottrace, none; through
+// go.opentelemetry.io/contrib/propagators/autoprop), W3C trace context and
+// baggage when it is unset; [Telemetry.TextMapPropagator] returns it.
 //
 // The span exporter comes from OTEL_TRACES_EXPORTER (otlp, the default;
 // console; none) through go.opentelemetry.io/contrib/exporters/autoexport,
@@ -80,7 +84,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		return &Telemetry{}, nil
 	}
 
-	t := &Telemetry{shutdownTimeout: cfg.shutdownTimeout}
+	t := &Telemetry{shutdownTimeout: cfg.shutdownTimeout, prop: envPropagator()}
 	exp, err := spanExporter(ctx, &cfg, t)
 	if err != nil {
 		return &Telemetry{}, err
@@ -154,10 +158,27 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		if t.mp != nil {
 			otel.SetMeterProvider(t.mp)
 		}
-		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
-			propagation.TraceContext{}, propagation.Baggage{}))
+		otel.SetTextMapPropagator(t.prop)
 	}
 	return t, nil
+}
+
+// envPropagator is the propagator OTEL_PROPAGATORS names (checked by
+// checkEnv), or W3C trace context and baggage when it is unset.
+func envPropagator() propagation.TextMapPropagator {
+	v := strings.TrimSpace(os.Getenv("OTEL_PROPAGATORS"))
+	if v == "" {
+		return defaultPropagator()
+	}
+	p, err := autoprop.TextMapPropagator(propagatorNames(v)...)
+	if err != nil || p == nil {
+		return defaultPropagator() // not reached: checkEnv refused the value
+	}
+	return p
+}
+
+func defaultPropagator() propagation.TextMapPropagator {
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
 // spanExporter returns the exporter: the option's, the fallback when the

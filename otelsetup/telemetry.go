@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -24,6 +25,7 @@ import (
 // was exported, and how to flush and shut it all down. The Telemetry that
 // Setup returns with an error, or when the SDK is disabled, is a no-op.
 type Telemetry struct {
+	prop            propagation.TextMapPropagator
 	counts          *exportCounts
 	tp              *sdktrace.TracerProvider
 	mp              *sdkmetric.MeterProvider
@@ -34,6 +36,17 @@ type Telemetry struct {
 	exporter        string
 	once            sync.Once
 	err             error
+}
+
+// TextMapPropagator returns the propagator OTEL_PROPAGATORS names, which
+// Setup installs as the global one unless [WithoutGlobal] is given (pass it
+// to otelomni.WithPropagators then). On a no-op Telemetry it is W3C trace
+// context and baggage.
+func (t *Telemetry) TextMapPropagator() propagation.TextMapPropagator {
+	if t == nil || t.prop == nil {
+		return defaultPropagator()
+	}
+	return t.prop
 }
 
 // TracerProvider returns the tracer provider; a no-op one when the SDK is
