@@ -167,3 +167,30 @@ func TestParseOTLPJSONErrorsAreBounded(t *testing.T) {
 		t.Errorf("error of %d bytes", len(fmt.Sprint(err)))
 	}
 }
+
+// TestTableFindsRequestsUnderOtherSpans: a request span under a gateway's
+// server span, or set loose from a loop of parents, gets its table; a
+// trace without one writes none and says so by the count.
+func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
+	gw := hostileSpan("g", "", "POST /v1/images", 0, 12)
+	req := hostileSpan("r", "g", spans.RequestSpanName, 1, 11)
+	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("under-a-gateway")
+	exec := hostileSpan("e", "r", spans.Exec.SpanName(), 2, 10)
+	exec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	var out bytes.Buffer
+	if n := Table(&out, []Span{gw, req, exec}); n != 1 || !strings.Contains(out.String(), `request "under-a-gateway"`) ||
+		!strings.Contains(out.String(), "exec") {
+		t.Errorf("%d tables:\n%s", n, out.String())
+	}
+	// A loop: the request's parent is its own child.
+	loopReq, loopExec := req, exec
+	loopReq.ParentID = "e"
+	out.Reset()
+	if n := Table(&out, []Span{loopReq, loopExec}); n != 1 || !strings.Contains(out.String(), "note:") {
+		t.Errorf("a loop: %d tables:\n%s", n, out.String())
+	}
+	out.Reset()
+	if n := Table(&out, []Span{gw}); n != 0 || out.Len() != 0 {
+		t.Errorf("no request span: %d tables:\n%s", n, out.String())
+	}
+}

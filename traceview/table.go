@@ -11,8 +11,10 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// Table writes the per-request table of each omni.request tree of a trace,
-// as vLLM-Omni's per-request debug table: rows are phases, columns are
+// Table writes the per-request table of each omni.request span of a trace
+// (a root, or under another span, such as a gateway's server span), and
+// returns how many it wrote. Each is laid out as vLLM-Omni's per-request
+// debug table: rows are phases, columns are
 // stages (and hand-overs), each cell the phase's duration in ms. A phase that
 // was not measured leaves its cell blank, never 0.000; a measured 0 shows
 // 0.000. Rows with nothing measured are hidden. Cells are never sums: a
@@ -22,12 +24,10 @@ import (
 // columns, rows and values per cell, so that the table stays what a person
 // can read whatever the trace holds. Spans that could not be placed in the
 // tree (a shared id, a loop of parents) are noted under the table.
-func Table(w io.Writer, trace []Span) {
+func Table(w io.Writer, trace []Span) int {
 	roots, problems := BuildTrees(trace)
-	for _, root := range roots {
-		if root.Span.Name != spans.RequestSpanName {
-			continue
-		}
+	requests := requestNodes(roots)
+	for _, root := range requests {
 		t := newTable()
 		if kindOf(root) == kindMulti {
 			for _, c := range root.Children {
@@ -64,6 +64,29 @@ func Table(w io.Writer, trace []Span) {
 	for _, p := range problems {
 		fmt.Fprintf(w, "note: %s\n", p)
 	}
+	return len(requests)
+}
+
+// requestNodes returns the request spans of the trees, in the trees'
+// order: roots, or under another span (a gateway's server span, say).
+func requestNodes(roots []*Node) []*Node {
+	var out []*Node
+	stack := make([]*Node, 0, len(roots))
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, roots[i])
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Span.Name == spans.RequestSpanName {
+			out = append(out, n)
+			continue // its own tree is its table
+		}
+		for i := len(n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, n.Children[i])
+		}
+	}
+	return out
 }
 
 // Bounds of one table.

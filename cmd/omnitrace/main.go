@@ -189,7 +189,9 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return fmt.Errorf("trace not found")
 	}
-	traceview.Table(stdout, pick)
+	if traceview.Table(stdout, pick) == 0 {
+		return fmt.Errorf("no %s span in trace %s", spans.RequestSpanName, traceview.Display(pick[0].TraceID, 64))
+	}
 	return nil
 }
 

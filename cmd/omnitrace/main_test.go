@@ -136,3 +136,30 @@ func TestImportOfNothingRecognisableFailsAndSaysSo(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestTableOfATraceWithoutARequestFails: a trace that holds no
+// omni.request span prints no table and exits 1 saying so; one whose
+// request hangs under a gateway's span gets its table.
+func TestTableOfATraceWithoutARequestFails(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, spans ...string) string {
+		p := filepath.Join(dir, name)
+		doc := `{"resourceSpans":[{"resource":{},"scopeSpans":[{"scope":{"name":"x"},"spans":[` + strings.Join(spans, ",") + `]}]}]}`
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const tid = `"traceId":"0af7651916cd43dd8448eb211c80319c"`
+	gateway := `{` + tid + `,"spanId":"3333333333333333","name":"POST /v1/images","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000001100000000"}`
+	request := `{` + tid + `,"spanId":"1111111111111111","parentSpanId":"3333333333333333","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000001000000000","attributes":[{"key":"omni.request.id","value":{"stringValue":"r1"}}]}`
+
+	code, stdout, stderr := runCmd(t, "", "table", "-file", write("none.json", gateway))
+	if code != 1 || !strings.Contains(stderr, "no omni.request span") || stdout != "" {
+		t.Errorf("no request: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCmd(t, "", "table", "-file", write("gw.json", gateway, request))
+	if code != 0 || !strings.Contains(stdout, `request "r1"`) {
+		t.Errorf("under a gateway: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
