@@ -169,8 +169,8 @@ func TestParseOTLPJSONErrorsAreBounded(t *testing.T) {
 }
 
 // TestTableFindsRequestsUnderOtherSpans: a request span under a gateway's
-// server span, or set loose from a loop of parents, gets its table; a
-// trace without one writes none and says so by the count.
+// server span, or set loose from a loop of parents, gets its table (and is
+// summarised); a trace without one writes none and says so by the count.
 func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
 	gw := hostileSpan("g", "", "POST /v1/images", 0, 12)
 	req := hostileSpan("r", "g", spans.RequestSpanName, 1, 11)
@@ -181,6 +181,11 @@ func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
 	if n := Table(&out, []Span{gw, req, exec}); n != 1 || !strings.Contains(out.String(), `request "under-a-gateway"`) ||
 		!strings.Contains(out.String(), "exec") {
 		t.Errorf("%d tables:\n%s", n, out.String())
+	}
+	var sum Summary
+	sum.Add([]Span{gw, req, exec})
+	if sum.Requests() != 1 || sum.Spans()["exec"] != 1 {
+		t.Errorf("the summary of a request under a gateway: %d requests, spans %v", sum.Requests(), sum.Spans())
 	}
 	// A loop: the request's parent is its own child.
 	loopReq, loopExec := req, exec

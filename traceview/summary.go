@@ -69,7 +69,8 @@ func (r *summaryRow) observe(d time.Duration) {
 	}
 }
 
-// Add adds the requests (omni.request trees) of one trace.
+// Add adds the requests (omni.request trees) of one trace, whether a
+// request span is the trace's root or hangs under another span.
 func (s *Summary) Add(trace []Span) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,10 +79,7 @@ func (s *Summary) Add(trace []Span) {
 	}
 	roots, problems := BuildTrees(trace)
 	s.problems += len(problems)
-	for _, root := range roots {
-		if root.Span.Name != spans.RequestSpanName {
-			continue
-		}
+	for _, root := range requestNodes(roots) {
 		s.requests++
 		seen := map[string]bool{}
 		add := func(label string, rank [3]int, d time.Duration, ratio bool) {
