@@ -93,10 +93,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithPropagators makes the instrumenter carry trace context across
-// processes with p. Without it, or with a nil p, the global propagators are
-// read at each call; when those carry nothing (the default no-op
-// propagator), W3C trace context and baggage are used, so that
-// cross-process traces never break silently.
+// processes with p, as it is (one that carries nothing sends nothing).
+// Without it, or with a nil p, the global propagator is read at each call;
+// while no program has set one (the API's default carries nothing), W3C
+// trace context and baggage are used, so that cross-process traces never
+// break silently. A global propagator that was set is used as it is, even
+// one that carries nothing (OTEL_PROPAGATORS=none through otelsetup).
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
 		if p != nil {

@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -48,21 +49,40 @@ func (c *Carrier) Keys() []string {
 	return out
 }
 
-// w3c is used when the configured propagator carries nothing (the default
-// no-op one), so that cross-process traces never break silently.
+// w3c is used while no propagator was chosen, neither with
+// [WithPropagators] nor as the global one: the API's global default
+// carries nothing, and cross-process traces must not break silently.
 var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// propagator returns the configured propagators, or the globals, or W3C
-// trace context when those carry no field at all.
-func (in *Instrumenter) propagator() propagation.TextMapPropagator {
-	p := in.cfg.propagators
-	if p == nil {
-		p = otel.GetTextMapPropagator()
+// unsetGlobal is the global propagator as the API starts it, before any
+// program sets one (read when this package is initialised, before main
+// runs), when its type can be compared; otherwise nil.
+var unsetGlobal = func() propagation.TextMapPropagator {
+	p := otel.GetTextMapPropagator()
+	if p == nil || !reflect.TypeOf(p).Comparable() {
+		return nil
 	}
-	if len(p.Fields()) == 0 {
+	return p
+}()
+
+// propagator returns the propagator chosen with WithPropagators, else the
+// global one once a program has set it (even one that carries nothing, as
+// OTEL_PROPAGATORS=none makes), else W3C trace context and baggage.
+func (in *Instrumenter) propagator() propagation.TextMapPropagator {
+	if p := in.cfg.propagators; p != nil {
+		return p
+	}
+	p := otel.GetTextMapPropagator()
+	if p == nil || (unsetGlobal != nil && sameComparable(p, unsetGlobal) && len(p.Fields()) == 0) {
 		return w3c
 	}
 	return p
+}
+
+// sameComparable reports whether p is unset, whose type is comparable; a
+// p of another type is not it, and is never compared.
+func sameComparable(p, unset propagation.TextMapPropagator) bool {
+	return reflect.TypeOf(p) == reflect.TypeOf(unset) && p == unset
 }
 
 // Inject puts the trace context of ctx into carrier, for the next stage.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -76,10 +77,13 @@ func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
 	}
 }
 
-func TestNoopPropagatorFallsBackToW3C(t *testing.T) {
+// TestUnsetPropagatorFallsBackToW3C: while no program has set a
+// propagator, W3C trace context is used; a propagator that was chosen is
+// used as it is, even one that carries nothing (OTEL_PROPAGATORS=none).
+func TestUnsetPropagatorFallsBackToW3C(t *testing.T) {
 	r := newRecorded(t)
-	// The configured propagator is an empty composite: it carries nothing.
-	in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators(propagation.NewCompositeTextMapPropagator()))
+	// No WithPropagators, and no global propagator set in this process.
+	in := otelomni.New(otelomni.WithTracerProvider(r.tp))
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
 	defer req.End(nil)
 	c := propagation.MapCarrier{}
@@ -93,12 +97,35 @@ func TestNoopPropagatorFallsBackToW3C(t *testing.T) {
 	}
 
 	// A real propagator is used as configured.
-	b3like := propagation.Baggage{}
-	in2 := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators(b3like))
+	in2 := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators(propagation.Baggage{}))
 	c2 := propagation.MapCarrier{}
 	in2.Inject(ctx, c2)
 	if _, ok := c2["traceparent"]; ok {
 		t.Error("a configured propagator must not be replaced")
+	}
+
+	// An empty one, configured, sends nothing.
+	in3 := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators(propagation.NewCompositeTextMapPropagator()))
+	c3 := propagation.MapCarrier{}
+	in3.Inject(ctx, c3)
+	if len(c3) != 0 {
+		t.Errorf("a chosen propagator that carries nothing injected %v", c3)
+	}
+
+	// An empty one set as the global propagator sends nothing either.
+	before := otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTextMapPropagator(before) })
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+	c4 := propagation.MapCarrier{}
+	in.Inject(ctx, c4)
+	if len(c4) != 0 {
+		t.Errorf("a global propagator set to carry nothing injected %v", c4)
+	}
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	c5 := propagation.MapCarrier{}
+	in.Inject(ctx, c5)
+	if c5["traceparent"] == "" {
+		t.Errorf("the global propagator, read at each call: %v", c5)
 	}
 }
 

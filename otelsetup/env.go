@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -135,18 +136,30 @@ func checkEnv() error {
 }
 
 // propagatorNames are the names in an OTEL_PROPAGATORS value: separated by
-// commas, spaces around each ignored.
-func propagatorNames(v string) []string {
-	names := strings.Split(v, ",")
-	for i, n := range names {
-		names[i] = strings.TrimSpace(n)
+// commas, spaces around each ignored, case ignored, each kept once in its
+// first place. It returns the first name it does not know, and a name
+// left empty between commas is one.
+func propagatorNames(v string) (names []string, unknown string, ok bool) {
+	for _, n := range strings.Split(v, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if _, err := autoprop.TextMapPropagator(n); n == "" || err != nil {
+			return nil, n, false
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
-	return names
+	return names, "", true
 }
 
 func isPropagators(v string) error {
-	_, err := autoprop.TextMapPropagator(propagatorNames(v)...)
-	return err
+	if _, unknown, ok := propagatorNames(v); !ok {
+		if unknown == "" {
+			return errors.New("an empty name between commas")
+		}
+		return fmt.Errorf("unknown propagator %q (known: tracecontext, baggage, b3, b3multi, jaeger, xray, ottrace, none)", sanitize.String(unknown, 32))
+	}
+	return nil
 }
 
 func isBool(v string) error {

@@ -44,7 +44,10 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", strings.Repeat("x", 1<<20)},
 		{"OTEL_PROPAGATORS", "tracecontext,zipkin"},
 		{"OTEL_PROPAGATORS", "tracecontext,,baggage"},
-		{"OTEL_PROPAGATORS", "TraceContext"},
+		{"OTEL_PROPAGATORS", "zipkin,none"}, // a typo is found beside none too
+		{"OTEL_PROPAGATORS", "tracecontext,"},
+		{"OTEL_PROPAGATORS", strings.Repeat("zipkin,", 500)},
+		{"OTEL_PROPAGATORS", "x\nERROR a forged log line,tracecontext"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value[:min(len(tc.value), 20)], func(t *testing.T) {
@@ -55,8 +58,8 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 			if !errors.As(err, &envErr) || envErr.Name != tc.name {
 				t.Fatalf("Setup = %v, want an *EnvError naming %s", err, tc.name)
 			}
-			if len(err.Error()) > 512 {
-				t.Errorf("an error of %d bytes", len(err.Error()))
+			if len(err.Error()) > 512 || strings.ContainsAny(err.Error(), "\n\r") {
+				t.Errorf("an error of %d bytes, or of more than one line: %q", len(err.Error()), err.Error())
 			}
 			if tel == nil || tel.Enabled() {
 				t.Fatal("want a no-op Telemetry")
@@ -108,7 +111,8 @@ func TestSamplerArgumentIsCheckedOnlyForARatioSampler(t *testing.T) {
 }
 
 // TestPropagatorsFollowTheEnvironment: the propagator Setup installs, and
-// Telemetry.TextMapPropagator returns, is the one OTEL_PROPAGATORS names.
+// Telemetry.TextMapPropagator returns, is the one OTEL_PROPAGATORS names,
+// with the SDK disabled too.
 func TestPropagatorsFollowTheEnvironment(t *testing.T) {
 	for _, c := range []struct{ env, want string }{
 		{"", "baggage,traceparent,tracestate"},
@@ -117,33 +121,37 @@ func TestPropagatorsFollowTheEnvironment(t *testing.T) {
 		{"jaeger,xray,ottrace", "ot-tracer-sampled,ot-tracer-spanid,ot-tracer-traceid,uber-trace-id,x-amzn-trace-id"},
 		{"none", ""},
 		{"tracecontext,none", ""},
+		{"TraceContext, TRACECONTEXT,tracecontext", "traceparent,tracestate"}, // case ignored, each once
 	} {
-		t.Run(c.env, func(t *testing.T) {
-			clearOTelEnv(t)
-			t.Setenv("OTEL_TRACES_EXPORTER", "console")
-			t.Setenv("OTEL_METRICS_EXPORTER", "none")
-			t.Setenv("OTEL_PROPAGATORS", c.env)
-			before := otel.GetTextMapPropagator()
-			t.Cleanup(func() { otel.SetTextMapPropagator(before) })
-			tel, err := otelsetup.Setup(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tel.Shutdown(context.Background()) }()
-			fields := func(p propagation.TextMapPropagator) string {
-				f := p.Fields()
-				for i := range f {
-					f[i] = strings.ToLower(f[i])
+		for _, disabled := range []string{"false", "true"} {
+			t.Run(c.env+" disabled="+disabled, func(t *testing.T) {
+				clearOTelEnv(t)
+				t.Setenv("OTEL_SDK_DISABLED", disabled)
+				t.Setenv("OTEL_TRACES_EXPORTER", "console")
+				t.Setenv("OTEL_METRICS_EXPORTER", "none")
+				t.Setenv("OTEL_PROPAGATORS", c.env)
+				before := otel.GetTextMapPropagator()
+				t.Cleanup(func() { otel.SetTextMapPropagator(before) })
+				tel, err := otelsetup.Setup(context.Background())
+				if err != nil {
+					t.Fatal(err)
 				}
-				sort.Strings(f)
-				return strings.Join(f, ",")
-			}
-			if got := fields(tel.TextMapPropagator()); got != c.want {
-				t.Errorf("Telemetry's propagator carries %q, want %q", got, c.want)
-			}
-			if got := fields(otel.GetTextMapPropagator()); got != c.want {
-				t.Errorf("the global propagator carries %q, want %q", got, c.want)
-			}
-		})
+				defer func() { _ = tel.Shutdown(context.Background()) }()
+				fields := func(p propagation.TextMapPropagator) string {
+					f := p.Fields()
+					for i := range f {
+						f[i] = strings.ToLower(f[i])
+					}
+					sort.Strings(f)
+					return strings.Join(f, ",")
+				}
+				if got := fields(tel.TextMapPropagator()); got != c.want {
+					t.Errorf("Telemetry's propagator carries %q, want %q", got, c.want)
+				}
+				if got := fields(otel.GetTextMapPropagator()); got != c.want {
+					t.Errorf("the global propagator carries %q, want %q", got, c.want)
+				}
+			})
+		}
 	}
 }

@@ -80,11 +80,20 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if err := checkEnv(); err != nil {
 		return &Telemetry{}, err
 	}
+	// OTEL_SDK_DISABLED leaves propagation as OTEL_PROPAGATORS says: a
+	// process that records nothing still carries its callers' context on.
+	prop := envPropagator()
+	propagateOnly := func() (*Telemetry, error) {
+		if !cfg.noGlobal {
+			otel.SetTextMapPropagator(prop)
+		}
+		return &Telemetry{prop: prop}, nil
+	}
 	if sdkDisabled() {
-		return &Telemetry{}, nil
+		return propagateOnly()
 	}
 
-	t := &Telemetry{shutdownTimeout: cfg.shutdownTimeout, prop: envPropagator()}
+	t := &Telemetry{shutdownTimeout: cfg.shutdownTimeout, prop: prop}
 	exp, err := spanExporter(ctx, &cfg, t)
 	if err != nil {
 		return &Telemetry{}, err
@@ -105,7 +114,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	}
 	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 && logExp == nil {
 		// Nothing would leave the process: recording would only cost.
-		return &Telemetry{}, nil
+		return propagateOnly()
 	}
 
 	res, err := newResource(ctx, &cfg)
@@ -170,8 +179,9 @@ func envPropagator() propagation.TextMapPropagator {
 	if v == "" {
 		return defaultPropagator()
 	}
-	p, err := autoprop.TextMapPropagator(propagatorNames(v)...)
-	if err != nil || p == nil {
+	names, _, ok := propagatorNames(v)
+	p, err := autoprop.TextMapPropagator(names...)
+	if !ok || err != nil || p == nil {
 		return defaultPropagator() // not reached: checkEnv refused the value
 	}
 	return p

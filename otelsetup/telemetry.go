@@ -40,8 +40,9 @@ type Telemetry struct {
 
 // TextMapPropagator returns the propagator OTEL_PROPAGATORS names, which
 // Setup installs as the global one unless [WithoutGlobal] is given (pass it
-// to otelomni.WithPropagators then). On a no-op Telemetry it is W3C trace
-// context and baggage.
+// to otelomni.WithPropagators then), also when OTEL_SDK_DISABLED is true or
+// nothing is exported. On the no-op Telemetry of a Setup that failed, and
+// on a nil one, it is W3C trace context and baggage.
 func (t *Telemetry) TextMapPropagator() propagation.TextMapPropagator {
 	if t == nil || t.prop == nil {
 		return defaultPropagator()
