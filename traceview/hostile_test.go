@@ -198,4 +198,30 @@ func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
 	if n := Table(&out, []Span{gw}); n != 0 || out.Len() != 0 {
 		t.Errorf("no request span: %d tables:\n%s", n, out.String())
 	}
+	// A second request beside the first, and one nested under its exec:
+	// each has its table, and a request id picks one.
+	r2 := hostileSpan("r2", "g", spans.RequestSpanName, 1, 11)
+	r2.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("second")
+	nested := hostileSpan("n", "e", spans.RequestSpanName, 3, 4)
+	nested.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("nested")
+	all := []Span{gw, req, exec, r2, nested}
+	out.Reset()
+	if n := Table(&out, all); n != 3 {
+		t.Errorf("%d tables, want 3:\n%s", n, out.String())
+	}
+	out.Reset()
+	if n := Table(&out, all, "nested"); n != 1 || !strings.Contains(out.String(), `request "nested"`) || strings.Contains(out.String(), "second") {
+		t.Errorf("the table of one request: %d tables:\n%s", n, out.String())
+	}
+	var sum3 Summary
+	sum3.Add(all)
+	if sum3.Requests() != 3 {
+		t.Errorf("the summary counts %d requests, want 3", sum3.Requests())
+	}
+	// The waterfall shows the request under the gateway too.
+	out.Reset()
+	Waterfall(&out, []Span{gw, req, exec})
+	if !strings.Contains(out.String(), "under-a-gateway") {
+		t.Errorf("the waterfall of a request under a gateway:\n%s", out.String())
+	}
 }

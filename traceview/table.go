@@ -3,6 +3,7 @@ package traceview
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,7 +13,8 @@ import (
 )
 
 // Table writes the per-request table of each omni.request span of a trace
-// (a root, or under another span, such as a gateway's server span), and
+// (a root, or under another span, such as a gateway's server span), or of
+// those whose omni.request.id is one of requestIDs when any is given, and
 // returns how many it wrote. Each is laid out as vLLM-Omni's per-request
 // debug table: rows are phases, columns are
 // stages (and hand-overs), each cell the phase's duration in ms. A phase that
@@ -24,9 +26,14 @@ import (
 // columns, rows and values per cell, so that the table stays what a person
 // can read whatever the trace holds. Spans that could not be placed in the
 // tree (a shared id, a loop of parents) are noted under the table.
-func Table(w io.Writer, trace []Span) int {
+func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 	roots, problems := BuildTrees(trace)
 	requests := requestNodes(roots)
+	if len(requestIDs) > 0 {
+		requests = slices.DeleteFunc(requests, func(n *Node) bool {
+			return !slices.Contains(requestIDs, n.Span.Str(string(attrs.RequestIDKey)))
+		})
+	}
 	for _, root := range requests {
 		t := newTable()
 		if kindOf(root) == kindMulti {
@@ -68,8 +75,16 @@ func Table(w io.Writer, trace []Span) int {
 }
 
 // requestNodes returns the request spans of the trees, in the trees'
-// order: roots, or under another span (a gateway's server span, say).
+// order: roots, under another span (a gateway's server span, say), or
+// under another request.
 func requestNodes(roots []*Node) []*Node {
+	return findNodes(roots, func(n *Node) bool { return n.Span.Name == spans.RequestSpanName }, true)
+}
+
+// findNodes returns the nodes of the trees that match, in the trees'
+// order, looking below a match too when below is true. It walks with a
+// stack of its own: a tree's depth costs no call depth.
+func findNodes(roots []*Node, match func(*Node) bool, below bool) []*Node {
 	var out []*Node
 	stack := make([]*Node, 0, len(roots))
 	for i := len(roots) - 1; i >= 0; i-- {
@@ -78,9 +93,11 @@ func requestNodes(roots []*Node) []*Node {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if n.Span.Name == spans.RequestSpanName {
+		if match(n) {
 			out = append(out, n)
-			continue // its own tree is its table
+			if !below {
+				continue
+			}
 		}
 		for i := len(n.Children) - 1; i >= 0; i-- {
 			stack = append(stack, n.Children[i])

@@ -22,7 +22,9 @@ const WaterfallWidth = 48
 // labelWidth is the width of the row labels.
 const labelWidth = 30
 
-// Waterfall writes one waterfall per omni.request tree of a trace: one row
+// Waterfall writes one waterfall per omni.request tree of a trace (a root,
+// or under another span such as a gateway's; a stage span in its own
+// process likewise): one row
 // per expected phase in tree order, a bar placed on the request's own
 // timeline, and the phase's duration in ms, or "not measured" where the
 // phase has no span. Phases are never added together.
@@ -33,19 +35,22 @@ func Waterfall(w io.Writer, trace []Span) {
 			last = trace[i].End
 		}
 	}
+	var scopes []*Node
 	for _, root := range Trees(trace) {
 		switch root.Span.Name {
 		case spans.EngineStartSpanName:
 			engineWaterfall(w, root)
-			continue
 		case spans.BatchSpanName:
 			batchLine(w, root.Span)
-			continue
-		case spans.RequestSpanName, spans.StageSpanName:
-			// A stage's own process holds its stage span as a root.
 		default:
-			continue
+			// A request, or a stage in its own process, is a root or hangs
+			// under another span (a gateway's server span, say).
+			scopes = append(scopes, findNodes([]*Node{root}, func(n *Node) bool {
+				return n.Span.Name == spans.RequestSpanName || n.Span.Name == spans.StageSpanName
+			}, false)...)
 		}
+	}
+	for _, root := range scopes {
 		wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
 		if d := last.Sub(wf.t0); d > wf.total {
 			wf.total = d

@@ -189,7 +189,14 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return fmt.Errorf("trace not found")
 	}
-	if traceview.Table(stdout, pick) == 0 {
+	var only []string
+	if *requestID != "" {
+		only = []string{*requestID}
+	}
+	if traceview.Table(stdout, pick, only...) == 0 {
+		if *requestID != "" {
+			return fmt.Errorf("no %s span of request %q in trace %s", spans.RequestSpanName, traceview.Display(*requestID, 128), traceview.Display(pick[0].TraceID, 64))
+		}
 		return fmt.Errorf("no %s span in trace %s", spans.RequestSpanName, traceview.Display(pick[0].TraceID, 64))
 	}
 	return nil
