@@ -54,16 +54,18 @@ func (c *Carrier) Keys() []string {
 // carries nothing, and cross-process traces must not break silently.
 var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// unsetGlobal is the global propagator as the API starts it, before any
-// program sets one (read when this package is initialised, before main
-// runs), when its type can be compared; otherwise nil.
-var unsetGlobal = func() propagation.TextMapPropagator {
-	p := otel.GetTextMapPropagator()
-	if p == nil || !reflect.TypeOf(p).Comparable() {
+// unsetGlobal is the global propagator as the API starts it, read when
+// this package is initialised (before main runs, so before a program sets
+// one). The API's is a pointer; anything else there was set by a package
+// initialised earlier, is the program's choice, and is not kept.
+var unsetGlobal = keptIfPointer(otel.GetTextMapPropagator())
+
+func keptIfPointer(p propagation.TextMapPropagator) propagation.TextMapPropagator {
+	if p == nil || reflect.TypeOf(p).Kind() != reflect.Pointer {
 		return nil
 	}
 	return p
-}()
+}
 
 // propagator returns the propagator chosen with WithPropagators, else the
 // global one once a program has set it (even one that carries nothing, as
@@ -73,16 +75,12 @@ func (in *Instrumenter) propagator() propagation.TextMapPropagator {
 		return p
 	}
 	p := otel.GetTextMapPropagator()
-	if p == nil || (unsetGlobal != nil && sameComparable(p, unsetGlobal) && len(p.Fields()) == 0) {
+	// unsetGlobal holds a pointer: comparing it with p never panics,
+	// whatever p's type (a composite propagator is a slice).
+	if p == nil || (unsetGlobal != nil && p == unsetGlobal && len(p.Fields()) == 0) {
 		return w3c
 	}
 	return p
-}
-
-// sameComparable reports whether p is unset, whose type is comparable; a
-// p of another type is not it, and is never compared.
-func sameComparable(p, unset propagation.TextMapPropagator) bool {
-	return reflect.TypeOf(p) == reflect.TypeOf(unset) && p == unset
 }
 
 // Inject puts the trace context of ctx into carrier, for the next stage.

@@ -140,10 +140,18 @@ func checkEnv() error {
 // first place. It returns the first name it does not know, and a name
 // left empty between commas is one.
 func propagatorNames(v string) (names []string, unknown string, ok bool) {
-	for _, n := range strings.Split(v, ",") {
-		n = strings.ToLower(strings.TrimSpace(n))
-		if _, err := autoprop.TextMapPropagator(n); n == "" || err != nil {
-			return nil, n, false
+	known := func(n string) bool {
+		_, err := autoprop.TextMapPropagator(n)
+		return n != "" && err == nil
+	}
+	for _, given := range strings.Split(v, ",") {
+		given = strings.TrimSpace(given)
+		n := given // as given first: a propagator registered with capitals
+		if !known(n) {
+			n = strings.ToLower(given)
+		}
+		if !known(n) {
+			return nil, given, false
 		}
 		if !slices.Contains(names, n) {
 			names = append(names, n)

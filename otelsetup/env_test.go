@@ -5,9 +5,11 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/otelomni/otelomni/otelsetup"
+	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -153,5 +155,30 @@ func TestPropagatorsFollowTheEnvironment(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+var registerOnce sync.Once
+
+// TestPropagatorRegisteredWithCapitalsIsFound: a propagator a program
+// registers with autoprop under a name with capitals is found as given;
+// an unknown name is quoted as the user wrote it.
+func TestPropagatorRegisteredWithCapitalsIsFound(t *testing.T) {
+	registerOnce.Do(func() { autoprop.RegisterTextMapPropagator("OmniTest", propagation.Baggage{}) })
+	clearOTelEnv(t)
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	t.Setenv("OTEL_PROPAGATORS", "OmniTest")
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = tel.Shutdown(context.Background())
+	if f := tel.TextMapPropagator().Fields(); len(f) != 1 || f[0] != "baggage" {
+		t.Errorf("fields %v, want the registered baggage propagator", f)
+	}
+	t.Setenv("OTEL_PROPAGATORS", "tracecontext,ZipKin")
+	if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err == nil || !strings.Contains(err.Error(), `"ZipKin"`) {
+		t.Errorf("Setup = %v, want the unknown name as written", err)
 	}
 }

@@ -3,6 +3,7 @@ package traceview
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -213,10 +214,28 @@ func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
 	if n := Table(&out, all, "nested"); n != 1 || !strings.Contains(out.String(), `request "nested"`) || strings.Contains(out.String(), "second") {
 		t.Errorf("the table of one request: %d tables:\n%s", n, out.String())
 	}
+	// Each request's exec is divided by its own steps, once: the nested
+	// request's exec is not also counted under the request it hangs in.
+	req.Attrs[string(attrs.NumInferenceStepsKey)] = attribute.Int64Value(2)
+	nested.Attrs[string(attrs.NumInferenceStepsKey)] = attribute.Int64Value(2)
+	nestedExec := hostileSpan("ne", "n", spans.Exec.SpanName(), 3, 4)
+	nestedExec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	all = append(all, nestedExec)
 	var sum3 Summary
 	sum3.Add(all)
-	if sum3.Requests() != 3 {
-		t.Errorf("the summary counts %d requests, want 3", sum3.Requests())
+	var table bytes.Buffer
+	sum3.Write(&table)
+	if got := sum3.Spans(); sum3.Requests() != 3 || got["exec"] != 2 ||
+		!regexp.MustCompile(`exec per step \(ratio\) +2/3 +2 `).MatchString(table.String()) {
+		t.Errorf("the summary counts %d requests, spans %v; want 3 requests, 2 execs, 2 per-step ratios:\n%s", sum3.Requests(), got, table.String())
+	}
+	// Every request has its waterfall, the nested one too, each once.
+	out.Reset()
+	Waterfall(&out, all)
+	for _, id := range []string{"under-a-gateway", "second", "nested"} {
+		if n := strings.Count(out.String(), `"`+id+`"`); n != 1 {
+			t.Errorf("request %s has %d waterfalls:\n%s", id, n, out.String())
+		}
 	}
 	// The waterfall shows the request under the gateway too.
 	out.Reset()

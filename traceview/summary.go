@@ -177,6 +177,9 @@ func findAll(n *Node, name string) []*Node {
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if c.Span.Name == spans.RequestSpanName {
+			continue // a nested request is counted on its own
+		}
 		if c.Span.Name == name {
 			out = append(out, c)
 		}

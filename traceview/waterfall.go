@@ -44,10 +44,9 @@ func Waterfall(w io.Writer, trace []Span) {
 			batchLine(w, root.Span)
 		default:
 			// A request, or a stage in its own process, is a root or hangs
-			// under another span (a gateway's server span, say).
-			scopes = append(scopes, findNodes([]*Node{root}, func(n *Node) bool {
-				return n.Span.Name == spans.RequestSpanName || n.Span.Name == spans.StageSpanName
-			}, false)...)
+			// under another span (a gateway's server span, say); a request
+			// may hang under another request.
+			scopes = append(scopes, scopeNodes(root)...)
 		}
 	}
 	for _, root := range scopes {
@@ -314,4 +313,35 @@ func batchLine(w io.Writer, s *Span) {
 	fmt.Fprintf(w, "%s %q of %d requests (%s)  %.3f ms, linked to %d member execs\n\n", s.Name,
 		Display(s.Str(string(attrs.BatchIDKey)), maxIDCell), size, Display(s.Str(string(attrs.RequestModelKey)), maxNameCell),
 		ms(s.Duration()), len(s.Links))
+}
+
+// scopeNodes returns the requests of a tree, nested ones too, and the
+// stage spans that hang under no request (a stage's own process), in the
+// tree's order. A stage inside a request is drawn with its request.
+func scopeNodes(root *Node) []*Node {
+	var out []*Node
+	type item struct {
+		n         *Node
+		inRequest bool
+	}
+	stack := []item{{root, false}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		in := it.inRequest
+		switch it.n.Span.Name {
+		case spans.RequestSpanName:
+			out = append(out, it.n)
+			in = true
+		case spans.StageSpanName:
+			if !in {
+				out = append(out, it.n)
+				continue
+			}
+		}
+		for i := len(it.n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, item{it.n.Children[i], in})
+		}
+	}
+	return out
 }
