@@ -169,22 +169,19 @@ func (s *Summary) phases(n *Node, expected []spans.Phase, prefix string, stageRa
 	}
 }
 
-// findAll returns the descendants of n named name, walking without
-// recursion.
+// findAll returns the descendants of n named name, not looking inside a
+// nested request, which is counted on its own.
 func findAll(n *Node, name string) []*Node {
 	var out []*Node
-	stack := append([]*Node(nil), n.Children...)
-	for len(stack) > 0 {
-		c := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	visit(n.Children, func(c *Node) bool {
 		if c.Span.Name == spans.RequestSpanName {
-			continue // a nested request is counted on its own
+			return false
 		}
 		if c.Span.Name == name {
 			out = append(out, c)
 		}
-		stack = append(stack, c.Children...)
-	}
+		return true
+	})
 	return out
 }
 

@@ -78,31 +78,13 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 // order: roots, under another span (a gateway's server span, say), or
 // under another request.
 func requestNodes(roots []*Node) []*Node {
-	return findNodes(roots, func(n *Node) bool { return n.Span.Name == spans.RequestSpanName }, true)
-}
-
-// findNodes returns the nodes of the trees that match, in the trees'
-// order, looking below a match too when below is true. It walks with a
-// stack of its own: a tree's depth costs no call depth.
-func findNodes(roots []*Node, match func(*Node) bool, below bool) []*Node {
 	var out []*Node
-	stack := make([]*Node, 0, len(roots))
-	for i := len(roots) - 1; i >= 0; i-- {
-		stack = append(stack, roots[i])
-	}
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if match(n) {
+	visit(roots, func(n *Node) bool {
+		if n.Span.Name == spans.RequestSpanName {
 			out = append(out, n)
-			if !below {
-				continue
-			}
 		}
-		for i := len(n.Children) - 1; i >= 0; i-- {
-			stack = append(stack, n.Children[i])
-		}
-	}
+		return true
+	})
 	return out
 }
 

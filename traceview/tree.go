@@ -203,3 +203,24 @@ func nestedPhases(p spans.Phase) []spans.Phase {
 }
 
 var transferParts = []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}
+
+// visit calls f on every node of the trees in tree order (a node before its
+// children, siblings in order), and goes below a node only when f returns
+// true. It walks with a stack of its own: a tree's depth costs no call
+// depth.
+func visit(roots []*Node, f func(*Node) bool) {
+	stack := make([]*Node, 0, len(roots))
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, roots[i])
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !f(n) {
+			continue
+		}
+		for i := len(n.Children) - 1; i >= 0; i-- {
+			stack = append(stack, n.Children[i])
+		}
+	}
+}

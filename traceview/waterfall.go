@@ -315,33 +315,20 @@ func batchLine(w io.Writer, s *Span) {
 		ms(s.Duration()), len(s.Links))
 }
 
-// scopeNodes returns the requests of a tree, nested ones too, and the
-// stage spans that hang under no request (a stage's own process), in the
-// tree's order. A stage inside a request is drawn with its request.
+// scopeNodes returns the requests of a tree, nested ones too, then the
+// stage spans that hang under no request (a stage's own process). A stage
+// inside a request is drawn with its request.
 func scopeNodes(root *Node) []*Node {
-	var out []*Node
-	type item struct {
-		n         *Node
-		inRequest bool
-	}
-	stack := []item{{root, false}}
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		in := it.inRequest
-		switch it.n.Span.Name {
+	out := requestNodes([]*Node{root})
+	visit([]*Node{root}, func(n *Node) bool {
+		switch n.Span.Name {
 		case spans.RequestSpanName:
-			out = append(out, it.n)
-			in = true
+			return false
 		case spans.StageSpanName:
-			if !in {
-				out = append(out, it.n)
-				continue
-			}
+			out = append(out, n)
+			return false
 		}
-		for i := len(it.n.Children) - 1; i >= 0; i-- {
-			stack = append(stack, item{it.n.Children[i], in})
-		}
-	}
+		return true
+	})
 	return out
 }
