@@ -183,11 +183,7 @@ func (b *Batch) end(t time.Time, err error) error {
 		b.in.stats.clampedEnd(bad.Error())
 		t = b.start
 	}
-	if t.IsZero() {
-		b.span.End()
-	} else {
-		b.span.End(trace.WithTimestamp(t))
-	}
+	endSpan(b.span, t)
 	return bad
 }
 

@@ -99,11 +99,7 @@ func (r *Request) end(at time.Time, err error) error {
 		if err != nil {
 			r.markError(r.span, err)
 		}
-		if at.IsZero() {
-			r.span.End()
-		} else {
-			r.span.End(trace.WithTimestamp(at))
-		}
+		endSpan(r.span, at)
 	}
 	r.observeScope(at, now, err)
 	return bad
@@ -166,4 +162,13 @@ func (r *Request) markError(span trace.Span, err error) { markError(r.in, span, 
 func markError(in *Instrumenter, span trace.Span, err error) {
 	span.SetStatus(codes.Error, in.str(err.Error()))
 	span.SetAttributes(attrs.ErrorType(in.errorType(err)))
+}
+
+// endSpan ends s at at, or now (the SDK's clock) when at is zero.
+func endSpan(s trace.Span, at time.Time) {
+	if at.IsZero() {
+		s.End()
+		return
+	}
+	s.End(trace.WithTimestamp(at))
 }

@@ -353,18 +353,10 @@ func (e *Engine) End(err error) {
 	}
 	// Steps still open end first, at the same moment.
 	for _, s := range open {
-		if at.IsZero() {
-			s.End()
-		} else {
-			s.End(trace.WithTimestamp(at))
-		}
+		endSpan(s, at)
 	}
 	if err != nil {
 		markError(e.in, e.span, err)
 	}
-	if at.IsZero() {
-		e.span.End()
-	} else {
-		e.span.End(trace.WithTimestamp(at))
-	}
+	endSpan(e.span, at)
 }

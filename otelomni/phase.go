@@ -446,11 +446,7 @@ func (r *Request) finish(o *openPhase, at time.Time, err error) {
 		if err != nil {
 			r.markError(o.span, err)
 		}
-		if at.IsZero() {
-			o.span.End()
-		} else {
-			o.span.End(trace.WithTimestamp(at))
-		}
+		endSpan(o.span, at)
 	}
 	if r.met != nil {
 		start, end := o.start, at
