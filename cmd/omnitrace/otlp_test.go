@@ -50,6 +50,22 @@ func (c *marshalClient) UploadTraces(_ context.Context, rss []*tracepb.ResourceS
 	return c.fail
 }
 
+// bothExporters returns the SDK's OTLP exporter on sdk and protoExporter
+// on ours, for the same resource.
+func bothExporters(tb testing.TB, sdk, ours otlptrace.Client, res *resource.Resource) (sdktrace.SpanExporter, sdktrace.SpanExporter) {
+	tb.Helper()
+	ctx := context.Background()
+	sdkExp, err := otlptrace.New(ctx, sdk)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ourExp, err := newProtoExporter(ctx, ours, res)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sdkExp, ourExp
+}
+
 // sameRequest fails unless request i of two clients is the same bytes.
 func sameRequest(t *testing.T, sdk, ours *marshalClient, i int) {
 	t.Helper()
@@ -144,14 +160,7 @@ func TestProtoExporterWritesWhatTheSDKExporterWrites(t *testing.T) {
 	}
 
 	var sdkClient, ourClient marshalClient
-	sdkExp, err := otlptrace.New(ctx, &sdkClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := newProtoExporter(ctx, &ourClient, res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sdkExp, ours := bothExporters(t, &sdkClient, &ourClient, res)
 	for _, exp := range []sdktrace.SpanExporter{sdkExp, ours} {
 		if err := exp.ExportSpans(ctx, ss); err != nil {
 			t.Fatal(err)
@@ -372,14 +381,7 @@ func BenchmarkExportEncoding(b *testing.B) {
 	ctx := context.Background()
 	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
 	batch := importLikeSpans(b, res, importBatchSize)
-	sdkExp, err := otlptrace.New(ctx, &discardClient{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ours, err := newProtoExporter(ctx, &discardClient{}, res)
-	if err != nil {
-		b.Fatal(err)
-	}
+	sdkExp, ours := bothExporters(b, &discardClient{}, &discardClient{}, res)
 	for _, c := range []struct {
 		name string
 		exp  sdktrace.SpanExporter
@@ -444,14 +446,7 @@ func FuzzProtoExporter(f *testing.F) {
 		ss := rec.Ended()
 
 		var sdkClient, ourClient marshalClient
-		sdkExp, err := otlptrace.New(ctx, &sdkClient)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ours, err := newProtoExporter(ctx, &ourClient, res)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sdkExp, ours := bothExporters(t, &sdkClient, &ourClient, res)
 		sdkErr, ourErr := sdkExp.ExportSpans(ctx, ss), ours.ExportSpans(ctx, ss)
 		if !valid {
 			if sdkErr == nil || !errors.Is(ourErr, errInvalidUTF8) || len(sdkClient.bodies)+len(ourClient.bodies) != 0 {
