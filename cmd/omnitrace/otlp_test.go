@@ -320,7 +320,8 @@ func TestImportOverOTLPHTTP(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	// Credentials in the endpoint are used, and never printed.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", strings.Replace(srv.URL, "http://", "http://user:s3cret@", 1))
 	t.Setenv("OTEL_SERVICE_NAME", "engine-a")
 	// A request whose id holds invalid UTF-8 and a lone surrogate, and
 	// whose model is 100 KB: OTLP strings must be valid UTF-8, so an
@@ -331,6 +332,9 @@ func TestImportOverOTLPHTTP(t *testing.T) {
 	code, _, stderr := runCmd(t, goodLine+"\n"+twoStages+"\n"+hostile+"\n", "import")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "s3cret") || !strings.Contains(stderr, "user:xxxxx@") {
+		t.Errorf("the endpoint's password printed, or the endpoint not named: %s", stderr)
 	}
 	mu.Lock()
 	defer mu.Unlock()

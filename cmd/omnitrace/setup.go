@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 
@@ -113,6 +114,9 @@ func describeExporter() string {
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
+			if u, err := url.Parse(v); err == nil {
+				v = u.Redacted() // what is printed must not show a password
+			}
 			return "otlp to " + traceview.Display(v, 200)
 		}
 	}
