@@ -2,6 +2,7 @@ package omnirecord
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,6 +95,20 @@ func unmeasured(s *Stage, field string) {
 		}
 	}
 	s.Unmeasured = append(s.Unmeasured, field)
+}
+
+// unmeasuredPhase notes a field of phase p whose 0 was read as "not
+// measured", unless another record of the request measured p.
+func unmeasuredPhase(s *Stage, p spans.Phase, field string) {
+	if _, set := s.Durations[p]; !set {
+		unmeasured(s, field)
+	}
+}
+
+// measured takes back a field noted as not measured once another record
+// of the request gave it a value.
+func measured(s *Stage, field string) {
+	s.Unmeasured = slices.DeleteFunc(s.Unmeasured, func(f string) bool { return f == field })
 }
 
 // addExtra keeps an input key as an attribute once.

@@ -145,7 +145,7 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 	info := otelomni.RequestInfo{
 		ID: r.ID, Model: r.Model, Modality: r.Modality, NumInferenceSteps: r.Steps, GuidanceScale: r.Guidance,
 		Height: r.Height, Width: r.Width, NumFrames: r.Frames, Start: r.Arrival,
-		Attributes: append(make([]attribute.KeyValue, 0, len(r.Extra)+8), r.Extra...),
+		Attributes: append(append(make([]attribute.KeyValue, 0, len(r.Extra)+9), r.Extra...), attrs.Reconstructed(true)),
 	}
 	if r.Source != "" {
 		info.Attributes = append(info.Attributes, SourceKey.String(r.Source))
@@ -161,6 +161,10 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 		info.Attributes = append(info.Attributes, st.Extra...)
 		info.Attributes = append(info.Attributes, st.RxExtra...) // no previous stage
 		info.Attributes = stageAttrs(info.Attributes, st)
+		if st.GenTime != nil {
+			// No omni.stage span carries the stage's own length here.
+			info.Attributes = append(info.Attributes, genTimeAttr.Float64(float64(st.GenTime.D)/float64(time.Millisecond)))
+		}
 		_, req := in.Start(ctx, info)
 		errs = append(errs, recordPhases(req, ps)...)
 		errs = append(errs, req.EndAt(end, nil))
@@ -184,12 +188,16 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 		}
 		errs = append(errs, recordPhases(stage, ps)...)
 		stage.SetAttributes(st.Extra...)
-		stage.SetAttributes(stageAttrs(nil, st)...)
+		stage.SetAttributes(stageAttrs(reconstructedOnly[:1:1], st)...)
 		errs = append(errs, stage.EndAt(ps.p.End, nil))
 	}
 	errs = append(errs, req.EndAt(end, nil))
 	return errors.Join(errs...)
 }
+
+// genTimeAttr keeps a single-stage request's stage_gen_time, which has no
+// omni.stage span to give it a length.
+var genTimeAttr = attrs.RecordKey("stage_gen_time_ms")
 
 // reconstructedOnly is the attribute of a placed phase of exact duration,
 // shared: the SDK copies what it keeps.

@@ -60,10 +60,15 @@ func (b *builder) applyEvent(kind string, ev *Value) {
 		if kind == evTransferTotal {
 			sizeKey = "size_bytes"
 			// The total repeats the parts, with the last chunk's send time
-			// only: it fills what the other events did not say.
+			// and size only (log_utils.py, record_sender_transfer_agg
+			// overwrites them chunk by chunk): it fills what the other
+			// events did not say.
 			if s := b.stages[to]; s != nil {
 				if _, ok := s.Durations[spans.TransferTx]; ok {
 					ev = without(ev, "tx_time_ms")
+				}
+				if s.RxBytes != nil {
+					ev = without(ev, "size_bytes")
 				}
 			}
 		}

@@ -89,6 +89,9 @@ func (s *logScanner) line(line string, offset int64, n int) {
 		return
 	case c == '[' && strings.HasPrefix(trimmed, omniTimingTag):
 		tm, err := parseOmniTiming(trimmed)
+		if errors.Is(err, errTurnMarker) {
+			return
+		}
 		if err != nil {
 			s.bad(n, fmt.Errorf("[OmniTiming]: %w", err))
 			return

@@ -8,14 +8,29 @@ import (
 )
 
 // omniTiming is one [OmniTiming] line of the orchestrator
-// (OrchestratorAggregator.format_request_timing_line): seconds with two
-// decimals, except the transfers' milliseconds.
+// (vllm_omni/metrics/stats.py, OrchestratorAggregator): seconds with two
+// decimals, except the transfers' and hand-offs' milliseconds. Releases
+// differ in what it holds: preprocess= may be missing, a stage item is
+// "0:thinker=0.81s" or "0:0.81s", and newer ones add handoffs=[…] and
+// ar2diffusion=.
 type omniTiming struct {
 	id                      string
 	total, preprocess, eng  float64
+	ar2diffusion            float64
 	stages                  []labelValue
 	transfers               []labelValue
+	handoffs                []handoff
 	hasTotal, hasPre, hasEn bool
+	hasAR2D                 bool
+}
+
+// handoff is one item of handoffs=[…]: the orchestrator's hand-off from one
+// stage to the next, in milliseconds, with the part of it spent turning an
+// autoregressive stage's output into a diffusion stage's input.
+type handoff struct {
+	label            string
+	ms, ar2diffusion float64
+	hasAR2D          bool
 }
 
 type labelValue struct {
@@ -39,6 +54,9 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 	rest = rest[len("req="):]
 	j := strings.Index(rest, " total=")
 	if j <= 0 {
+		if isTurnMarker(rest) {
+			return nil, errTurnMarker
+		}
 		return nil, errors.New("no total=")
 	}
 	t := &omniTiming{id: rest[:j]}
@@ -48,6 +66,12 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 			continue
 		}
 		switch k {
+		case "ar2diffusion":
+			if f, ok := seconds(v); ok {
+				t.ar2diffusion, t.hasAR2D = f, true
+			}
+		case "handoffs":
+			t.handoffs = parseHandoffs(v)
 		case "total", "preprocess", "engine":
 			f, ok := seconds(v)
 			if !ok {
@@ -67,7 +91,12 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 				if item == "" {
 					continue
 				}
+				// "0:thinker=0.81s", or "0:0.81s" where the stage has
+				// no name.
 				at := strings.LastIndex(item, "=")
+				if at <= 0 && k == "stages" {
+					at = strings.LastIndex(item, ":")
+				}
 				if at <= 0 {
 					continue
 				}
@@ -91,6 +120,40 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 		}
 	}
 	return t, nil
+}
+
+// errTurnMarker is a duplex turn's [OmniTiming] line ("req=… response=…
+// turn=… reason=…"), which carries no timing: the tables after it do.
+var errTurnMarker = errors.New("a duplex turn's marker, without timings")
+
+// isTurnMarker reports whether the text after "req=" is a duplex turn's
+// marker.
+func isTurnMarker(rest string) bool {
+	return strings.Contains(rest, " response=") && strings.Contains(rest, " turn=") && strings.Contains(rest, " reason=")
+}
+
+// parseHandoffs reads "[0->1=12.345ms(ar2diffusion=1.000ms),…]"; an item it
+// cannot read is left out.
+func parseHandoffs(v string) []handoff {
+	var out []handoff
+	list := strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+	for _, item := range strings.Split(list, ",") {
+		main, paren, _ := strings.Cut(item, "(")
+		at := strings.LastIndex(main, "=")
+		if at <= 0 {
+			continue
+		}
+		ms, ok := milliseconds(main[at+1:])
+		if !ok {
+			continue
+		}
+		h := handoff{label: main[:at], ms: ms}
+		if a, ok := strings.CutPrefix(strings.TrimSuffix(paren, ")"), "ar2diffusion="); ok {
+			h.ar2diffusion, h.hasAR2D = milliseconds(a)
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // splitFields splits "a=1 b=[x, y] c=2" at spaces outside brackets.
@@ -160,7 +223,8 @@ func (t *omniTiming) apply(b *builder) {
 		key string
 		v   float64
 		ok  bool
-	}{{"request_wall_time_s", t.total, t.hasTotal}, {"input_preprocess_time_s", t.preprocess, t.hasPre}} {
+	}{{"request_wall_time_s", t.total, t.hasTotal}, {"input_preprocess_time_s", t.preprocess, t.hasPre},
+		{"ar2diffusion_time_s", t.ar2diffusion, t.hasAR2D}} {
 		if e.ok {
 			v := Value{Kind: Number, Num: e.v, Str: fmt.Sprint(e.v)}
 			b.r.Extra = addExtra(b.r.Extra, e.key, &v)
@@ -191,6 +255,21 @@ func (t *omniTiming) apply(b *builder) {
 		// and makes no span, since it is no one part.
 		v := Value{Kind: Number, Num: tr.v, Str: fmt.Sprint(tr.v)}
 		st.Extra = addExtra(st.Extra, "transfer.total_time_ms", &v)
+	}
+	for _, h := range t.handoffs {
+		from, _, ok := parseEdge(h.label)
+		if !ok {
+			continue
+		}
+		// The orchestrator's own hand-off, kept on the stage it leaves: it
+		// is no phase of the catalogue, and makes no span.
+		st := b.stage(from)
+		v := Value{Kind: Number, Num: h.ms, Str: fmt.Sprint(h.ms)}
+		st.Extra = addExtra(st.Extra, "stage_handoff_time_ms", &v)
+		if h.hasAR2D {
+			v := Value{Kind: Number, Num: h.ar2diffusion, Str: fmt.Sprint(h.ar2diffusion)}
+			st.Extra = addExtra(st.Extra, "ar2diffusion_time_ms", &v)
+		}
 	}
 	b.complete, b.timed = true, true
 }

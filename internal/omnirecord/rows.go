@@ -68,14 +68,24 @@ func (src rowSource) floatQuality() Quality {
 	return Quality{}
 }
 
-// diffusionQuality is the quality of a diffusion engine's value in a
-// summary: added over the request's outputs, then truncated by int() to
-// its unit (vllm_omni/metrics/stats.py, accumulate_diffusion_metrics and
-// _as_stage_request_stats). A value written with a fraction was not
-// truncated (a writer that keeps floats), and keeps its precision.
-func diffusionQuality(v *Value, unit time.Duration) Quality {
+// diffusionQuality is the quality of a diffusion engine's value: added
+// over the request's outputs (vllm_omni/metrics/stats.py,
+// accumulate_diffusion_metrics). In a summary, a value written without a
+// fraction was truncated by int() to its unit (_as_stage_request_stats);
+// one written with a fraction (a release that keeps floats, in seconds)
+// keeps its precision. In a box table, a value is as fine as its decimals:
+// "2,301" (ms) is good to 1 ms, "13.802" (s) to 1 ms.
+func diffusionQuality(v *Value, unit time.Duration, src rowSource) Quality {
 	q := Quality{Summed: true}
-	if !strings.ContainsAny(v.Str, ".eE") {
+	frac := strings.IndexByte(v.Str, '.')
+	switch {
+	case src.table && frac >= 0 && !strings.ContainsAny(v.Str, "eE"):
+		q.Resolution = unit
+		for range v.Str[frac+1:] {
+			q.Resolution /= 10
+		}
+		q.Resolution = max(q.Resolution, 1)
+	case !strings.ContainsAny(v.Str, ".eE"):
 		q.Resolution = unit
 	}
 	return q
@@ -126,14 +136,15 @@ func (b *builder) applyStageRow(row *Value, src rowSource) {
 			continue
 		}
 		if n == 0 && f.rule == zeroIsDefault {
-			unmeasured(s, k)
+			unmeasuredPhase(s, f.phase, k)
 			continue
 		}
 		d, err := millis(n * float64(unit) / float64(time.Millisecond))
 		if err != nil {
 			continue
 		}
-		b.setPhase(s, f.phase, d, diffusionQuality(v, unit))
+		b.setPhase(s, f.phase, d, diffusionQuality(v, unit, src))
+		measured(s, k)
 	}
 	if v, ok := row.Get("stage_gen_time_ms"); ok {
 		if n, ok := number(v); ok {
@@ -244,7 +255,7 @@ func (b *builder) applyTransfer(from, to int, obj *Value, q Quality, sizeKey str
 				continue
 			}
 			if n == 0 {
-				unmeasured(s, k)
+				unmeasuredPhase(s, tf.phase, k)
 				continue
 			}
 			d, err := millis(n)
@@ -254,6 +265,7 @@ func (b *builder) applyTransfer(from, to int, obj *Value, q Quality, sizeKey str
 			pq := q
 			pq.Summed = tf.summed
 			b.setPhase(s, tf.phase, d, pq)
+			measured(s, k)
 		case k == sizeKey:
 			if n, ok := number(v); ok && n > 0 && n*sizeUnit < 1<<62 {
 				bytes := int64(math.Round(n * sizeUnit))

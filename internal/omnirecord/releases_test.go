@@ -1,0 +1,232 @@
+package omnirecord
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// logOf prefixes each message with a vLLM log prefix and joins them with
+// CRLF, as vLLM's formatter writes a multi-line message.
+func logOf(msgs ...string) []byte {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString("INFO 11-30 09:14:15 [stats.py:590] " + m + "\r\n")
+	}
+	return []byte(b.String())
+}
+
+// TestOmniTimingLinesOfEachRelease: the [OmniTiming] line differs between
+// releases; each form gives its request and stage times.
+func TestOmniTimingLinesOfEachRelease(t *testing.T) {
+	cases := []struct {
+		name, line string
+		total      time.Duration
+		gen        map[int]time.Duration
+		extra      map[string]string // request or stage attribute: its value
+	}{
+		{"stage labels with names", "[OmniTiming] req=a total=3.32s preprocess=0.00s engine=3.32s stages=[0:thinker=0.81s,1:dit=2.41s] transfers=[0->1=4.75ms]",
+			ms(3320), map[int]time.Duration{0: ms(810), 1: ms(2410)}, map[string]string{"omni.record.transfer.total_time_ms": "4.75"}},
+		{"stage ids without names, no preprocess", "[OmniTiming] req=a total=238.90s engine=238.90s stages=[0:238.89s]",
+			ms(238900), map[int]time.Duration{0: ms(238890)}, nil},
+		{"unnamed stages of several", "[OmniTiming] req=a total=30.19s preprocess=2.80s engine=27.39s stages=[0:16.23s,1:13.96s] transfers=[0->1=0.55ms]",
+			ms(27390), map[int]time.Duration{0: ms(16230), 1: ms(13960)}, map[string]string{"omni.record.input_preprocess_time_s": "2.8"}},
+		{"hand-offs and ar2diffusion", "[OmniTiming] req=a total=32.99s preprocess=2.80s engine=30.19s ar2diffusion=0.01s stages=[0:ar=16.23s,1:diffusion=13.96s] handoffs=[0->1=12.345ms(ar2diffusion=10.500ms)] transfers=[0->1=0.780ms]",
+			ms(30190), map[int]time.Duration{0: ms(16230), 1: ms(13960)},
+			map[string]string{"omni.record.stage_handoff_time_ms": "12.345", "omni.record.ar2diffusion_time_ms": "10.5", "omni.record.ar2diffusion_time_s": "0.01"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			col := readAll(t, logOf(c.line), Options{})
+			if len(col.problems) > 0 || len(col.reqs) != 1 {
+				t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+			}
+			r := col.reqs[0]
+			if r.Total == nil || r.Total.D != c.total || r.Total.Resolution != 10*time.Millisecond {
+				t.Errorf("total %+v, want %v at 10ms", r.Total, c.total)
+			}
+			if len(r.Stages) != len(c.gen) {
+				t.Fatalf("%d stages, want %d", len(r.Stages), len(c.gen))
+			}
+			kv := append([]attribute.KeyValue(nil), r.Extra...)
+			for i := range r.Stages {
+				st := &r.Stages[i]
+				if st.GenTime == nil || st.GenTime.D != c.gen[st.ID] {
+					t.Errorf("stage %d: generation time %+v, want %v", st.ID, st.GenTime, c.gen[st.ID])
+				}
+				kv = append(kv, st.Extra...)
+			}
+			for k, want := range c.extra {
+				i := slices.IndexFunc(kv, func(kv attribute.KeyValue) bool { return string(kv.Key) == k })
+				if i < 0 || kv[i].Value.Emit() != want {
+					t.Errorf("%s: %v, want %s", k, kv, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDuplexTurnMarkerIsNoProblem: a duplex turn's [OmniTiming] line holds
+// no timing (the tables after it do): it is neither a request nor a
+// problem.
+func TestDuplexTurnMarkerIsNoProblem(t *testing.T) {
+	col := readAll(t, logOf("[OmniTiming] req=duplex-s.sid1.i.3.e.0.r.7 response=resp-turn turn=3 reason=stop"), Options{})
+	if len(col.problems) > 0 || len(col.reqs) != 0 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	// A line without total= that is no marker is still reported.
+	col = readAll(t, logOf("[OmniTiming] req=a engine=1.00s"), Options{})
+	if len(col.problems) != 1 {
+		t.Errorf("problems %q, want one", col.problems)
+	}
+}
+
+// secondsTable is a stage table of a release that writes diffusion values
+// in seconds, three decimals in a box table.
+var secondsTable = []string{
+	"",
+	"[StageRequestStats [request_id=s]]",
+	"+------------------------------+--------+",
+	"| Field                        |      0 |",
+	"+------------------------------+--------+",
+	"| diffusion_engine_exec_time_s | 13.802 |",
+	"| kv_recv_time_s               |  0.001 |",
+	"| scheduler_queue_wait_s       |  0.000 |",
+	"| stage_gen_time_ms            | 13,960.000 |",
+	"+------------------------------+--------+",
+}
+
+// secondsSummary is the same request's [Summary], at full precision.
+var secondsSummary = "[Summary] {'stage_table': [{'request_id': 's', 'stages': [{'stage_id': 0, " +
+	"'diffusion_engine_exec_time_s': 13.8019, 'kv_recv_time_s': 0.0007, 'scheduler_queue_wait_s': 0.00042, " +
+	"'stage_gen_time_ms': 13960.0}]}], 'trans_table': [], 'e2e_table': [{'request_id': 's', 'e2e_total_ms': 14000.0}]}"
+
+// TestTableValuesAreAsFineAsTheirDecimals: a box table's "13.802" in
+// seconds is good to a millisecond, and a summary's full value of the same
+// figure wins whichever comes first.
+func TestTableValuesAreAsFineAsTheirDecimals(t *testing.T) {
+	table := readAll(t, logOf(secondsTable...), Options{})
+	if len(table.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(table.reqs), table.problems)
+	}
+	st := &table.reqs[0].Stages[0]
+	phase(t, st, spans.Exec, ms(13802), Quality{Resolution: time.Millisecond, Summed: true})
+	phase(t, st, spans.KVRecv, ms(1), Quality{Resolution: time.Millisecond, Summed: true})
+	phase(t, st, spans.QueueWait, 0, Quality{Resolution: time.Millisecond, Summed: true})
+
+	for _, order := range [][]string{append(slices.Clone(secondsTable), secondsSummary), append([]string{secondsSummary}, secondsTable...)} {
+		col := readAll(t, logOf(order...), Options{})
+		if len(col.reqs) != 1 {
+			t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+		}
+		st := &col.reqs[0].Stages[0]
+		phase(t, st, spans.Exec, 13801900*time.Microsecond, Quality{Summed: true})
+		phase(t, st, spans.KVRecv, 700*time.Microsecond, Quality{Summed: true})
+		phase(t, st, spans.QueueWait, 420*time.Microsecond, Quality{Summed: true})
+	}
+}
+
+// TestAMeasurementTakesBackAnUnmeasuredZero: a table's 0.000 send time is
+// read as "not measured"; the summary's 0.0004 of the same hand-over is a
+// measurement, and the field is no longer listed as unmeasured.
+func TestAMeasurementTakesBackAnUnmeasuredZero(t *testing.T) {
+	table := []string{
+		"[TransferEdgeStats [request_id=u]]",
+		"+-------------------+-------+",
+		"| Field             |  0->1 |",
+		"+-------------------+-------+",
+		"| rx_decode_time_ms | 1.500 |",
+		"| tx_time_ms        | 0.000 |",
+		"+-------------------+-------+",
+	}
+	summary := "[Summary] {'stage_table': [], 'trans_table': [{'request_id': 'u', 'transfers': [{'edge': '0->1', " +
+		"'tx_time_ms': 0.0004, 'rx_decode_time_ms': 1.5}]}], 'e2e_table': [{'request_id': 'u', 'e2e_total_ms': 10.0}]}"
+	for _, order := range [][]string{append(slices.Clone(table), summary), append([]string{summary}, table...)} {
+		col := readAll(t, logOf(order...), Options{})
+		if len(col.reqs) != 1 {
+			t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+		}
+		st := &col.reqs[0].Stages[len(col.reqs[0].Stages)-1]
+		phase(t, st, spans.TransferTx, 400*time.Nanosecond, Quality{Summed: true})
+		if slices.Contains(st.Unmeasured, "tx_time_ms") {
+			t.Errorf("tx_time_ms listed as unmeasured %v beside its measurement", st.Unmeasured)
+		}
+	}
+}
+
+// TestEventLogTotalRepeatsTheLastChunk: the older event log's
+// transfer_total_stats holds the last chunk's size, not the sum of the
+// chunks, which the import adds itself.
+func TestEventLogTotalRepeatsTheLastChunk(t *testing.T) {
+	ev := func(typ, size, tx string) []string {
+		return []string{"{'type': '" + typ + "',", " 'from_stage': 0,", " 'to_stage': 1,", " 'request_id': 'c',",
+			" 'size_bytes': " + size + ",", " 'tx_time_ms': " + tx + "}"}
+	}
+	var lines []string
+	lines = append(lines, ev("transfer_stats", "65536", "1.25")...)
+	lines = append(lines, ev("transfer_stats", "32768", "0.75")...)
+	lines = append(lines, ev("transfer_total_stats", "32768", "0.75")...)
+	col := readAll(t, logOf(lines...), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	st := &col.reqs[0].Stages[len(col.reqs[0].Stages)-1]
+	if st.RxBytes == nil || *st.RxBytes != 65536+32768 || !st.RxBytesSummed {
+		t.Errorf("bytes %v (summed %v), want the chunks' sum", st.RxBytes, st.RxBytesSummed)
+	}
+	phase(t, st, spans.TransferTx, ms(2), Quality{Summed: true})
+}
+
+// TestImportedSpansSayTheyAreReconstructed: every imported span carries
+// omni.timing.reconstructed, and a single-stage request, which has no
+// omni.stage span, keeps its stage's generation time.
+func TestImportedSpansSayTheyAreReconstructed(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "one", "stages": [{"stage_id": 0, "stage": "0", "stage_gen_time_ms": 1850.25, ` +
+		`"diffusion_engine_exec_time_ms": 1800}]}], "e2e_table": [{"request_id": "one", "e2e_total_ms": 5000.0}]}` + "\n" +
+		`{"stage_table": [{"request_id": "two", "stages": [{"stage_id": 0, "stage_gen_time_ms": 10}, {"stage_id": 1, "stage_gen_time_ms": 20}]}],` +
+		` "e2e_table": [{"request_id": "two", "e2e_total_ms": 40.0}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 2 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	anchor := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, r := range col.reqs {
+		if err := r.Emit(context.Background(), in, anchor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := map[string]int{}
+	for _, s := range rec.Ended() {
+		names[s.Name()]++
+		got := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes() {
+			got[kv.Key] = kv.Value
+		}
+		if v, ok := got[attrs.ReconstructedKey]; !ok || !v.AsBool() {
+			t.Errorf("%s: no omni.timing.reconstructed", s.Name())
+		}
+		if s.Name() == spans.RequestSpanName && got[attrs.RequestIDKey].AsString() == "one" {
+			if v := got["omni.record.stage_gen_time_ms"]; v.AsFloat64() != 1850.25 {
+				t.Errorf("single-stage request: stage_gen_time_ms %v, want 1850.25", v.Emit())
+			}
+			if d := s.EndTime().Sub(s.StartTime()); d != 5*time.Second {
+				t.Errorf("single-stage request lasts %v, want its e2e 5s", d)
+			}
+		}
+	}
+	if names[spans.RequestSpanName] != 2 || names[spans.StageSpanName] != 2 {
+		t.Errorf("spans %v: want two requests, and two stages (of the second only)", names)
+	}
+}
