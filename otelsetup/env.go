@@ -99,12 +99,38 @@ func (e *EnvError) Error() string {
 
 func (e *EnvError) Unwrap() error { return e.Err }
 
+// printable is what an error may print of a variable's value: at most 64
+// bytes, and never a secret. An endpoint's password and query values and
+// every header's value are replaced by sanitize.Redacted, whether or not
+// the value is well formed: a malformed one is exactly the one printed.
+func printable(name, v string) string {
+	switch {
+	case strings.HasSuffix(name, "_ENDPOINT"):
+		return sanitize.URL(v, 64)
+	case strings.HasSuffix(name, "_HEADERS"):
+		parts := strings.Split(v, ",")
+		for i, kv := range parts {
+			k, _, _ := strings.Cut(kv, "=")
+			parts[i] = k + "=" + sanitize.Redacted
+		}
+		return sanitize.String(strings.Join(parts, ","), 64)
+	}
+	return sanitize.String(v, 64)
+}
+
+// CheckEnvironment checks the OTEL_* variables as [Setup] does, and sets
+// nothing up. A program that builds an exporter of its own from the
+// environment before calling Setup calls it first, so that a malformed
+// value is reported once, clearly and without its secrets, rather than
+// by the exporter's own log.
+func CheckEnvironment() error { return checkEnv() }
+
 // checkEnv checks every variable of the table, and the combinations the
 // table cannot see, and returns one error per bad variable.
 func checkEnv() error {
 	var errs []error
 	bad := func(name, v string, err error) {
-		errs = append(errs, &EnvError{Name: name, Value: sanitize.String(v, 64), Err: err})
+		errs = append(errs, &EnvError{Name: name, Value: printable(name, v), Err: err})
 	}
 	for _, v := range envVars {
 		raw, ok := os.LookupEnv(v.name)

@@ -73,6 +73,35 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 	}
 }
 
+// TestMalformedVariablesNeverPrintTheirSecrets: a malformed endpoint or
+// header is exactly the value an error prints, and the error must not
+// show its password, token or header value.
+func TestMalformedVariablesNeverPrintTheirSecrets(t *testing.T) {
+	cases := []struct{ name, value string }{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3cret pw@127.0.0.1:1"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://user:s3cret@127.0.0.1:1"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:99999/?token=s3cret"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer s3cret,broken"},
+	}
+	for _, tc := range cases {
+		clearOTelEnv(t)
+		t.Setenv(tc.name, tc.value)
+		for _, check := range []func() error{otelsetup.CheckEnvironment, func() error {
+			_, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
+			return err
+		}} {
+			err := check()
+			var envErr *otelsetup.EnvError
+			if !errors.As(err, &envErr) || envErr.Name != tc.name {
+				t.Fatalf("%s=%q: %v, want an *EnvError naming it", tc.name, tc.value, err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("%s: the error shows the secret: %v", tc.name, err)
+			}
+		}
+	}
+}
+
 func TestWellFormedVariablesAreAccepted(t *testing.T) {
 	// The control of the test above: each variable, well formed, passes.
 	env := map[string]string{

@@ -3,7 +3,6 @@ package otelsetup
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -312,8 +311,8 @@ func describeExporter() string {
 	endpoint := firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 	if endpoint == "" {
 		endpoint = "the default endpoint"
-	} else if u, err := url.Parse(endpoint); err == nil {
-		endpoint = u.Redacted() // a start-up log line must not print a password
+	} else {
+		endpoint = sanitize.URL(endpoint, 256) // a start-up log line must not print a password
 	}
 	return fmt.Sprintf("otlp (%s) to %s", proto, endpoint)
 }

@@ -62,6 +62,9 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 	if f.settle < 0 || f.maxPending < 0 {
 		return o, usageError{"-settle and -max-pending are not negative"}
 	}
+	if f.poll <= 0 || f.idle <= 0 {
+		return o, usageError{"-poll and -idle are longer than 0"}
+	}
 	return o, nil
 }
 
@@ -94,7 +97,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	tel, dest, err := exportSetup(ctx, fl.out, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
 		return 1
 	}
 	if !tel.Enabled() {
@@ -110,7 +113,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		for _, name := range names {
 			if err = im.readFile(name, stdin, opts); err != nil {
-				fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
+				fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
 				im.skipped++
 			}
 		}
@@ -118,7 +121,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	status := im.finish(dest)
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.String(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
 		return 1
 	}
 	if !fl.follow && im.imported == 0 && im.skipped == 0 {
@@ -143,7 +146,7 @@ func boundedErrors(w io.Writer) otel.ErrorHandler {
 		mu.Lock()
 		defer mu.Unlock()
 		if n++; n <= maxSDKErrors {
-			fmt.Fprintf(w, "omnitrace import: %s\n", sanitize.String(err.Error(), 512))
+			fmt.Fprintf(w, "omnitrace import: %s\n", traceview.Display(err.Error(), 512))
 		} else if n == maxSDKErrors+1 {
 			fmt.Fprintln(w, "omnitrace import: more export errors not shown")
 		}
@@ -231,7 +234,7 @@ func (im *importer) reportLocked(line int, err error) {
 	if line > 0 {
 		where = fmt.Sprintf("%s:%d", im.name, line)
 	}
-	fmt.Fprintf(im.stderr, "%s: %s; skipped\n", where, sanitize.String(err.Error(), 512))
+	fmt.Fprintf(im.stderr, "%s: %s; skipped\n", where, traceview.Display(err.Error(), 512))
 }
 
 // readFile imports one file, or stdin for "-".
@@ -305,7 +308,7 @@ func (im *importer) finish(dest string) int {
 			fmt.Fprintf(im.stderr, "omnitrace import: %d of %d spans did not reach %s (%d failed to export, %d dropped)\n",
 				loss.Lost(), loss.Ended, dest, loss.Failed, loss.Pending)
 		} else {
-			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", sanitize.String(err.Error(), 1024))
+			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", traceview.Display(err.Error(), 1024))
 		}
 		status = 1
 	}

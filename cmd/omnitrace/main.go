@@ -80,16 +80,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "omnitrace: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "omnitrace: unknown command %q\n%s", traceview.Display(args[0], 64), usage)
 		return 2
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "omnitrace %s: %v\n%s", args[0], err, usage)
+		fmt.Fprintf(stderr, "omnitrace %s: %s\n%s", args[0], traceview.Display(err.Error(), 1024), usage)
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace %s: %v\n", args[0], err)
+		// A backend's error page is other people's text: bounded, and
+		// without the control characters that would drive the terminal.
+		fmt.Fprintf(stderr, "omnitrace %s: %s\n", args[0], traceview.Display(err.Error(), 1024))
 		return 1
 	}
 	return 0
@@ -180,12 +182,12 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if len(matches) > 10 {
 			matches = append(matches[:10], "...")
 		}
-		return usageError{fmt.Sprintf("%d traces hold request %q (runs that reuse the id): name one by its trace id: %s",
-			len(matches), traceview.Display(*requestID, 128), strings.Join(matches, " "))}
+		return fmt.Errorf("%d traces hold request %q (runs that reuse the id): name one by its trace id: %s",
+			len(matches), traceview.Display(*requestID, 128), strings.Join(matches, " "))
 	}
 	if pick == nil {
 		if traceID == "" && *requestID == "" && len(traces) > 1 {
-			return usageError{fmt.Sprintf("%d traces: name one with a trace id or -request", len(traces))}
+			return fmt.Errorf("%d traces: name one with a trace id or -request", len(traces))
 		}
 		return fmt.Errorf("trace not found")
 	}

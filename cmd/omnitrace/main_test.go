@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -121,7 +123,8 @@ func TestImportWithoutEnvironmentPrintsToTheConsole(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{}, {"bogus"}, {"table"}, {"table", "-jaeger", "http://127.0.0.1:1", "-file", "x"}, {"summary", "-jaeger", "http://127.0.0.1:1"}} {
+	for _, args := range [][]string{{}, {"bogus"}, {"table"}, {"table", "-jaeger", "http://127.0.0.1:1", "-file", "x"}, {"summary", "-jaeger", "http://127.0.0.1:1"},
+		{"import", "-follow", "-poll", "0", "x.log"}, {"import", "-follow", "-idle", "-1s", "x.log"}} {
 		if code, _, _ := runCmd(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
@@ -161,5 +164,23 @@ func TestTableOfATraceWithoutARequestFails(t *testing.T) {
 	code, stdout, stderr = runCmd(t, "", "table", "-file", write("gw.json", gateway, request))
 	if code != 0 || !strings.Contains(stdout, `request "r1"`) {
 		t.Errorf("under a gateway: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestABackendsErrorPageCannotDriveTheTerminal: an error page is other
+// people's text; what is printed of it is one bounded line without
+// control characters.
+func TestABackendsErrorPageCannotDriveTheTerminal(t *testing.T) {
+	page := "\x1b[2J\x1b]0;owned\x07 query failed\nERROR a forged second line\r" + strings.Repeat("x", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, page, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	code, _, stderr := runCmd(t, "", "table", "-jaeger", srv.URL, "0123456789abcdef0123456789abcdef")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if strings.ContainsAny(stderr, "\x1b\x07\r") || strings.Count(stderr, "\n") != 1 || len(stderr) > 2048 {
+		t.Errorf("printed %d bytes, %d lines: %.200q", len(stderr), strings.Count(stderr, "\n"), stderr)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/otelomni/otelomni/internal/omnirecord"
 	"github.com/otelomni/otelomni/otelsetup"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/traceview"
 )
 
@@ -41,6 +41,11 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*otelsetup.
 		otelsetup.WithServiceName("omnitrace"), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
 		otelsetup.WithBatchOptions(batch...),
 		otelsetup.WithIDGenerator(omnirecord.IDGenerator()),
+	}
+	// Checked before an exporter of ours reads the environment: a
+	// malformed endpoint is then reported once, without its password.
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		return nil, "", err
 	}
 	res, err := importResource(ctx)
 	if err != nil {
@@ -114,10 +119,8 @@ func describeExporter() string {
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
-			if u, err := url.Parse(v); err == nil {
-				v = u.Redacted() // what is printed must not show a password
-			}
-			return "otlp to " + traceview.Display(v, 200)
+			// What is printed must not show a password or a token.
+			return "otlp to " + traceview.Display(sanitize.URL(v, 256), 200)
 		}
 	}
 	return "otlp"
