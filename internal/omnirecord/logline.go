@@ -83,17 +83,22 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 	return time.Time{}, line, false
 }
 
-// withYear gives a time read without a year the year that puts it at most
-// a day after ref (a log read after it was written).
+// withYear gives a time read without a year the latest year that puts it
+// at most a day after ref (a log read after it was written) and in which
+// its date exists: 02-29 goes to a leap year, never to March 1st.
 func withYear(t, ref time.Time) time.Time {
 	if ref.IsZero() {
 		ref = time.Now()
 	}
-	y := time.Date(ref.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, t.Location())
-	if y.After(ref.Add(24 * time.Hour)) {
-		y = y.AddDate(-1, 0, 0)
+	year := ref.Year() + 1
+	for range 9 { // a leap year comes within eight years
+		y := time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, t.Location())
+		if y.Month() == t.Month() && y.Day() == t.Day() && !y.After(ref.Add(24*time.Hour)) {
+			return y
+		}
+		year--
 	}
-	return y
+	return time.Date(ref.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, t.Location())
 }
 
 // stripANSI removes colour escape sequences.

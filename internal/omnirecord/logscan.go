@@ -30,6 +30,7 @@ type boxTable struct {
 	rows      [][]string
 	borders   int
 	lines     int
+	bytes     int
 }
 
 var tableKinds = []string{"StageRequestStats", "TransferEdgeStats", "RequestE2EStats"}
@@ -37,13 +38,14 @@ var tableKinds = []string{"StageRequestStats", "TransferEdgeStats", "RequestE2ES
 // Bounds of one multi-line record of a log.
 const (
 	maxTableLines   = 1000
+	maxTableBytes   = 4 << 20
 	maxLiteralBytes = 64 << 20
 	maxLiteralLines = 1 << 20
 )
 
 // logScanner turns the lines of a vLLM log into records. It keeps at most
-// one open table per kind and one open literal: memory is bounded by the
-// largest record, never by the log's length.
+// one open table (of at most maxTableBytes) and one open literal: memory is
+// bounded by the largest record, never by the log's length.
 type logScanner struct {
 	ref  time.Time
 	emit func(logRecord)
@@ -100,6 +102,14 @@ func (s *logScanner) line(line string, offset int64, n int) {
 		return
 	case c == '[':
 		if kind, id, ok := tableTitle(trimmed); ok {
+			// One table is open at a time (a writer prints a table whole):
+			// one still open is left unfinished, and said so.
+			for open, tb := range s.tables {
+				if tb != nil {
+					s.bad(s.tabAt[open].lineNo, fmt.Errorf("a %s table left unfinished by the next table", open))
+				}
+			}
+			clear(s.tables)
 			s.tables[kind] = &boxTable{kind: kind, requestID: id}
 			s.tabAt[kind] = logRecord{at: t, offset: offset, lineNo: n}
 			return
@@ -138,9 +148,10 @@ func (s *logScanner) tableLine(msg string) {
 	if tb == nil {
 		return
 	}
-	if tb.lines++; tb.lines > maxTableLines {
+	tb.bytes += len(msg)
+	if tb.lines++; tb.lines > maxTableLines || tb.bytes > maxTableBytes {
 		delete(s.tables, kind)
-		s.bad(s.tabAt[kind].lineNo, fmt.Errorf("a %s table of more than %d lines", kind, maxTableLines))
+		s.bad(s.tabAt[kind].lineNo, fmt.Errorf("a %s table of more than %d lines or %d MiB", kind, maxTableLines, maxTableBytes>>20))
 		return
 	}
 	if msg[0] == '+' {

@@ -230,3 +230,68 @@ func TestImportedSpansSayTheyAreReconstructed(t *testing.T) {
 		t.Errorf("spans %v: want two requests, and two stages (of the second only)", names)
 	}
 }
+
+// TestALogLineTakesTheYearItsDateExistsIn: vLLM writes no year; a line is
+// given the latest year that puts it at most a day after the file was
+// written, and 02-29 a leap year, never March 1st.
+func TestALogLineTakesTheYearItsDateExistsIn(t *testing.T) {
+	cases := []struct {
+		stamp string
+		ref   time.Time
+		want  time.Time
+	}{
+		{"02-29 10:00:00", time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 2, 29, 10, 0, 0, 0, time.UTC)},
+		{"02-29 10:00:00", time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2028, 2, 29, 10, 0, 0, 0, time.UTC)},
+		{"11-30 05:10:44", time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), time.Date(2026, 11, 30, 5, 10, 44, 0, time.UTC)},
+		{"12-01 05:10:44", time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 5, 10, 44, 0, time.UTC)},
+		{"12-31 23:00:00", time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), time.Date(2025, 12, 31, 23, 0, 0, 0, time.UTC)},
+		{"01-01 00:30:00", time.Date(2026, 12, 31, 23, 0, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 30, 0, 0, time.UTC)},
+	}
+	for _, c := range cases {
+		tm, err := time.ParseInLocation("01-02 15:04:05", c.stamp, time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := withYear(tm, c.ref); !got.Equal(c.want) {
+			t.Errorf("%s read on %s: %s, want %s", c.stamp, c.ref.Format(time.DateOnly), got, c.want)
+		}
+	}
+}
+
+// TestInterleavedTablesReadTheSameEveryTime: two processes writing tables
+// into one log at once leave neither table whole; the first is reported
+// as unfinished, and the result never depends on the order a map is
+// walked in.
+func TestInterleavedTablesReadTheSameEveryTime(t *testing.T) {
+	data := fixture(t, "interleaved_tables.log")
+	first := readAll(t, data, Options{})
+	if len(first.problems) == 0 || !strings.Contains(first.problems[0], "left unfinished") {
+		t.Errorf("problems %q, want the unfinished table reported", first.problems)
+	}
+	for range 20 {
+		again := readAll(t, data, Options{})
+		if a, b := fmtRequests(first), fmtRequests(again); a != b || strings.Join(first.problems, "|") != strings.Join(again.problems, "|") {
+			t.Fatalf("two reads differ:\n%s\n%s", a, b)
+		}
+	}
+}
+
+func fmtRequests(c *collected) string {
+	var b strings.Builder
+	for _, r := range c.reqs {
+		b.WriteString(r.ID)
+		for _, st := range r.Stages {
+			b.WriteString(" " + itoa(st.ID) + ":")
+			for _, p := range spans.Phases() {
+				if d, ok := st.Durations[p]; ok {
+					b.WriteString(" " + p.ID() + "=" + d.String())
+				}
+			}
+			if st.GenTime != nil {
+				b.WriteString(" gen=" + st.GenTime.D.String())
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
