@@ -98,7 +98,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 	if err != nil {
 		return err
 	}
-	t := &tail{path: path, in: in, tooLong: func() { im.Problem(0, fmt.Errorf("a line longer than %d bytes", maxLine)) }}
+	t := &tail{path: path, in: in, skipFrom: -1, tooLong: func() { im.Problem(0, fmt.Errorf("a line longer than %d bytes", maxLine)) }}
 	if err := t.open(); err != nil {
 		return err
 	}
@@ -165,6 +165,10 @@ type tail struct {
 	off      int64  // of the first byte not yet read
 	partial  []byte // a line not yet ended
 	buf      []byte
+	// skipFrom is where a line too long to keep began, while the rest of
+	// it is being read and dropped; -1 otherwise. The tail of a long line
+	// is never read as a line of its own.
+	skipFrom int64
 }
 
 func (t *tail) open() error {
@@ -177,7 +181,7 @@ func (t *tail) open() error {
 		f.Close()
 		return err
 	}
-	t.f, t.off, t.partial = f, 0, t.partial[:0]
+	t.f, t.off, t.partial, t.skipFrom = f, 0, t.partial[:0], -1
 	t.dev, t.ino = fileID(fi)
 	return nil
 }
@@ -213,9 +217,20 @@ func (t *tail) drain() error {
 func (t *tail) feed(data []byte) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
+		if t.skipFrom >= 0 {
+			if i < 0 {
+				t.off += int64(len(data))
+				return
+			}
+			t.off += int64(i + 1)
+			t.skipFrom = -1
+			data = data[i+1:]
+			continue
+		}
 		if i < 0 {
 			if len(t.partial)+len(data) > maxLine {
 				t.tooLong()
+				t.skipFrom = t.off - int64(len(t.partial))
 				t.partial = t.partial[:0]
 			} else {
 				t.partial = append(t.partial, data...)
@@ -256,7 +271,7 @@ func (t *tail) rotated() (bool, error) {
 		if err := t.drain(); err != nil {
 			return false, err
 		}
-		if len(t.partial) > 0 {
+		if len(t.partial) > 0 && t.skipFrom < 0 {
 			// The rotated file's last line is all it will ever get.
 			t.in.Line(t.partial, t.off-int64(len(t.partial)))
 		}
@@ -267,7 +282,7 @@ func (t *tail) rotated() (bool, error) {
 		if _, err := t.f.Seek(0, io.SeekStart); err != nil {
 			return false, err
 		}
-		t.off, t.partial = 0, t.partial[:0]
+		t.off, t.partial, t.skipFrom = 0, t.partial[:0], -1
 		return true, nil
 	}
 	return false, nil
@@ -275,6 +290,9 @@ func (t *tail) rotated() (bool, error) {
 
 func (t *tail) checkpoint() checkpoint {
 	next := t.off - int64(len(t.partial))
+	if t.skipFrom >= 0 {
+		next = t.skipFrom // the long line is read, and skipped, again
+	}
 	off, done := t.in.Checkpoint(next)
 	return checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done}
 }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelomni/otelomni/internal/omnirecord"
+)
+
+type seen struct {
+	ids      []string
+	problems int
+}
+
+func (s *seen) Request(r *omnirecord.Request, _ time.Time) { s.ids = append(s.ids, r.ID) }
+func (s *seen) Problem(int, error)                          { s.problems++ }
+
+// TestFollowNeverReadsTheTailOfALongLineAsALine: a line too long to keep
+// is dropped whole, however the reads cut it; what follows its end is
+// read.
+func TestFollowNeverReadsTheTailOfALongLineAsALine(t *testing.T) {
+	timing := func(id string) string {
+		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
+	}
+	for _, chunk := range []int{1000, 4096, 256 << 10, 4 << 20} {
+		// The long line's tail, from where a read begins, is a whole log
+		// line of its own.
+		data := []byte(strings.Repeat("x", (maxLine/chunk+1)*chunk) + timing("INJECTED") + timing("after"))
+		h := &seen{}
+		in, err := omnirecord.NewInput(time.Now(), omnirecord.Options{}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longs := 0
+		tl := &tail{in: in, skipFrom: -1, tooLong: func() { longs++ }}
+		for rest := data; len(rest) > 0; {
+			n := min(chunk, len(rest))
+			tl.feed(rest[:n])
+			if cp := tl.checkpoint(); cp.Next < 0 || cp.Next > tl.off {
+				t.Fatalf("checkpoint at %d beyond what was read (%d)", cp.Next, tl.off)
+			}
+			rest = rest[n:]
+		}
+		in.End()
+		if strings.Join(h.ids, " ") != "after" || longs != 1 || tl.off != int64(len(data)) {
+			t.Errorf("reads of %d bytes: requests %q, %d long lines, offset %d of %d", chunk, h.ids, longs, tl.off, len(data))
+		}
+	}
+}
