@@ -14,7 +14,7 @@ type seen struct {
 }
 
 func (s *seen) Request(r *omnirecord.Request, _ time.Time) { s.ids = append(s.ids, r.ID) }
-func (s *seen) Problem(int, error)                          { s.problems++ }
+func (s *seen) Problem(int, error)                         { s.problems++ }
 
 // TestFollowNeverReadsTheTailOfALongLineAsALine: a line too long to keep
 // is dropped whole, however the reads cut it; what follows its end is
