@@ -16,6 +16,11 @@ const (
 	// UnmeasuredZeroKey lists the fields of a scope whose 0 was read as "not
 	// measured", because their writer puts 0 when it measured nothing.
 	UnmeasuredZeroKey = attribute.Key("omni.timing.unmeasured_zero")
+	// LengthUnmeasuredKey marks an imported stage span whose own length its
+	// record did not give (no generation time, no phase measured): the span
+	// holds the stage's attributes and its hand-over, and its duration is
+	// no measurement. Tools show its length as not measured, never 0.
+	LengthUnmeasuredKey = attribute.Key("omni.timing.length_unmeasured")
 	// TransferResolutionKey is ResolutionKey of the hand-over into a stage,
 	// on the stage's span.
 	TransferResolutionKey = attribute.Key("omni.timing.transfer_resolution_ms")

@@ -244,3 +244,40 @@ func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
 		t.Errorf("the waterfall of a request under a gateway:\n%s", out.String())
 	}
 }
+
+// TestAStageLengthNotMeasuredIsNeitherShownNorCounted: an imported stage
+// whose record gave no length of its own has a span only to hold its
+// attributes and children; its zero length is no measured 0.
+func TestAStageLengthNotMeasuredIsNeitherShownNorCounted(t *testing.T) {
+	req := hostileSpan("r", "", spans.RequestSpanName, 0, 300)
+	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("7")
+	mkStage := func(id, name string, stage int64, start, end float64, unmeasured bool) Span {
+		s := hostileSpan(id, "r", spans.StageSpanName, start, end)
+		s.Attrs[string(attrs.StageIDKey)] = attribute.Int64Value(stage)
+		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(name)
+		if unmeasured {
+			s.Attrs[string(attrs.LengthUnmeasuredKey)] = attribute.BoolValue(true)
+		}
+		return s
+	}
+	thinker := mkStage("s0", "thinker", 0, 0, 0, true)
+	dit := mkStage("s1", "dit", 1, 0, 100, false)
+	zero := mkStage("s2", "vae", 2, 100, 100, false) // measured as 0
+	trace := []Span{req, thinker, dit, zero}
+	var out bytes.Buffer
+	Table(&out, trace)
+	var stageRow string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "stage") {
+			stageRow = line
+		}
+	}
+	if got := strings.Join(strings.Fields(stageRow), " "); got != "stage 100.000 0.000" {
+		t.Errorf("the stage row shows the measured 0 and 100 only:\n%s", out.String())
+	}
+	var sum Summary
+	sum.Add(trace)
+	if got := sum.Spans(); got["stage thinker"] != 0 || got["stage dit"] != 1 || got["stage vae"] != 1 {
+		t.Errorf("summary spans %v: the thinker's length was not measured", got)
+	}
+}

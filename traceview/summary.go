@@ -131,7 +131,9 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 				r := [3]int{int(id) * 2, 0, 0}
 				label := "stage " + name
 				s.expect(label, r)
-				add(label, r, c.Span.Duration(), false)
+				if !lengthUnmeasured(c.Span) {
+					add(label, r, c.Span.Duration(), false)
+				}
 				s.walk(c, name+" ", int(id)*2, add)
 			case spans.TransferSpanName:
 				from, _ := c.Span.Int(string(attrs.TransferFromStageKey))

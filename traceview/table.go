@@ -42,7 +42,9 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 				case spans.StageSpanName:
 					id, _ := c.Span.Int(string(attrs.StageIDKey))
 					col := t.column(fmt.Sprintf("%d %s", id, Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)), int(id)*2+1)
-					t.set("stage", 0, col, c.Span.Duration())
+					if !lengthUnmeasured(c.Span) {
+						t.set("stage", 0, col, c.Span.Duration())
+					}
 					t.scope(c, col)
 				case spans.TransferSpanName:
 					from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
@@ -72,6 +74,13 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 		fmt.Fprintf(w, "note: %s\n", p)
 	}
 	return len(requests)
+}
+
+// lengthUnmeasured reports whether s is a span whose duration its record
+// did not give (an imported stage with nothing of its own measured).
+func lengthUnmeasured(s *Span) bool {
+	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
+	return v
 }
 
 // requestNodes returns the request spans of the trees, in the trees'

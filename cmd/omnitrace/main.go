@@ -242,7 +242,11 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if sum.Requests() == 0 {
 		return errors.New("no omni.request trace found")
 	}
-	fmt.Fprintf(stdout, "%d requests\n", sum.Requests())
+	if n := sum.Requests(); n == 1 {
+		fmt.Fprintln(stdout, "1 request")
+	} else {
+		fmt.Fprintf(stdout, "%d requests\n", n)
+	}
 	sum.Write(stdout)
 	return nil
 }

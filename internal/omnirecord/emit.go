@@ -189,10 +189,29 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 		errs = append(errs, recordPhases(stage, ps)...)
 		stage.SetAttributes(st.Extra...)
 		stage.SetAttributes(stageAttrs(reconstructedOnly[:1:1], st)...)
+		if !st.hasLength() {
+			stage.SetAttributes(attrs.LengthUnmeasuredKey.Bool(true))
+		}
 		errs = append(errs, stage.EndAt(ps.p.End, nil))
 	}
 	errs = append(errs, req.EndAt(end, nil))
 	return errors.Join(errs...)
+}
+
+// hasLength reports whether a record gave the stage's own length: its
+// generation time, or a phase of it (a hand-over into it is not its own).
+func (s *Stage) hasLength() bool {
+	if s.GenTime != nil {
+		return true
+	}
+	for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
+		for _, p := range order {
+			if _, ok := s.Durations[p]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // genTimeAttr keeps a single-stage request's stage_gen_time, which has no

@@ -2,6 +2,7 @@ package omnirecord
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -294,4 +295,44 @@ func fmtRequests(c *collected) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// TestAStageWithNothingOfItsOwnMeasuredSaysSo: a stage whose record gives
+// no length of its own (only its tokens, or only the hand-over into it)
+// keeps its span, for its attributes and its hand-over, marked
+// omni.timing.length_unmeasured: its zero length is no measurement.
+func TestAStageWithNothingOfItsOwnMeasuredSaysSo(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "7", "stages": [{"stage_id": 0, "stage": "0:thinker", "num_tokens_out": 5}, ` +
+		`{"stage_id": 1, "stage": "1:dit", "diffusion_engine_exec_time_ms": 100}, {"stage_id": 2, "stage": "2:vae"}]}], ` +
+		`"trans_table": [{"request_id": "7", "transfers": [{"edge": "1->2", "tx_time_ms": 1.5}]}], ` +
+		`"e2e_table": [{"request_id": "7", "e2e_total_ms": 300}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	if err := col.reqs[0].Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	unmeasured := map[int64]bool{}
+	for _, s := range rec.Ended() {
+		if s.Name() != spans.StageSpanName {
+			continue
+		}
+		var id int64 = -1
+		flag := false
+		for _, kv := range s.Attributes() {
+			switch kv.Key {
+			case attrs.StageIDKey:
+				id = kv.Value.AsInt64()
+			case attrs.LengthUnmeasuredKey:
+				flag = kv.Value.AsBool()
+			}
+		}
+		unmeasured[id] = flag
+	}
+	if want := map[int64]bool{0: true, 1: false, 2: true}; !maps.Equal(unmeasured, want) {
+		t.Errorf("stages marked length_unmeasured %v, want %v", unmeasured, want)
+	}
 }
