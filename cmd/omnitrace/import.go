@@ -172,6 +172,7 @@ type importer struct {
 	skipped  int
 	late     int
 	dropped  int
+	leftOut  int
 }
 
 type emitJob struct {
@@ -204,7 +205,7 @@ func (im *importer) emit(r *omnirecord.Request, anchor time.Time) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if err != nil {
-		im.reportLocked(0, fmt.Errorf("request %q: %w", sanitize.String(r.ID, 128), err))
+		im.reportLocked(0, fmt.Errorf("request %q: %w", sanitize.String(r.ID, 128), err), "; skipped")
 		im.skipped++
 		return
 	}
@@ -215,8 +216,14 @@ func (im *importer) emit(r *omnirecord.Request, anchor time.Time) {
 func (im *importer) Problem(line int, err error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
+	if errors.Is(err, omnirecord.ErrLeftOut) {
+		// A field left out of a request that is still imported.
+		im.leftOut++
+		im.reportLocked(line, err, "")
+		return
+	}
 	im.skipped++
-	im.reportLocked(line, err)
+	im.reportLocked(line, err, "; skipped")
 }
 
 // drain waits until every request handed on is emitted.
@@ -225,7 +232,7 @@ func (im *importer) drain() {
 	im.workers.Wait()
 }
 
-func (im *importer) reportLocked(line int, err error) {
+func (im *importer) reportLocked(line int, err error, outcome string) {
 	im.problems++
 	if im.problems > maxProblemLines {
 		return
@@ -234,7 +241,7 @@ func (im *importer) reportLocked(line int, err error) {
 	if line > 0 {
 		where = fmt.Sprintf("%s:%d", im.name, line)
 	}
-	fmt.Fprintf(im.stderr, "%s: %s; skipped\n", where, traceview.Display(err.Error(), 512))
+	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, traceview.Display(err.Error(), 512), outcome)
 }
 
 // readFile imports one file, or stdin for "-".
@@ -312,8 +319,12 @@ func (im *importer) finish(dest string) int {
 		}
 		status = 1
 	}
-	fmt.Fprintf(im.stderr, "omnitrace import: imported %d, skipped %d (to %s)\n", im.imported, im.skipped, dest)
-	if im.skipped > 0 {
+	leftOut := ""
+	if im.leftOut > 0 {
+		leftOut = fmt.Sprintf(", %d fields left out", im.leftOut)
+	}
+	fmt.Fprintf(im.stderr, "omnitrace import: imported %d, skipped %d%s (to %s)\n", im.imported, im.skipped, leftOut, dest)
+	if im.skipped > 0 || im.leftOut > 0 {
 		status = 1
 	}
 	return status

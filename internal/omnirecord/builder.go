@@ -28,6 +28,10 @@ type builder struct {
 	// [OmniTiming] line, its end-to-end record); timed: its [OmniTiming]
 	// line, written once per request.
 	complete, timed bool
+	// notes are the problems of fields left out, moreNotes those beyond
+	// maxNotes.
+	notes     []string
+	moreNotes int
 }
 
 func newBuilder(id, source, run string) *builder {
@@ -149,6 +153,39 @@ func (b *builder) request() (*Request, error) {
 		return nil, ErrNoStages
 	}
 	return &r, nil
+}
+
+// maxNotes bounds the problems kept per request; the rest are counted.
+const maxNotes = 8
+
+// note keeps a problem of one of the request's fields, reported with the
+// request when it is handed on: the field is left out, and nothing else of
+// the request is lost.
+func (b *builder) note(format string, a ...any) {
+	if len(b.notes) < maxNotes {
+		b.notes = append(b.notes, fmt.Sprintf(format, a...))
+	} else {
+		b.moreNotes++
+	}
+}
+
+// durationOf reads v, a duration of key in unit. A missing value or a
+// null is no measurement and no problem; anything else that is not a
+// finite non-negative number within what a span can carry is noted.
+func (b *builder) durationOf(key string, v *Value, unit time.Duration) (time.Duration, bool) {
+	if v == nil || v.Kind == Null {
+		return 0, false
+	}
+	if v.Kind != Number || !v.Finite() || v.Num < 0 {
+		b.note("%s: %s is not a duration", clip(key), clip(v.Str))
+		return 0, false
+	}
+	d, err := millis(v.Num * float64(unit) / float64(time.Millisecond))
+	if err != nil {
+		b.note("%s: %s is %v", clip(key), clip(v.Str), err)
+		return 0, false
+	}
+	return d, true
 }
 
 // number returns v as a finite non-negative number.

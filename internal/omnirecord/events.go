@@ -1,6 +1,10 @@
 package omnirecord
 
-import "github.com/otelomni/otelomni/spans"
+import (
+	"time"
+
+	"github.com/otelomni/otelomni/spans"
+)
 
 // Event types of the older event dicts (and of their JSON-lines form).
 const (
@@ -109,14 +113,12 @@ func (b *builder) addTx(from, to int, ev *Value) {
 	s := b.stage(to)
 	f := from
 	s.RxFrom = &f
-	n, ok := number(func() *Value { v, _ := ev.Get("tx_time_ms"); return v }())
-	if ok && n > 0 {
-		if d, err := millis(n); err == nil {
-			if old, had := s.Durations[spans.TransferTx]; had {
-				s.set(spans.TransferTx, addSat(old, d), Quality{Summed: true})
-			} else {
-				s.set(spans.TransferTx, d, Quality{})
-			}
+	v, _ := ev.Get("tx_time_ms")
+	if d, ok := b.durationOf("tx_time_ms", v, time.Millisecond); ok && d > 0 {
+		if old, had := s.Durations[spans.TransferTx]; had {
+			s.set(spans.TransferTx, addSat(old, d), Quality{Summed: true})
+		} else {
+			s.set(spans.TransferTx, d, Quality{})
 		}
 	}
 	if v, ok := ev.Get("size_bytes"); ok {

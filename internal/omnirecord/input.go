@@ -220,11 +220,21 @@ func (in *Input) logRecord(rec logRecord) {
 }
 
 // ready hands on a request the collector finished.
-func (in *Input) ready(b *builder) {
+func (in *Input) ready(b *builder) { in.handOn(b, 0) }
+
+// handOn hands on the request b built, first reporting (at line) each
+// field it left out; a request that cannot be made is reported instead.
+func (in *Input) handOn(b *builder, line int) {
 	r, err := b.request()
 	if err != nil {
-		in.problem(0, fmt.Errorf("request %q: %w", clip(b.r.ID), err))
+		in.problem(line, fmt.Errorf("request %q: %w", clip(b.r.ID), err))
 		return
+	}
+	for _, n := range b.notes {
+		in.problem(line, fmt.Errorf("request %q: %s: %w", clip(b.r.ID), n, ErrLeftOut))
+	}
+	if b.moreNotes > 0 {
+		in.problem(line, fmt.Errorf("request %q: %d more fields: %w", clip(b.r.ID), b.moreNotes, ErrLeftOut))
 	}
 	r.RunName = in.opts.RunName
 	in.h.Request(r, in.anchor())
@@ -274,14 +284,7 @@ func (in *Input) summaryLine(line []byte) {
 		return
 	}
 	for i := range reqs {
-		b := reqs[i].build("summary", run)
-		r, err := b.request()
-		if err != nil {
-			in.problem(first, fmt.Errorf("request %q: %w", clip(reqs[i].id), err))
-			continue
-		}
-		r.RunName = in.opts.RunName
-		in.h.Request(r, in.anchor())
+		in.handOn(reqs[i].build("summary", run), first)
 	}
 }
 

@@ -217,6 +217,8 @@ func (t *omniTiming) apply(b *builder) {
 	if t.hasEn {
 		if d, err := millis(t.eng * 1000); err == nil {
 			b.setTotal(Measure{D: d, Quality: q})
+		} else {
+			b.note("[OmniTiming] engine=%gs is %v", t.eng, err)
 		}
 	}
 	for _, e := range []struct {
@@ -241,6 +243,8 @@ func (t *omniTiming) apply(b *builder) {
 		}
 		if d, err := millis(s.v * 1000); err == nil {
 			b.setGen(st, Measure{D: d, Quality: q})
+		} else {
+			b.note("[OmniTiming] stage %s=%gs is %v", clip(s.label), s.v, err)
 		}
 	}
 	for _, tr := range t.transfers {

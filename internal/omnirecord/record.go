@@ -117,16 +117,20 @@ func (s *Stage) set(p spans.Phase, d time.Duration, q Quality) {
 
 // Bad input reasons.
 var (
-	ErrNotJSON        = errors.New("not a JSON object")
-	ErrNoRequestID    = errors.New("missing request_id")
-	ErrNoTime         = errors.New("missing time")
-	ErrNotNumber      = errors.New("duration is not a number")
-	ErrNonFinite      = errors.New("duration is not finite")
-	ErrNegative       = errors.New("negative duration")
-	ErrUnitsDisagree  = errors.New("the _ms and _s forms of a key disagree beyond rounding")
-	ErrPartsExceed    = errors.New("the parts inside exec last longer than exec")
-	ErrBadField       = errors.New("malformed field")
-	ErrNoStages       = errors.New("no stages")
+	ErrNotJSON       = errors.New("not a JSON object")
+	ErrNoRequestID   = errors.New("missing request_id")
+	ErrNoTime        = errors.New("missing time")
+	ErrNotNumber     = errors.New("duration is not a number")
+	ErrNonFinite     = errors.New("duration is not finite")
+	ErrNegative      = errors.New("negative duration")
+	ErrUnitsDisagree = errors.New("the _ms and _s forms of a key disagree beyond rounding")
+	ErrPartsExceed   = errors.New("the parts inside exec last longer than exec")
+	ErrBadField      = errors.New("malformed field")
+	ErrNoStages      = errors.New("no stages")
+	// ErrLeftOut reports a field of a request that could not be read (a
+	// negative or non-finite duration, a malformed edge): the field is
+	// left out, and the request is imported without it.
+	ErrLeftOut        = errors.New("left out")
 	ErrDuplicateStage = errors.New("duplicate stage_id")
 	ErrDuplicateKey   = errors.New("a key appears twice in one object")
 	// ErrOutOfRange: a time or duration that places a span outside what

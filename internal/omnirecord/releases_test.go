@@ -336,3 +336,40 @@ func TestAStageWithNothingOfItsOwnMeasuredSaysSo(t *testing.T) {
 		t.Errorf("stages marked length_unmeasured %v, want %v", unmeasured, want)
 	}
 }
+
+// TestBadFieldsAreReportedAndLeftOut: a summary's or a log's field that
+// cannot be a duration (negative, NaN, text, beyond 2262), a stage without
+// a usable id, an edge that is no edge: each is reported and left out, and
+// the rest of the request is imported.
+func TestBadFieldsAreReportedAndLeftOut(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "7", "stages": [` +
+		`{"stage_id": 0, "stage": "0:dit", "stage_gen_time_ms": -812.25, "diffusion_engine_exec_time_ms": NaN, "forward_time_ms": 20, "vae_decode_time_ms": "abc"}, ` +
+		`{"stage_id": 5000000, "stage": "x", "stage_gen_time_ms": 100}]}], ` +
+		`"trans_table": [{"request_id": "7", "transfers": [{"edge": "0=>1", "tx_time_ms": 3.25}]}], ` +
+		`"e2e_table": [{"request_id": "7", "e2e_total_ms": 1e999}]}` + "\n"
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	st := &col.reqs[0].Stages[0]
+	phase(t, st, spans.Forward, ms(20), Quality{Resolution: time.Millisecond, Summed: true})
+	phase(t, st, spans.Exec, -1, Quality{})
+	phase(t, st, spans.VAEDecode, -1, Quality{})
+	if st.GenTime != nil || col.reqs[0].Total != nil || len(col.reqs[0].Stages) != 1 {
+		t.Errorf("generation time %v, total %v, %d stages: the bad ones are left out", st.GenTime, col.reqs[0].Total, len(col.reqs[0].Stages))
+	}
+	for _, want := range []string{"stage_gen_time_ms: -812.25", "diffusion_engine_exec_time_ms: NaN", "vae_decode_time_ms: abc", "stage id", `edge "0=>1"`, "e2e_total_ms: 1e999"} {
+		found := false
+		for _, p := range col.problems {
+			found = found || (strings.Contains(p, want) && strings.HasSuffix(p, ErrLeftOut.Error()))
+		}
+		if !found {
+			t.Errorf("no problem reporting %s left out among %q", want, col.problems)
+		}
+	}
+	// An [OmniTiming] figure beyond what a span can carry, likewise.
+	col = readAll(t, logOf("[OmniTiming] req=a total=99999999999.00s engine=99999999999.00s stages=[0:x=1e300s,1:y=1.00s]"), Options{})
+	if len(col.reqs) != 1 || len(col.problems) != 2 || col.reqs[0].Total != nil {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+}

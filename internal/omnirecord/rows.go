@@ -131,26 +131,20 @@ func (b *builder) applyStageRow(row *Value, src rowSource) {
 			continue
 		}
 		used[k] = true
-		n, ok := number(v)
+		d, ok := b.durationOf(k, v, unit)
 		if !ok {
 			continue
 		}
-		if n == 0 && f.rule == zeroIsDefault {
+		if v.Num == 0 && f.rule == zeroIsDefault {
 			unmeasuredPhase(s, f.phase, k)
-			continue
-		}
-		d, err := millis(n * float64(unit) / float64(time.Millisecond))
-		if err != nil {
 			continue
 		}
 		b.setPhase(s, f.phase, d, diffusionQuality(v, unit, src))
 		measured(s, k)
 	}
 	if v, ok := row.Get("stage_gen_time_ms"); ok {
-		if n, ok := number(v); ok {
-			if d, err := millis(n); err == nil {
-				b.setGen(s, Measure{D: d, Quality: src.floatQuality()})
-			}
+		if d, ok := b.durationOf("stage_gen_time_ms", v, time.Millisecond); ok {
+			b.setGen(s, Measure{D: d, Quality: src.floatQuality()})
 		}
 	}
 	for _, t := range []struct {
@@ -192,6 +186,7 @@ func (b *builder) stageOf(row *Value) *Stage {
 		}
 	}
 	if !ok {
+		b.note("a stage row without a stage id from 0 to %d", 1<<20-1)
 		return nil
 	}
 	s := b.stage(id)
@@ -230,10 +225,12 @@ var transferFields = map[string]struct {
 func (b *builder) applyTransferRow(row *Value, src rowSource) {
 	ev, ok := row.Get("edge")
 	if !ok || ev.Kind != String {
+		b.note("a transfer row without an edge")
 		return
 	}
 	from, to, ok := parseEdge(ev.Str)
 	if !ok {
+		b.note("edge %q is not from->to", clip(ev.Str))
 		return
 	}
 	b.applyTransfer(from, to, row, src.floatQuality(), "size_kbytes", 1024)
@@ -250,16 +247,12 @@ func (b *builder) applyTransfer(from, to int, obj *Value, q Quality, sizeKey str
 		tf, ok := transferFields[k]
 		switch {
 		case ok:
-			n, ok := number(v)
+			d, ok := b.durationOf(k, v, time.Millisecond)
 			if !ok {
 				continue
 			}
-			if n == 0 {
+			if v.Num == 0 {
 				unmeasuredPhase(s, tf.phase, k)
-				continue
-			}
-			d, err := millis(n)
-			if err != nil {
 				continue
 			}
 			pq := q
@@ -291,11 +284,9 @@ func (b *builder) applyE2ERow(row *Value, src rowSource) {
 		if !ok {
 			continue
 		}
-		if n, ok := number(v); ok {
-			if d, err := millis(n); err == nil {
-				b.setTotal(Measure{D: d, Quality: src.floatQuality()})
-				break
-			}
+		if d, ok := b.durationOf(k, v, time.Millisecond); ok {
+			b.setTotal(Measure{D: d, Quality: src.floatQuality()})
+			break
 		}
 	}
 	for i, k := range row.Keys {
