@@ -42,7 +42,7 @@ func main() {
 		scale       = flag.Float64("scale", 1, "multiplies every simulated duration")
 		waterfall   = flag.Bool("waterfall", false, "print waterfalls and the summary even when exporting")
 		manifest    = flag.String("manifest", "", "write each request's id and scenario to this file (JSON lines)")
-		quiet       = flag.Bool("quiet", false, "print the summary only, no waterfalls")
+		quiet       = flag.Bool("quiet", false, "in the terminal view (no OTLP endpoint set, or -waterfall): print the summary only, no waterfalls")
 		linger      = flag.Duration("linger", 0, "keep the process (and a Prometheus endpoint) up this long after the run")
 	)
 	flag.Parse()
