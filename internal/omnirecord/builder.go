@@ -30,8 +30,9 @@ type builder struct {
 	complete, timed bool
 	// notes are the problems of fields left out, moreNotes those beyond
 	// maxNotes.
-	notes     []string
-	moreNotes int
+	notes         []string
+	moreNotes     int
+	tooManyStages bool
 }
 
 func newBuilder(id, source, run string) *builder {
@@ -53,10 +54,23 @@ func (b *builder) mix(text string) {
 	b.digest = h
 }
 
+// MaxStages bounds the stages of one request read from a summary, a log
+// or events; a stage beyond is reported and left out. A record line is
+// bounded by its values instead.
+const MaxStages = 1024
+
 func (b *builder) stage(id int) *Stage {
 	s := b.stages[id]
 	if s == nil {
 		s = &Stage{ID: id}
+		if len(b.stages) >= MaxStages {
+			// Filled and dropped: memory stays bounded whatever the input.
+			if !b.tooManyStages {
+				b.tooManyStages = true
+				b.note("more than %d stages", MaxStages)
+			}
+			return s
+		}
 		b.stages[id] = s
 	}
 	return s

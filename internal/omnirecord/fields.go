@@ -59,7 +59,10 @@ func integer(v *Value) (int64, error) {
 
 // idOf returns an id exactly as written: a string, or a number's literal
 // text (never parsed: 12345678901234567890 stays that text). A non-finite
-// number is no id.
+// number is no id. The id is kept whole (it is bounded by the line it came
+// from), so that two ids that differ only past what a span shows, or only
+// in their invalid bytes, stay two requests with two trace ids; the span's
+// omni.request.id is cut and repaired as every string otelomni records.
 func idOf(v *Value, key string) (string, error) {
 	switch {
 	case v == nil || v.Kind == Null:
@@ -68,7 +71,7 @@ func idOf(v *Value, key string) (string, error) {
 		if v.Str == "" {
 			return "", ErrNoRequestID
 		}
-		return sanitize.String(v.Str, MaxIDBytes), nil
+		return v.Str, nil
 	case v.Finite():
 		return v.Str, nil
 	}

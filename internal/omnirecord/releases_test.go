@@ -373,3 +373,50 @@ func TestBadFieldsAreReportedAndLeftOut(t *testing.T) {
 		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
 	}
 }
+
+// TestIDsThatDifferPastWhatASpanShowsStayApart: two ids that share their
+// first kilobytes, or differ only in invalid bytes, are two requests (with
+// two trace ids), not one merged.
+func TestIDsThatDifferPastWhatASpanShowsStayApart(t *testing.T) {
+	long := strings.Repeat("A", 2*MaxIDBytes)
+	var lines []string
+	for _, id := range []string{long + "1", long + "2", "bad\xff", "bad\xfe"} {
+		lines = append(lines, `{"type": "transfer_stats", "request_id": "`+id+`", "from_stage": 0, "to_stage": 1, "size_bytes": 100, "tx_time_ms": 5}`,
+			`{"type": "request_level_metrics", "request_id": "`+id+`", "e2e_time_ms": 50}`)
+	}
+	col := readAll(t, []byte(strings.Join(lines, "\n")), Options{})
+	if len(col.reqs) != 4 {
+		t.Fatalf("%d requests, want 4; problems %q", len(col.reqs), col.problems)
+	}
+	keys := map[[16]byte]bool{}
+	for _, r := range col.reqs {
+		keys[r.Key()] = true
+		if st := &r.Stages[len(r.Stages)-1]; st.RxBytes == nil || *st.RxBytes != 100 {
+			t.Errorf("request of %d bytes: %v bytes, want 100 (not two requests' sum)", len(r.ID), st.RxBytes)
+		}
+	}
+	if len(keys) != 4 {
+		t.Errorf("%d distinct trace ids, want 4", len(keys))
+	}
+}
+
+// TestStagesOfARequestAreBounded: a summary row list of a million stages
+// costs at most MaxStages stages, and says so.
+func TestStagesOfARequestAreBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"stage_table": [{"request_id": "many", "stages": [`)
+	for i := range 3 * MaxStages {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`{"stage_id": ` + itoa(i) + `, "stage_gen_time_ms": 1}`)
+	}
+	b.WriteString(`]}], "e2e_table": [{"request_id": "many", "e2e_total_ms": 5}]}`)
+	col := readAll(t, []byte(b.String()), Options{})
+	if len(col.reqs) != 1 || len(col.reqs[0].Stages) != MaxStages {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	if len(col.problems) != 1 || !strings.Contains(col.problems[0], "more than") {
+		t.Errorf("problems %q, want one saying the stages beyond were left out", col.problems)
+	}
+}
