@@ -22,8 +22,10 @@ var ErrNotSummary = errors.New("not a summary dict (no stage_table, trans_table 
 
 // summaryRows groups a summary dict's tables by request, in the order
 // requests first appear, and returns the run it describes: a digest of
-// its overall_summary and final_stage_id, figures of that run alone.
-func summaryRows(doc *Value) ([]summaryRequest, string, error) {
+// its overall_summary and final_stage_id, figures of that run alone. An
+// entry without a usable request_id, and a second entry of one request in
+// one table (its writer writes one), are skipped and reported through bad.
+func summaryRows(doc *Value, bad func(error)) ([]summaryRequest, string, error) {
 	if doc.Kind != Object {
 		return nil, "", ErrNotSummary
 	}
@@ -48,16 +50,24 @@ func summaryRows(doc *Value) ([]summaryRequest, string, error) {
 		if tv.Kind != Array {
 			return nil, "", fmt.Errorf("%w: %s is not a list", ErrBadField, t.table)
 		}
+		seen := map[string]bool{}
 		for i := range tv.Items {
 			entry := &tv.Items[i]
 			if entry.Kind != Object {
+				bad(fmt.Errorf("%w: %s entry %d is not an object", ErrBadField, t.table, i))
 				continue
 			}
 			idv, _ := entry.Get("request_id")
 			id, err := idOf(idv, "request_id")
 			if err != nil {
+				bad(fmt.Errorf("%s entry %d: %w", t.table, i, err))
 				continue
 			}
+			if seen[id] {
+				bad(fmt.Errorf("%s: a second entry of request %q", t.table, clip(id)))
+				continue
+			}
+			seen[id] = true
 			sr := get(id)
 			if t.rows == "" {
 				sr.e2e = entry

@@ -195,6 +195,11 @@ func TestFormatIsToldByContent(t *testing.T) {
 		{"a pretty-printed document", `{`, FormatSummary},
 		{"a vLLM log", `INFO 11-30 05:10:40 [api_server.py:1] x`, FormatLog},
 		{"an event line", `{"type": "transfer_stats", "request_id": "a"}`, FormatJSONL},
+		{"a truncated record line", `{"request_id": "a", "stages": [{"stage_id": 0`, FormatJSONL},
+		{"a record line with a key twice", `{"request_id": "a", "request_id": "b"}`, FormatJSONL},
+		{"a record whose value is a summary's key", `{"request_id": "a", "note": "final_stage_id"}`, FormatJSONL},
+		{"a summary's first line", `{"final_stage_id": {"*": 1},`, FormatSummary},
+		{"a log whose first line is a Python dict", `{'engine_args': {'model': 'm'}}`, FormatLog},
 	}
 	for _, c := range cases {
 		if got := detect([]byte(c.first)); got != c.want {

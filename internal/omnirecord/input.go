@@ -110,18 +110,43 @@ func (in *Input) Line(line []byte, offset int64) {
 	}
 }
 
-// detect tells the form from an input's first line.
+// summaryKeys are the top-level keys of a summary dict.
+var summaryKeys = []string{"stage_table", "trans_table", "e2e_table", "overall_summary", "final_stage_id"}
+
+// detect tells the form from an input's first line that is not blank:
+//   - not an object (a log line's prefix), or a Python dict (a log whose
+//     first line is a literal's): a log;
+//   - an object with a summary's key at its top: a summary on one line;
+//   - another whole object: JSON lines;
+//   - an object that does not parse on its line: a summary (spread over
+//     lines, or larger than a record) if it holds a summary's key, else
+//     JSON lines if it names a request_id (a truncated or malformed record
+//     line: it is reported, and the lines after it read), else a summary
+//     spread over lines.
 func detect(first []byte) string {
 	if first[0] != '{' {
 		return FormatLog
 	}
-	for _, k := range []string{`"stage_table"`, `"trans_table"`, `"e2e_table"`, `"overall_summary"`, `"final_stage_id"`} {
-		if bytes.Contains(first, []byte(k)) {
+	if rest := bytes.TrimSpace(first[1:]); len(rest) > 0 && rest[0] == '\'' {
+		return FormatLog
+	}
+	v, err := ParseJSON(first)
+	if err != nil {
+		// Too large for a record, or not closed on its line.
+		for _, k := range summaryKeys {
+			if bytes.Contains(first, []byte(`"`+k+`"`)) {
+				return FormatSummary
+			}
+		}
+		if bytes.Contains(first, []byte(`"request_id"`)) {
+			return FormatJSONL
+		}
+		return FormatSummary // a JSON document over several lines
+	}
+	for _, k := range summaryKeys {
+		if _, ok := v.Get(k); ok {
 			return FormatSummary
 		}
-	}
-	if _, err := ParseJSON(first); err != nil {
-		return FormatSummary // a JSON document over several lines
 	}
 	return FormatJSONL
 }
@@ -202,7 +227,7 @@ func (in *Input) logRecord(rec logRecord) {
 			}
 		})
 	case rec.summary:
-		reqs, _, err := summaryRows(rec.value)
+		reqs, _, err := summaryRows(rec.value, func(err error) { in.problem(rec.lineNo, err) })
 		if errors.Is(err, ErrNotSummary) {
 			return // an older summary of the whole run: no request in it
 		}
@@ -278,7 +303,7 @@ func (in *Input) summaryLine(line []byte) {
 		in.problem(first, fmt.Errorf("%w: %v", ErrNotJSON, err))
 		return
 	}
-	reqs, run, err := summaryRows(&v)
+	reqs, run, err := summaryRows(&v, func(err error) { in.problem(first, err) })
 	if err != nil {
 		in.problem(first, err)
 		return

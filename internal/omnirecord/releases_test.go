@@ -420,3 +420,19 @@ func TestStagesOfARequestAreBounded(t *testing.T) {
 		t.Errorf("problems %q, want one saying the stages beyond were left out", col.problems)
 	}
 }
+
+// TestSummaryEntriesThatCannotBeReadAreReported: an entry without a usable
+// request_id, one that is not an object, and a second entry of one request
+// in one table are each reported and skipped; the other requests are read.
+func TestSummaryEntriesThatCannotBeReadAreReported(t *testing.T) {
+	doc := `{"stage_table": [{"stages": []}, {"request_id": "", "stages": []}, {"request_id": NaN, "stages": []}, 7, ` +
+		`{"request_id": "a", "stages": [{"stage_id": 0, "stage_gen_time_ms": 10}]}, {"request_id": "a", "stages": [{"stage_id": 0, "stage_gen_time_ms": 99}]}], ` +
+		`"e2e_table": [{"request_id": "a", "e2e_total_ms": 20}, {"request_id": "a", "e2e_total_ms": 30}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 1 || col.reqs[0].Stages[0].GenTime.D != ms(10) || col.reqs[0].Total.D != ms(20) {
+		t.Fatalf("%d requests %+v: want request a as its first entries give it", len(col.reqs), col.reqs)
+	}
+	if len(col.problems) != 6 {
+		t.Errorf("problems %q, want 6", col.problems)
+	}
+}
