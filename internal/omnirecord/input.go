@@ -279,6 +279,12 @@ func (in *Input) summaryLine(line []byte) {
 		return
 	}
 	if in.doc.buf == nil {
+		if t := bytes.TrimSpace(line); t[0] != '{' {
+			// Between documents: a stray line is reported alone, and
+			// costs no document after it.
+			in.problem(in.lineNo, fmt.Errorf("%w: a line between summary documents", ErrNotJSON))
+			return
+		}
 		in.doc.first = in.lineNo
 	}
 	if len(in.doc.buf)+len(line) > maxLiteralBytes {

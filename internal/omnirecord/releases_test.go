@@ -436,3 +436,17 @@ func TestSummaryEntriesThatCannotBeReadAreReported(t *testing.T) {
 		t.Errorf("problems %q, want 6", col.problems)
 	}
 }
+
+// TestAStrayLineCostsNoSummaryAfterIt: a line of garbage, or a stray
+// closing brace, between summary documents is reported alone; every
+// document around it is read.
+func TestAStrayLineCostsNoSummaryAfterIt(t *testing.T) {
+	col := readAll(t, fixture(t, "summaries_with_strays.json"), Options{})
+	var ids []string
+	for _, r := range col.reqs {
+		ids = append(ids, r.ID)
+	}
+	if strings.Join(ids, " ") != "7 8 9 10" || len(col.problems) != 2 {
+		t.Errorf("requests %v, problems %q: want all four, and the two stray lines", ids, col.problems)
+	}
+}
