@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -279,5 +280,49 @@ func TestAStageLengthNotMeasuredIsNeitherShownNorCounted(t *testing.T) {
 	sum.Add(trace)
 	if got := sum.Spans(); got["stage thinker"] != 0 || got["stage dit"] != 1 || got["stage vae"] != 1 {
 		t.Errorf("summary spans %v: the thinker's length was not measured", got)
+	}
+}
+
+// TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown: a span with a time
+// beyond 2262 is skipped and its document's other spans read; a truncated
+// last document keeps the ones before it; a span ending before it starts
+// is noted, its length neither shown nor counted; problems are counted
+// past the bounded list.
+func TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown(t *testing.T) {
+	good := `{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000a1","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000001000000","attributes":[{"key":"omni.request.id","value":{"stringValue":"good"}}]}`
+	bad := `{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000b1","name":"x","startTimeUnixNano":"18446744073709551615"}`
+	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + bad + `,` + good + `]}]}]}` + "\n" + `{"resourceSpans":[{"scopeSp`
+	ss, err := ParseOTLPJSON(strings.NewReader(doc))
+	if len(ss) != 1 || ss[0].Str(string(attrs.RequestIDKey)) != "good" {
+		t.Fatalf("read %d spans, want the good one", len(ss))
+	}
+	if err == nil || !strings.Contains(err.Error(), "1 spans skipped") || !strings.Contains(err.Error(), "document 2") || len(err.Error()) > 1024 {
+		t.Errorf("error %v: want the skipped span and the truncated document said", err)
+	}
+
+	req := hostileSpan("r", "", spans.RequestSpanName, 0, 10)
+	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("neg")
+	neg := hostileSpan("e", "r", spans.Exec.SpanName(), 8, 3)
+	neg.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	var out bytes.Buffer
+	Table(&out, []Span{req, neg})
+	if strings.Contains(out.String(), "-5.000") || !strings.Contains(out.String(), "ends before it starts") {
+		t.Errorf("a span ending before it starts:\n%s", out.String())
+	}
+	var sum Summary
+	sum.Add([]Span{req, neg})
+	if sum.Spans()["exec"] != 0 || sum.Problems() != 1 {
+		t.Errorf("summary spans %v, problems %d: the exec's length is no measurement", sum.Spans(), sum.Problems())
+	}
+
+	var loops []Span
+	for i := range 3 * maxProblems {
+		s := hostileSpan(strconv.Itoa(i), strconv.Itoa(i), "x", 0, 1) // each its own parent
+		loops = append(loops, s)
+	}
+	var sum2 Summary
+	sum2.Add(loops)
+	if sum2.Problems() != 3*maxProblems {
+		t.Errorf("%d problems counted, want %d", sum2.Problems(), 3*maxProblems)
 	}
 }

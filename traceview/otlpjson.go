@@ -40,8 +40,11 @@ var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: true, RecursionLimit:
 // exporter writes them (one per line), or Jaeger's /api/v3 answers, which
 // wrap one in {"result": ...}. Trace and span ids may be hex, as the
 // OTLP/JSON specification and Jaeger write them, or base64, as the protobuf
-// JSON mapping writes bytes. It returns the spans read before the first
-// malformed document together with an error wrapping [ErrOTLPJSON].
+// JSON mapping writes bytes. A span whose times OTLP cannot mean is
+// skipped and the rest of its document read; a malformed document (a
+// truncated last line) ends the reading. Either way it returns every span
+// it could read together with an error wrapping [ErrOTLPJSON] that says
+// what it could not.
 func ParseOTLPJSON(r io.Reader) ([]Span, error) {
 	var out []Span
 	err := ReadOTLPJSON(r, func(ss []Span) error {
@@ -57,25 +60,46 @@ func ParseOTLPJSON(r io.Reader) ([]Span, error) {
 func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 	lr := &limitedReader{r: r}
 	dec := json.NewDecoder(lr)
+	var skipped error // the first document with spans skipped
 	for n := 1; ; n++ {
 		lr.left = MaxOTLPDocument
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err == io.EOF {
-			return nil
+			return skipped
 		} else if err != nil {
 			if lr.left <= 0 {
-				return fmt.Errorf("%w: document %d is larger than %d bytes", ErrOTLPJSON, n, MaxOTLPDocument)
+				err = fmt.Errorf("%w: document %d is larger than %d bytes", ErrOTLPJSON, n, MaxOTLPDocument)
+			} else {
+				err = fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText))
 			}
-			return fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText))
+			return errors.Join(skipped, err)
 		}
-		ss, err := decodeDocument(raw)
-		if err != nil {
-			return fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText))
+		ss, derr := decodeDocument(raw)
+		if derr != nil {
+			err := fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(derr.Error(), maxErrorText))
+			var partial *skippedSpans
+			if !errors.As(derr, &partial) {
+				return errors.Join(skipped, err)
+			}
+			if skipped == nil {
+				skipped = err
+			}
 		}
 		if err := fn(ss); err != nil {
 			return err
 		}
 	}
+}
+
+// skippedSpans reports the spans of a document left out, and why the first
+// was.
+type skippedSpans struct {
+	n     int
+	first error
+}
+
+func (e *skippedSpans) Error() string {
+	return fmt.Sprintf("%d spans skipped (%v)", e.n, e.first)
 }
 
 // limitedReader fails once more than left bytes are read, so that one
@@ -118,11 +142,13 @@ func decodeDocument(raw []byte) ([]Span, error) {
 	return FromProto(req.GetResourceSpans())
 }
 
-// FromProto converts OTLP resource spans to spans. It refuses a span whose
-// times OTLP cannot mean (after 2262, or ending before it starts is kept:
-// that is the reader's to report).
+// FromProto converts OTLP resource spans to spans. A span whose times OTLP
+// cannot mean (after 2262) is skipped, and the error says how many were;
+// the other spans are returned. A span that ends before it starts is kept:
+// that is the views' to report.
 func FromProto(rss []*tracepb.ResourceSpans) ([]Span, error) {
 	var out []Span
+	var skip *skippedSpans
 	for _, rs := range rss {
 		service, pid := "", int64(0)
 		for _, kv := range rs.GetResource().GetAttributes() {
@@ -137,12 +163,19 @@ func FromProto(rss []*tracepb.ResourceSpans) ([]Span, error) {
 			for _, s := range ss.GetSpans() {
 				sp, err := fromProtoSpan(s)
 				if err != nil {
-					return out, err
+					if skip == nil {
+						skip = &skippedSpans{first: err}
+					}
+					skip.n++
+					continue
 				}
 				sp.Service, sp.PID = service, pid
 				out = append(out, sp)
 			}
 		}
+	}
+	if skip != nil {
+		return out, skip
 	}
 	return out, nil
 }

@@ -77,12 +77,15 @@ func (s *Summary) Add(trace []Span) {
 	if s.rows == nil {
 		s.rows = map[string]*summaryRow{}
 	}
-	roots, problems := BuildTrees(trace)
-	s.problems += len(problems)
+	roots, _, problems := buildTrees(trace)
+	s.problems += problems
 	for _, root := range requestNodes(roots) {
 		s.requests++
 		seen := map[string]bool{}
 		add := func(label string, rank [3]int, d time.Duration, ratio bool) {
+			if d < 0 {
+				return // ends before it starts: no length (a problem counted)
+			}
 			r := s.rows[label]
 			if r == nil {
 				if len(s.rows) >= maxSummaryRows {
@@ -188,7 +191,8 @@ func findAll(n *Node, name string) []*Node {
 }
 
 // Problems returns the number of spans, over all traces added, that could
-// not be placed in their tree (see [BuildTrees]); they are counted as roots.
+// not be placed in their tree (see [BuildTrees]; they are counted as
+// roots) or that end before they start (their length is not counted).
 func (s *Summary) Problems() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -66,7 +66,11 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 		if et := s.Str(string(attrs.ErrorTypeKey)); et != "" {
 			status = "  error.type=" + Display(et, maxNameCell)
 		}
-		fmt.Fprintf(w, "request %q  trace %s  %.3f ms%s\n", Display(s.Str(string(attrs.RequestIDKey)), maxIDCell), Display(s.TraceID, maxIDCell), ms(s.Duration()), status)
+		length := fmt.Sprintf("%.3f ms", ms(s.Duration()))
+		if s.Duration() < 0 {
+			length = "length not shown" // ends before it starts: noted below
+		}
+		fmt.Fprintf(w, "request %q  trace %s  %s%s\n", Display(s.Str(string(attrs.RequestIDKey)), maxIDCell), Display(s.TraceID, maxIDCell), length, status)
 		t.write(w)
 		fmt.Fprintln(w)
 	}
@@ -136,8 +140,8 @@ func (t *table) column(name string, rank int) int {
 }
 
 func (t *table) set(label string, rank, col int, d time.Duration) {
-	if col < 0 {
-		return
+	if col < 0 || d < 0 {
+		return // a span that ends before it starts is noted, never shown
 	}
 	r := t.rows[label]
 	if r == nil {

@@ -31,15 +31,23 @@ const MaxTreeDepth = 64
 // parent, a parent chain that loops back on itself (cut at the span that
 // closes the loop), and a chain deeper than [MaxTreeDepth]. Such spans
 // become roots, so that every span is shown exactly once and no view ever
-// loops.
+// loops. A span that ends before it starts is reported too: the views
+// leave its length out.
 func BuildTrees(ss []Span) ([]*Node, []string) {
+	roots, problems, _ := buildTrees(ss)
+	return roots, problems
+}
+
+// buildTrees is [BuildTrees], which also returns how many spans had a
+// problem: the list of problems is bounded, the count is not.
+func buildTrees(ss []Span) ([]*Node, []string, int) {
 	sortByStart(ss)
 	var problems []string
+	count := 0
 	report := func(format string, args ...any) {
+		count++
 		if len(problems) < maxProblems {
 			problems = append(problems, fmt.Sprintf(format, args...))
-		} else if len(problems) == maxProblems {
-			problems = append(problems, "more problems not shown")
 		}
 	}
 	nodes := make(map[string]*Node, len(ss))
@@ -47,6 +55,9 @@ func BuildTrees(ss []Span) ([]*Node, []string) {
 	for i := range ss {
 		n := &Node{Span: &ss[i]}
 		all[i] = n
+		if ss[i].End.Before(ss[i].Start) {
+			report("%s %s ends before it starts; its length is not shown", Display(ss[i].Name, 60), Display(ss[i].SpanID, 40))
+		}
 		if _, dup := nodes[ss[i].SpanID]; dup {
 			report("span id %s is used by more than one span; %s is shown as a root", Display(ss[i].SpanID, 40), Display(ss[i].Name, 60))
 			continue
@@ -124,7 +135,10 @@ func BuildTrees(ss []Span) ([]*Node, []string) {
 			roots = append(roots, n)
 		}
 	}
-	return roots, problems
+	if count > len(problems) {
+		problems = append(problems, fmt.Sprintf("%d more problems not shown", count-len(problems)))
+	}
+	return roots, problems, count
 }
 
 // maxProblems bounds the problems one trace reports.

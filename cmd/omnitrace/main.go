@@ -118,7 +118,11 @@ func (s *source) check() error {
 	return nil
 }
 
-func (s *source) readFile() ([]traceview.Span, error) {
+// readFile reads the -file. What cannot be read of it (a span with times
+// OTLP cannot mean, a truncated last document, as a killed import leaves)
+// is said on stderr, and what could be read is shown: the error is
+// returned only when nothing could be.
+func (s *source) readFile(cmd string, stderr io.Writer) ([]traceview.Span, error) {
 	var r io.Reader = os.Stdin
 	if s.file != "-" {
 		f, err := os.Open(s.file)
@@ -128,7 +132,12 @@ func (s *source) readFile() ([]traceview.Span, error) {
 		defer f.Close()
 		r = f
 	}
-	return traceview.ParseOTLPJSON(bufio.NewReader(r))
+	ss, err := traceview.ParseOTLPJSON(bufio.NewReader(r))
+	if err != nil && len(ss) > 0 {
+		fmt.Fprintf(stderr, "omnitrace %s: note: %s; the rest is shown\n", cmd, traceview.Display(strings.ReplaceAll(err.Error(), "\n", "; "), 1024))
+		err = nil
+	}
+	return ss, err
 }
 
 func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -152,7 +161,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		ss, err = (&jaegerquery.Client{Base: src.jaegerURL}).Trace(ctx, traceID)
 	} else {
-		ss, err = src.readFile()
+		ss, err = src.readFile(fs.Name(), stderr)
 	}
 	if err != nil {
 		return err
@@ -227,7 +236,7 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		now := time.Now()
 		ss, err = (&jaegerquery.Client{Base: src.jaegerURL}).Search(ctx, *service, now.Add(-*since), now.Add(time.Minute), *limit)
 	} else {
-		ss, err = src.readFile()
+		ss, err = src.readFile(fs.Name(), stderr)
 	}
 	if err != nil {
 		return err
@@ -237,7 +246,7 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		sum.Add(tr)
 	}
 	if n := sum.Problems(); n > 0 {
-		fmt.Fprintf(stderr, "omnitrace summary: %d spans could not be placed in their trace's tree (a shared span id, a parent loop, or a chain too deep); counted as roots\n", n)
+		fmt.Fprintf(stderr, "omnitrace summary: %d spans had a problem (a shared span id, a parent loop or a chain too deep: counted as roots; an end before the start: not counted); omnitrace table notes each\n", n)
 	}
 	if sum.Requests() == 0 {
 		return errors.New("no omni.request trace found")

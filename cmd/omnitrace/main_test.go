@@ -184,3 +184,26 @@ func TestABackendsErrorPageCannotDriveTheTerminal(t *testing.T) {
 		t.Errorf("printed %d bytes, %d lines: %.200q", len(stderr), strings.Count(stderr, "\n"), stderr)
 	}
 }
+
+// TestTableOfAFileCutShortShowsWhatItHolds: an -out file of an import that
+// was killed ends inside a document; what it holds is shown, and the cut
+// is said.
+func TestTableOfAFileCutShortShowsWhatItHolds(t *testing.T) {
+	clearEnv(t)
+	out := filepath.Join(t.TempDir(), "t.json")
+	if code, _, stderr := runCmd(t, goodLine+"\n", "import", "-out", out); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, stderr)
+	}
+	whole, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.json")
+	if err := os.WriteFile(cut, append(whole, whole[:len(whole)/2]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "", "table", "-file", cut, "-request", "chatcmpl-ac59cea85b422f04")
+	if code != 0 || !strings.Contains(stdout, `request "chatcmpl-ac59cea85b422f04"`) || !strings.Contains(stderr, "document 2") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
