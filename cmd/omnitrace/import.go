@@ -319,6 +319,12 @@ func (im *importer) finish(dest string) int {
 		}
 		status = 1
 	}
+	if st := im.tel.ExportStats(); im.imported > 0 && im.tel.Enabled() && st.Ended == 0 {
+		// The environment's sampler kept nothing: say so, rather than
+		// succeed with an empty destination.
+		fmt.Fprintln(im.stderr, "omnitrace import: the sampler (OTEL_TRACES_SAMPLER) recorded none of the imported spans: nothing was exported")
+		status = 1
+	}
 	leftOut := ""
 	if im.leftOut > 0 {
 		leftOut = fmt.Sprintf(", %d fields left out", im.leftOut)

@@ -207,3 +207,15 @@ func TestTableOfAFileCutShortShowsWhatItHolds(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// TestASamplerThatKeepsNothingIsSaid: an import whose environment samples
+// every span out ends with an empty destination; it says so and fails.
+func TestASamplerThatKeepsNothingIsSaid(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	out := filepath.Join(t.TempDir(), "t.json")
+	code, _, stderr := runCmd(t, goodLine+"\n", "import", "-out", out)
+	if code != 1 || !strings.Contains(stderr, "sampler") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
