@@ -144,8 +144,8 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 				// Nowhere to resume from: export what is held.
 				in.End()
 			} else {
-				// Export the finished requests; the unfinished ones are read
-				// again from the checkpoint after a restart.
+				// Every request held, finished or not, is read again from
+				// the checkpoint after a restart, and exported whole then.
 				in.Stop()
 			}
 			im.noteStats(in)

@@ -62,6 +62,9 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 	if f.settle < 0 || f.maxPending < 0 {
 		return o, usageError{"-settle and -max-pending are not negative"}
 	}
+	if f.settle == 0 {
+		o.Settle = -1 // none: a finished request is exported at once
+	}
 	if f.poll <= 0 || f.idle <= 0 {
 		return o, usageError{"-poll and -idle are longer than 0"}
 	}

@@ -114,13 +114,6 @@ func (c *collector) release() {
 	}
 }
 
-// flushFinished hands on every finished request held, settled or not.
-func (c *collector) flushFinished() {
-	for e := c.done.Front(); e != nil; e = c.done.Front() {
-		c.finish(e.Value.(*pendingReq))
-	}
-}
-
 // flush hands on every request held, finished or not (the input ended).
 func (c *collector) flush() {
 	for e := c.queue.Front(); e != nil; e = c.queue.Front() {

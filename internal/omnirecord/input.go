@@ -28,7 +28,8 @@ type Options struct {
 	// RunName names the run the input belongs to; it enters every id.
 	RunName string
 	// Settle and MaxPending tune the gathering of a log's records (see
-	// DefaultSettle and DefaultMaxPending).
+	// DefaultSettle and DefaultMaxPending); 0 means the default. A
+	// negative Settle means none: a finished request is handed on at once.
 	Settle, MaxPending int
 }
 
@@ -69,8 +70,11 @@ func NewInput(ref time.Time, opts Options, h Handler) (*Input, error) {
 		return nil, fmt.Errorf("unknown format %q (one of %v)", clip(opts.Format), Formats)
 	}
 	settle := opts.Settle
-	if settle == 0 {
+	switch {
+	case settle == 0:
 		settle = DefaultSettle
+	case settle < 0:
+		settle = 0
 	}
 	in.coll = newCollector(settle, opts.MaxPending, in.ready)
 	in.scan = newLogScanner(ref, in.logRecord, in.problem)
@@ -372,9 +376,13 @@ func (in *Input) End() {
 	in.coll.flush()
 }
 
-// Stop hands on the finished requests held, and keeps the unfinished ones
-// for [Input.Checkpoint]: the reading stops, and will resume.
-func (in *Input) Stop() { in.coll.flushFinished() }
+// Stop ends a reading that will resume from [Input.Checkpoint]: it hands
+// on nothing. Every request held, unfinished or finished but not settled
+// (its tables may still come after its [OmniTiming] line), is read again
+// from the checkpoint, whole, after the restart; handing one on now would
+// export it without its later records, and its later records again as a
+// second request.
+func (in *Input) Stop() {}
 
 // Stats returns the late records (of requests already handed on) and the
 // requests dropped unfinished because too many were held.
