@@ -54,6 +54,21 @@ func (b *builder) mix(text string) {
 	b.digest = h
 }
 
+// handOverInto returns the stage a hand-over from stage from arrives at,
+// or nil when that stage already receives from another: a stage's span
+// carries one hand-over into it, and a second edge into it (a stage fed by
+// two) is reported and left out rather than mixed with the first.
+func (b *builder) handOverInto(from, to int) *Stage {
+	s := b.stage(to)
+	if s.RxFrom != nil && *s.RxFrom != from {
+		b.note("edge %d->%d: stage %d already receives from stage %d, and one hand-over into a stage is kept", from, to, to, *s.RxFrom)
+		return nil
+	}
+	f := from
+	s.RxFrom = &f
+	return s
+}
+
 // MaxStages bounds the stages of one request read from a summary, a log
 // or events; a stage beyond is reported and left out. A record line is
 // bounded by its values instead.

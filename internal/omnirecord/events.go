@@ -110,9 +110,10 @@ func (b *builder) applyEvent(kind string, ev *Value) {
 // addTx adds one chunk's send time and size: the older log writes one
 // event per chunk sent.
 func (b *builder) addTx(from, to int, ev *Value) {
-	s := b.stage(to)
-	f := from
-	s.RxFrom = &f
+	s := b.handOverInto(from, to)
+	if s == nil {
+		return
+	}
 	v, _ := ev.Get("tx_time_ms")
 	if d, ok := b.durationOf("tx_time_ms", v, time.Millisecond); ok && d > 0 {
 		if old, had := s.Durations[spans.TransferTx]; had {

@@ -252,9 +252,10 @@ func (t *omniTiming) apply(b *builder) {
 		if !ok {
 			continue
 		}
-		st := b.stage(to)
-		f := from
-		st.RxFrom = &f
+		st := b.handOverInto(from, to)
+		if st == nil {
+			continue
+		}
 		// The line gives the sum of the hand-over's parts only: it is kept,
 		// and makes no span, since it is no one part.
 		v := Value{Kind: Number, Num: tr.v, Str: fmt.Sprint(tr.v)}

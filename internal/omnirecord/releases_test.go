@@ -450,3 +450,26 @@ func TestAStrayLineCostsNoSummaryAfterIt(t *testing.T) {
 		t.Errorf("requests %v, problems %q: want all four, and the two stray lines", ids, col.problems)
 	}
 }
+
+// TestASecondHandOverIntoAStageIsReported: a stage's span carries one
+// hand-over into it; a second edge into the same stage is reported and
+// left out, never mixed with the first.
+func TestASecondHandOverIntoAStageIsReported(t *testing.T) {
+	col := readAll(t, fixture(t, "fan_in.json"), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	var into2 *Stage
+	for i := range col.reqs[0].Stages {
+		if col.reqs[0].Stages[i].ID == 2 {
+			into2 = &col.reqs[0].Stages[i]
+		}
+	}
+	if into2 == nil || into2.RxFrom == nil || *into2.RxFrom != 0 {
+		t.Fatalf("stage 2 %+v: want its hand-over from stage 0, the first read", into2)
+	}
+	phase(t, into2, spans.TransferTx, ms(30), Quality{Summed: true})
+	if len(col.problems) != 1 || !strings.Contains(col.problems[0], "edge 1->2") {
+		t.Errorf("problems %q, want the second edge into stage 2 reported", col.problems)
+	}
+}

@@ -239,9 +239,10 @@ func (b *builder) applyTransferRow(row *Value, src rowSource) {
 // applyTransfer reads the parts of a hand-over from obj, whose size is in
 // sizeKey (times sizeUnit bytes).
 func (b *builder) applyTransfer(from, to int, obj *Value, q Quality, sizeKey string, sizeUnit float64) {
-	s := b.stage(to)
-	f := from
-	s.RxFrom = &f
+	s := b.handOverInto(from, to)
+	if s == nil {
+		return
+	}
 	for i, k := range obj.Keys {
 		v := &obj.Vals[i]
 		tf, ok := transferFields[k]
