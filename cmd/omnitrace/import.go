@@ -309,7 +309,7 @@ func (im *importer) finish(dest string) int {
 	im.drain()
 	status := 0
 	if im.late > 0 || im.dropped > 0 {
-		fmt.Fprintf(im.stderr, "omnitrace import: %d records came after their request was exported (raise -settle), %d unfinished requests dropped (raise -max-pending)\n", im.late, im.dropped)
+		fmt.Fprintf(im.stderr, "omnitrace import: %d records came after their request was exported (raise -settle), %d unfinished requests dropped (more than -max-pending held, or more than 64 MiB of their attributes)\n", im.late, im.dropped)
 		status = 1
 	}
 	if err := im.tel.Shutdown(context.WithoutCancel(im.ctx)); err != nil {

@@ -33,6 +33,9 @@ type builder struct {
 	notes         []string
 	moreNotes     int
 	tooManyStages bool
+	// bytes are what its kept keys and values take (see addExtra).
+	bytes        int
+	tooManyBytes bool
 }
 
 func newBuilder(id, source, run string) *builder {
@@ -144,8 +147,14 @@ func measured(s *Stage, field string) {
 	s.Unmeasured = slices.DeleteFunc(s.Unmeasured, func(f string) bool { return f == field })
 }
 
+// maxRequestBytes bounds the bytes of the input's keys and values one
+// request of a summary, a log or events keeps as attributes, over all its
+// stages; beyond, a key is reported and left out. With -max-pending it
+// bounds what a log's held requests take.
+const maxRequestBytes = 256 << 10
+
 // addExtra keeps an input key as an attribute once.
-func addExtra(dst []attribute.KeyValue, k string, v *Value) []attribute.KeyValue {
+func (b *builder) addExtra(dst []attribute.KeyValue, k string, v *Value) []attribute.KeyValue {
 	key := extraKey(k)
 	for _, kv := range dst {
 		if kv.Key == key {
@@ -155,7 +164,17 @@ func addExtra(dst []attribute.KeyValue, k string, v *Value) []attribute.KeyValue
 	if len(dst) >= MaxExtras {
 		return dst
 	}
-	return append(dst, extraValue(k, v))
+	kv := extraValue(k, v)
+	n := len(kv.Key) + len(kv.Value.String())
+	if b.bytes+n > maxRequestBytes {
+		if !b.tooManyBytes {
+			b.tooManyBytes = true
+			b.note("keys beyond %d KiB of attributes", maxRequestBytes>>10)
+		}
+		return dst
+	}
+	b.bytes += n
+	return append(dst, kv)
 }
 
 // request returns the request built so far, its stages in stage order,

@@ -18,6 +18,10 @@ const (
 	// recentExported is how many exported requests are remembered, to
 	// tell a late record of one from a new request that reuses its id.
 	recentExported = 4096
+	// maxHeldBytes bounds the attribute bytes of the requests held at
+	// once (each is bounded by maxRequestBytes); beyond, the oldest is
+	// handed on or dropped as beyond MaxPending.
+	maxHeldBytes = 64 << 20
 )
 
 // collector gathers the records of each request of a log until the
@@ -40,6 +44,8 @@ type collector struct {
 	resumed      map[string]bool
 	resumedUntil int64
 
+	// heldBytes are the attribute bytes of the requests held.
+	heldBytes int
 	// Counts for the report.
 	late, dropped int
 }
@@ -89,7 +95,9 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p.elem = c.queue.PushBack(p)
 	}
 	p.lastSeq, p.lastWall = c.seq, time.Now()
+	before := p.b.bytes
 	apply(p.b)
+	c.heldBytes += p.b.bytes - before
 	if p.b.r.End.IsZero() || at.After(p.b.r.End) {
 		p.b.r.End = at
 	}
@@ -97,7 +105,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p.delem = c.done.PushBack(p)
 	}
 	c.release()
-	for len(c.pending) > c.maxPending {
+	for len(c.pending) > c.maxPending || (c.heldBytes > maxHeldBytes && c.queue.Len() > 0) {
 		c.evictOldest()
 	}
 }
@@ -144,6 +152,7 @@ func (c *collector) evictOldest() {
 }
 
 func (c *collector) remove(p *pendingReq) {
+	c.heldBytes -= p.b.bytes
 	c.queue.Remove(p.elem)
 	if p.delem != nil {
 		c.done.Remove(p.delem)

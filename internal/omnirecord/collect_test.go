@@ -2,8 +2,11 @@ package omnirecord
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 func TestCollectorBoundsAndSettles(t *testing.T) {
@@ -89,5 +92,31 @@ func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
 	coll.flush()
 	if off, _ := coll.checkpoint(40); off != 40 {
 		t.Errorf("with nothing held, checkpoint at %d, want 40", off)
+	}
+}
+
+// TestHeldRequestsAreBoundedInBytes: unfinished requests that each keep
+// the most attribute bytes a request may are held only up to the byte
+// bound, whatever -max-pending allows; the oldest beyond it are dropped
+// and counted.
+func TestHeldRequestsAreBoundedInBytes(t *testing.T) {
+	at := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	coll := newCollector(0, 1<<20, func(*builder) {})
+	big := Value{Kind: String, Str: strings.Repeat("v", MaxValueBytes)}
+	n := 2 * maxHeldBytes / (MaxExtras * MaxValueBytes)
+	for i := range n {
+		coll.add(fmt.Sprint("r", i), "log", at, int64(i), false, func(b *builder) {
+			var kv []attribute.KeyValue
+			for k := 0; k < MaxExtras; k++ {
+				kv = b.addExtra(kv, fmt.Sprint("key", k), &big)
+			}
+			b.r.Extra = kv
+		})
+		if coll.heldBytes > maxHeldBytes {
+			t.Fatalf("after %d requests, %d bytes held, beyond %d", i+1, coll.heldBytes, maxHeldBytes)
+		}
+	}
+	if coll.dropped == 0 || len(coll.pending)+coll.dropped != n {
+		t.Errorf("%d held, %d dropped of %d", len(coll.pending), coll.dropped, n)
 	}
 }

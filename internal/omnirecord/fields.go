@@ -17,8 +17,9 @@ import (
 const (
 	// MaxKeyBytes bounds an attribute key made from an input key.
 	MaxKeyBytes = 256
-	// MaxValueBytes bounds a string attribute value from the input.
-	MaxValueBytes = 4096
+	// MaxValueBytes bounds a string attribute value from the input: what
+	// otelomni records of any string (its default value limit).
+	MaxValueBytes = 1024
 	// MaxIDBytes bounds a request id, a model, a stage name.
 	MaxIDBytes = 1024
 	// MaxExtras bounds the unknown keys kept per request or stage; beyond,

@@ -229,7 +229,7 @@ func (t *omniTiming) apply(b *builder) {
 		{"ar2diffusion_time_s", t.ar2diffusion, t.hasAR2D}} {
 		if e.ok {
 			v := Value{Kind: Number, Num: e.v, Str: fmt.Sprint(e.v)}
-			b.r.Extra = addExtra(b.r.Extra, e.key, &v)
+			b.r.Extra = b.addExtra(b.r.Extra, e.key, &v)
 		}
 	}
 	for i, s := range t.stages {
@@ -259,7 +259,7 @@ func (t *omniTiming) apply(b *builder) {
 		// The line gives the sum of the hand-over's parts only: it is kept,
 		// and makes no span, since it is no one part.
 		v := Value{Kind: Number, Num: tr.v, Str: fmt.Sprint(tr.v)}
-		st.Extra = addExtra(st.Extra, "transfer.total_time_ms", &v)
+		st.Extra = b.addExtra(st.Extra, "transfer.total_time_ms", &v)
 	}
 	for _, h := range t.handoffs {
 		from, _, ok := parseEdge(h.label)
@@ -270,10 +270,10 @@ func (t *omniTiming) apply(b *builder) {
 		// is no phase of the catalogue, and makes no span.
 		st := b.stage(from)
 		v := Value{Kind: Number, Num: h.ms, Str: fmt.Sprint(h.ms)}
-		st.Extra = addExtra(st.Extra, "stage_handoff_time_ms", &v)
+		st.Extra = b.addExtra(st.Extra, "stage_handoff_time_ms", &v)
 		if h.hasAR2D {
 			v := Value{Kind: Number, Num: h.ar2diffusion, Str: fmt.Sprint(h.ar2diffusion)}
-			st.Extra = addExtra(st.Extra, "ar2diffusion_time_ms", &v)
+			st.Extra = b.addExtra(st.Extra, "ar2diffusion_time_ms", &v)
 		}
 	}
 	b.complete, b.timed = true, true

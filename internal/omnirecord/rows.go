@@ -165,12 +165,12 @@ func (b *builder) applyStageRow(row *Value, src rowSource) {
 				if n, ok := number(&row.Vals[i]); ok && n == 0 {
 					unmeasured(s, k)
 				} else {
-					s.Extra = addExtra(s.Extra, k, &row.Vals[i])
+					s.Extra = b.addExtra(s.Extra, k, &row.Vals[i])
 				}
 			}
 			continue
 		}
-		s.Extra = addExtra(s.Extra, k, &row.Vals[i])
+		s.Extra = b.addExtra(s.Extra, k, &row.Vals[i])
 	}
 }
 
@@ -267,7 +267,7 @@ func (b *builder) applyTransfer(from, to int, obj *Value, q Quality, sizeKey str
 			}
 		case k == "edge" || k == "from_stage" || k == "to_stage" || k == "request_id" || k == "type":
 		default:
-			s.Extra = addExtra(s.Extra, "transfer."+k, v)
+			s.Extra = b.addExtra(s.Extra, "transfer."+k, v)
 		}
 	}
 }
@@ -294,7 +294,7 @@ func (b *builder) applyE2ERow(row *Value, src rowSource) {
 		if k == "request_id" || k == "type" || k == "stages" {
 			continue
 		}
-		b.r.Extra = addExtra(b.r.Extra, k, &row.Vals[i])
+		b.r.Extra = b.addExtra(b.r.Extra, k, &row.Vals[i])
 	}
 	b.complete = true
 }
