@@ -108,14 +108,35 @@ func printable(name, v string) string {
 	case strings.HasSuffix(name, "_ENDPOINT"):
 		return sanitize.URL(v, 64)
 	case strings.HasSuffix(name, "_HEADERS"):
+		// A header's name is shown only when it is one: an entry without
+		// '=' ("Authorization: Bearer …", the commonest slip) or whose
+		// name holds anything but a token's characters is all secret.
 		parts := strings.Split(v, ",")
 		for i, kv := range parts {
-			k, _, _ := strings.Cut(kv, "=")
+			k, _, ok := strings.Cut(kv, "=")
+			if k = strings.TrimSpace(k); !ok || !isToken(k) {
+				parts[i] = sanitize.Redacted
+				continue
+			}
 			parts[i] = k + "=" + sanitize.Redacted
 		}
 		return sanitize.String(strings.Join(parts, ","), 64)
 	}
 	return sanitize.String(v, 64)
+}
+
+// isToken reports whether s is a header name: letters, digits and the
+// punctuation RFC 9110 allows in a token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckEnvironment checks the OTEL_* variables as [Setup] does, and sets

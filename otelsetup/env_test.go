@@ -82,6 +82,9 @@ func TestMalformedVariablesNeverPrintTheirSecrets(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://user:s3cret@127.0.0.1:1"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:99999/?token=s3cret"},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer s3cret,broken"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization: Bearer s3cret"},
+		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "s3cret"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3c?ret@127.0.0.1:99999"},
 	}
 	for _, tc := range cases {
 		clearOTelEnv(t)

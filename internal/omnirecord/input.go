@@ -278,7 +278,18 @@ func (in *Input) anchor() time.Time {
 
 // summaryLine gathers the lines of one summary document, and reads it
 // once its brackets close.
+// maxSummaryBytes bounds one summary document (a variable for tests).
+var maxSummaryBytes = maxLiteralBytes
+
 func (in *Input) summaryLine(line []byte) {
+	if in.doc.skip {
+		// Skip to the end of the oversized document, its brackets counted
+		// from its first line on.
+		if in.doc.scan(line) {
+			in.doc = docBuffer{}
+		}
+		return
+	}
 	if in.doc.buf == nil && len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
@@ -291,12 +302,11 @@ func (in *Input) summaryLine(line []byte) {
 		}
 		in.doc.first = in.lineNo
 	}
-	if len(in.doc.buf)+len(line) > maxLiteralBytes {
-		in.problem(in.doc.first, fmt.Errorf("a summary document larger than %d bytes", maxLiteralBytes))
-		in.doc = docBuffer{skip: true}
-	}
-	if in.doc.skip {
-		// Skip to the end of the oversized document.
+	if len(in.doc.buf)+len(line) > maxSummaryBytes {
+		in.problem(in.doc.first, fmt.Errorf("a summary document larger than %d bytes", maxSummaryBytes))
+		// Keep counting its brackets where they stand: the buffer goes,
+		// the position in the document stays.
+		in.doc.buf, in.doc.skip = nil, true
 		if in.doc.scan(line) {
 			in.doc = docBuffer{}
 		}

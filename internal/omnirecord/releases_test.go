@@ -473,3 +473,25 @@ func TestASecondHandOverIntoAStageIsReported(t *testing.T) {
 		t.Errorf("problems %q, want the second edge into stage 2 reported", col.problems)
 	}
 }
+
+// TestAnOversizedSummaryCostsNoDocumentAfterIt: a summary document beyond
+// the bound is reported and skipped to its own end, whatever its lines
+// start with; the document after it is read.
+func TestAnOversizedSummaryCostsNoDocumentAfterIt(t *testing.T) {
+	defer func(n int) { maxSummaryBytes = n }(maxSummaryBytes)
+	maxSummaryBytes = 4096
+	var lines []string
+	lines = append(lines, `{"stage_table": [{"request_id": "big", "stages": [`)
+	for i := range 200 {
+		lines = append(lines, `   {"stage_id": `+itoa(i)+`, "stage_gen_time_ms": 1, "note": "}]{["},`)
+	}
+	lines = append(lines, `   {"stage_id": 999}]}],`, ` "e2e_table": [{"request_id": "big", "e2e_total_ms": 5}]}`,
+		`{"e2e_table": [{"request_id": "after", "e2e_total_ms": 7}]}`)
+	col := readAll(t, []byte(strings.Join(lines, "\n")), Options{Format: FormatSummary})
+	if len(col.reqs) != 1 || col.reqs[0].ID != "after" {
+		t.Fatalf("%d requests, problems %q: want the document after the oversized one", len(col.reqs), col.problems)
+	}
+	if len(col.problems) != 1 || !strings.Contains(col.problems[0], "larger than") {
+		t.Errorf("problems %q, want the oversized document alone", col.problems)
+	}
+}
