@@ -291,12 +291,13 @@ func TestAStageLengthNotMeasuredIsNeitherShownNorCounted(t *testing.T) {
 func TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown(t *testing.T) {
 	good := `{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000a1","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000001000000","attributes":[{"key":"omni.request.id","value":{"stringValue":"good"}}]}`
 	bad := `{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000b1","name":"x","startTimeUnixNano":"18446744073709551615"}`
-	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + bad + `,` + good + `]}]}]}` + "\n" + `{"resourceSpans":[{"scopeSp`
+	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + bad + `,` + good + `]}]}]}` + "\n" +
+		`{"resourceSpans":[{"scopeSpans":[{"spans":[` + bad + `,` + bad + `]}]}]}` + "\n" + `{"resourceSpans":[{"scopeSp`
 	ss, err := ParseOTLPJSON(strings.NewReader(doc))
 	if len(ss) != 1 || ss[0].Str(string(attrs.RequestIDKey)) != "good" {
 		t.Fatalf("read %d spans, want the good one", len(ss))
 	}
-	if err == nil || !strings.Contains(err.Error(), "1 spans skipped") || !strings.Contains(err.Error(), "document 2") || len(err.Error()) > 1024 {
+	if err == nil || !strings.Contains(err.Error(), "3 spans skipped in 2 documents") || !strings.Contains(err.Error(), "document 3") || len(err.Error()) > 1024 {
 		t.Errorf("error %v: want the skipped span and the truncated document said", err)
 	}
 

@@ -60,10 +60,11 @@ func ParseOTLPJSON(r io.Reader) ([]Span, error) {
 func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 	lr := &limitedReader{r: r}
 	dec := json.NewDecoder(lr)
-	var skipped error // the first document with spans skipped
+	var skip skipCount
 	for n := 1; ; n++ {
 		lr.left = MaxOTLPDocument
 		var raw json.RawMessage
+		skipped := skip.err()
 		if err := dec.Decode(&raw); err == io.EOF {
 			return skipped
 		} else if err != nil {
@@ -76,14 +77,11 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 		}
 		ss, derr := decodeDocument(raw)
 		if derr != nil {
-			err := fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(derr.Error(), maxErrorText))
 			var partial *skippedSpans
 			if !errors.As(derr, &partial) {
-				return errors.Join(skipped, err)
+				return errors.Join(skipped, fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(derr.Error(), maxErrorText)))
 			}
-			if skipped == nil {
-				skipped = err
-			}
+			skip.add(n, partial)
 		}
 		if err := fn(ss); err != nil {
 			return err
@@ -99,7 +97,36 @@ type skippedSpans struct {
 }
 
 func (e *skippedSpans) Error() string {
-	return fmt.Sprintf("%d spans skipped (%v)", e.n, e.first)
+	return fmt.Sprintf("%s skipped (%v)", plural(e.n, "span"), e.first)
+}
+
+// skipCount adds up the spans skipped over the documents read.
+type skipCount struct {
+	spans, docs, firstDoc int
+	first                 error
+}
+
+func (c *skipCount) add(doc int, s *skippedSpans) {
+	if c.first == nil {
+		c.first, c.firstDoc = s.first, doc
+	}
+	c.spans += s.n
+	c.docs++
+}
+
+func (c *skipCount) err() error {
+	if c.spans == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s skipped in %s (the first, in document %d: %s)", ErrOTLPJSON,
+		plural(c.spans, "span"), plural(c.docs, "document"), c.firstDoc, sanitize.String(c.first.Error(), maxErrorText))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // limitedReader fails once more than left bytes are read, so that one

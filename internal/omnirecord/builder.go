@@ -72,6 +72,10 @@ func (b *builder) handOverInto(from, to int) *Stage {
 	return s
 }
 
+// stageBytes is what a stage is counted as of a request's bytes, beside
+// its attributes.
+const stageBytes = 512
+
 // MaxStages bounds the stages of one request read from a summary, a log
 // or events; a stage beyond is reported and left out. A record line is
 // bounded by its values instead.
@@ -81,6 +85,7 @@ func (b *builder) stage(id int) *Stage {
 	s := b.stages[id]
 	if s == nil {
 		s = &Stage{ID: id}
+		b.bytes += stageBytes
 		if len(b.stages) >= MaxStages {
 			// Filled and dropped: memory stays bounded whatever the input.
 			if !b.tooManyStages {
@@ -142,9 +147,14 @@ func unmeasuredPhase(s *Stage, p spans.Phase, field string) {
 }
 
 // measured takes back a field noted as not measured once another record
-// of the request gave it a value.
+// of the request gave it a value, in either unit ("x_ms" and "x_s" are one
+// field).
 func measured(s *Stage, field string) {
-	s.Unmeasured = slices.DeleteFunc(s.Unmeasured, func(f string) bool { return f == field })
+	stem, _, _ := unitKey(field)
+	s.Unmeasured = slices.DeleteFunc(s.Unmeasured, func(f string) bool {
+		fs, _, _ := unitKey(f)
+		return f == field || (stem != "" && fs == stem)
+	})
 }
 
 // maxRequestBytes bounds the bytes of the input's keys and values one

@@ -2,6 +2,8 @@ package omnirecord
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -75,7 +77,7 @@ func newCollector(settle, maxPending int, ready func(*builder)) *collector {
 // while any other record of it is late, and counted.
 func (c *collector) add(id, source string, at time.Time, offset int64, once bool, apply func(*builder)) {
 	c.seq++
-	if offset < c.resumedUntil && c.resumed[id] {
+	if offset < c.resumedUntil && c.resumed[doneKey(id)] {
 		return // exported before the restart: read again, not sent again
 	}
 	p := c.pending[id]
@@ -86,11 +88,13 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p = nil
 	}
 	if p == nil {
-		if _, done := c.recent[id]; done && !once {
+		if _, done := c.recent[doneKey(id)]; done && !once {
 			c.late++
 			return
 		}
 		p = &pendingReq{b: newBuilder(id, source, "log:"+at.UTC().Format(time.RFC3339)), firstOff: offset}
+		// The id is held too, whole (it tells requests apart): it counts.
+		p.b.bytes += len(id)
 		c.pending[id] = p
 		p.elem = c.queue.PushBack(p)
 	}
@@ -163,10 +167,11 @@ func (c *collector) remove(p *pendingReq) {
 func (c *collector) finish(p *pendingReq) {
 	c.remove(p)
 	id := p.b.r.ID
-	if e, ok := c.recent[id]; ok {
+	key := doneKey(id)
+	if e, ok := c.recent[key]; ok {
 		c.recentOrder.MoveToBack(e)
 	} else {
-		c.recent[id] = c.recentOrder.PushBack(id)
+		c.recent[key] = c.recentOrder.PushBack(key)
 		if c.recentOrder.Len() > recentExported {
 			old := c.recentOrder.Remove(c.recentOrder.Front()).(string)
 			delete(c.recent, old)
@@ -204,12 +209,23 @@ func (c *collector) rebase() {
 	}
 }
 
+// doneKey is what is remembered of an exported request's id (and saved in
+// a checkpoint): the id itself, or for a long one its head and a digest of
+// the whole, so that 4 096 remembered ids of a megabyte each cost no 4 GB.
+func doneKey(id string) string {
+	if len(id) <= 256 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return id[:128] + "\x00" + hex.EncodeToString(sum[:16])
+}
+
 // markDone remembers requests handed on before a restart, whose records
 // lie before until.
 func (c *collector) markDone(ids []string, until int64) {
 	c.resumed = make(map[string]bool, len(ids))
 	for _, id := range ids {
-		c.resumed[id] = true
+		c.resumed[doneKey(id)] = true
 	}
 	c.resumedUntil = until
 }

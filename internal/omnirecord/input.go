@@ -86,7 +86,9 @@ func NewInput(ref time.Time, opts Options, h Handler) (*Input, error) {
 func (in *Input) Format() string { return in.format }
 
 func (in *Input) problem(line int, err error) {
-	in.Skipped++
+	if !errors.Is(err, ErrLeftOut) {
+		in.Skipped++
+	}
 	in.h.Problem(line, err)
 }
 

@@ -495,3 +495,39 @@ func TestAnOversizedSummaryCostsNoDocumentAfterIt(t *testing.T) {
 		t.Errorf("problems %q, want the oversized document alone", col.problems)
 	}
 }
+
+// TestALeftOutTotalIsNoAttributeAndAMeasurementInEitherUnitCounts: an
+// end-to-end time left out as no duration is not kept as an attribute
+// either; and a phase measured in seconds takes back its millisecond key
+// read as "not measured".
+func TestALeftOutTotalIsNoAttributeAndAMeasurementInEitherUnitCounts(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "a", "stages": [{"stage_id": 0, "preprocess_time_ms": 0}]}], ` +
+		`"e2e_table": [{"request_id": "a", "e2e_total_ms": -5, "engine_pipeline_time_ms": 7}]}` + "\n" +
+		`{"stage_table": [{"request_id": "a", "stages": [{"stage_id": 0, "preprocess_time_s": 0.25}]}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 2 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	first := col.reqs[0]
+	if first.Total == nil || first.Total.D != ms(7) {
+		t.Errorf("total %+v, want engine_pipeline_time_ms's 7 ms", first.Total)
+	}
+	for _, kv := range first.Extra {
+		if kv.Key == "omni.record.e2e_total_ms" || kv.Key == "omni.record.engine_pipeline_time_ms" {
+			t.Errorf("%s kept as an attribute", kv.Key)
+		}
+	}
+	// The log form: a table's 0 in ms, then the summary's seconds.
+	log := logOf("[StageRequestStats [request_id=b]]", "+--+--+", "| Field | 0 |", "+--+--+",
+		"| preprocess_time_ms | 0.000 |", "| stage_gen_time_ms | 5.000 |", "+--+--+",
+		"[Summary] {'stage_table': [{'request_id': 'b', 'stages': [{'stage_id': 0, 'preprocess_time_s': 0.00025}]}], 'e2e_table': [{'request_id': 'b', 'e2e_total_ms': 9.0}]}")
+	col = readAll(t, log, Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	st := &col.reqs[0].Stages[0]
+	phase(t, st, spans.Preprocess, 250*time.Microsecond, Quality{Summed: true})
+	if len(st.Unmeasured) != 0 {
+		t.Errorf("unmeasured %v beside preprocess's measurement", st.Unmeasured)
+	}
+}

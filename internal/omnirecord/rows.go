@@ -280,21 +280,23 @@ var e2eTotalKeys = []string{"e2e_total_ms", "e2e_time_ms", "engine_pipeline_time
 // applyE2ERow reads a request's row of an e2e_table, a RequestE2EStats
 // table, or a request_level_metrics event. It closes the request.
 func (b *builder) applyE2ERow(row *Value, src rowSource) {
-	used := ""
+	used := map[string]bool{}
 	for _, k := range e2eTotalKeys {
 		v, ok := row.Get(k)
 		if !ok {
 			continue
 		}
+		// The key that gives the request span its length, and one left
+		// out as no duration, are no attributes.
+		used[k] = true
 		if d, ok := b.durationOf(k, v, time.Millisecond); ok {
 			b.setTotal(Measure{D: d, Quality: src.floatQuality()})
-			used = k
 			break
 		}
 	}
 	for i, k := range row.Keys {
-		if k == "request_id" || k == "type" || k == "stages" || k == used {
-			continue // the key that gave the request span its length is no attribute
+		if k == "request_id" || k == "type" || k == "stages" || used[k] {
+			continue
 		}
 		b.r.Extra = b.addExtra(b.r.Extra, k, &row.Vals[i])
 	}
