@@ -181,6 +181,9 @@ type importer struct {
 type emitJob struct {
 	r      *omnirecord.Request
 	anchor time.Time
+	// name is the input the request came from: a worker may emit it
+	// after the next input began.
+	name string
 }
 
 func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer) *importer {
@@ -189,7 +192,7 @@ func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer
 	for i := 0; i < max(1, min(runtime.GOMAXPROCS(0), 4)); i++ {
 		im.workers.Go(func() {
 			for j := range im.work {
-				im.emit(j.r, j.anchor)
+				im.emit(j)
 			}
 		})
 	}
@@ -198,17 +201,20 @@ func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer
 
 // Request hands one request to the workers.
 func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
-	im.work <- emitJob{r, anchor}
+	im.mu.Lock()
+	name := im.name
+	im.mu.Unlock()
+	im.work <- emitJob{r, anchor, name}
 }
 
 // emit emits one request; a request that cannot be placed makes no span
 // and is reported.
-func (im *importer) emit(r *omnirecord.Request, anchor time.Time) {
-	err := im.emitter.Emit(im.ctx, r, anchor)
+func (im *importer) emit(j emitJob) {
+	err := im.emitter.Emit(im.ctx, j.r, j.anchor)
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if err != nil {
-		im.reportLocked(0, fmt.Errorf("request %q: %w", sanitize.String(r.ID, 128), err), "; skipped")
+		im.reportAtLocked(j.name, 0, fmt.Errorf("request %q: %w", sanitize.String(j.r.ID, 128), err), "; skipped")
 		im.skipped++
 		return
 	}
@@ -236,13 +242,18 @@ func (im *importer) drain() {
 }
 
 func (im *importer) reportLocked(line int, err error, outcome string) {
+	im.reportAtLocked(im.name, line, err, outcome)
+}
+
+// reportAtLocked reports a problem of input name at line (0: no line).
+func (im *importer) reportAtLocked(name string, line int, err error, outcome string) {
 	im.problems++
 	if im.problems > maxProblemLines {
 		return
 	}
-	where := im.name
+	where := name
 	if line > 0 {
-		where = fmt.Sprintf("%s:%d", im.name, line)
+		where = fmt.Sprintf("%s:%d", name, line)
 	}
 	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, traceview.Display(err.Error(), 512), outcome)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -217,5 +218,34 @@ func TestASamplerThatKeepsNothingIsSaid(t *testing.T) {
 	code, _, stderr := runCmd(t, goodLine+"\n", "import", "-out", out)
 	if code != 1 || !strings.Contains(stderr, "sampler") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestAProblemNamesTheInputItCameFrom: the workers emit a request after
+// the next input may have begun; what they report names the request's own
+// input.
+func TestAProblemNamesTheInputItCameFrom(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.log")
+	var doc strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&doc, `{"e2e_table": [{"request_id": "in-a-%d", "e2e_total_ms": 5}]}`+"\n", i)
+	}
+	if err := os.WriteFile(a, []byte(doc.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=in-b total=1.00s engine=1.00s stages=[0:1.00s]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A start no span can carry: every request is refused by a worker.
+	code, _, stderr := runCmd(t, "", "import", "-out", filepath.Join(dir, "t.json"), "-start", "2300-01-01T00:00:00Z", a, b)
+	if code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, `"in-a-`) && !strings.HasPrefix(line, a) || strings.Contains(line, `"in-b"`) && !strings.HasPrefix(line, b) {
+			t.Errorf("a problem under the wrong input: %s", line)
+		}
 	}
 }

@@ -33,6 +33,9 @@ type builder struct {
 	notes         []string
 	moreNotes     int
 	tooManyStages bool
+	// line is the input line of its first record, for what is reported
+	// of it; 0 when unknown.
+	line int
 	// bytes are what its kept keys and values take (see addExtra).
 	bytes        int
 	tooManyBytes bool

@@ -48,6 +48,9 @@ type collector struct {
 
 	// heldBytes are the attribute bytes of the requests held.
 	heldBytes int
+	// line is the input line of the record being added, which a new
+	// request keeps to be reported by.
+	line int
 	// Counts for the report.
 	late, dropped int
 }
@@ -95,6 +98,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p = &pendingReq{b: newBuilder(id, source, "log:"+at.UTC().Format(time.RFC3339)), firstOff: offset}
 		// The id is held too, whole (it tells requests apart): it counts.
 		p.b.bytes += len(id)
+		p.b.line = c.line
 		c.pending[id] = p
 		p.elem = c.queue.PushBack(p)
 	}

@@ -177,6 +177,7 @@ func (in *Input) jsonLine(line []byte, offset int64) {
 	}
 	if _, hasType := top.Get("type"); hasType {
 		if _, hasStages := top.Get("stages"); !hasStages || hasEventType(&top) {
+			in.coll.line = in.lineNo
 			in.event(&top, time.Time{}, offset, string(t))
 			return
 		}
@@ -210,6 +211,7 @@ func (in *Input) event(ev *Value, at time.Time, offset int64, text string) {
 
 // logRecord gathers one record of a log.
 func (in *Input) logRecord(rec logRecord) {
+	in.coll.line = rec.lineNo
 	switch {
 	case rec.timing != nil:
 		in.coll.add(rec.timing.id, "log", rec.at, rec.offset, true, func(b *builder) {
@@ -256,16 +258,21 @@ func (in *Input) ready(b *builder) { in.handOn(b, 0) }
 // handOn hands on the request b built, first reporting (at line) each
 // field it left out; a request that cannot be made is reported instead.
 func (in *Input) handOn(b *builder, line int) {
-	r, err := b.request()
-	if err != nil {
-		in.problem(line, fmt.Errorf("request %q: %w", clip(b.r.ID), err))
-		return
+	if line == 0 {
+		line = b.line
 	}
+	// What was left out is said even of a request that cannot be made:
+	// it may be why.
 	for _, n := range b.notes {
 		in.problem(line, fmt.Errorf("request %q: %s: %w", clip(b.r.ID), n, ErrLeftOut))
 	}
 	if b.moreNotes > 0 {
 		in.problem(line, fmt.Errorf("request %q: %d more fields: %w", clip(b.r.ID), b.moreNotes, ErrLeftOut))
+	}
+	r, err := b.request()
+	if err != nil {
+		in.problem(line, fmt.Errorf("request %q: %w", clip(b.r.ID), err))
+		return
 	}
 	r.RunName = in.opts.RunName
 	in.h.Request(r, in.anchor())

@@ -3,6 +3,7 @@ package omnirecord
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +23,16 @@ type omniTiming struct {
 	handoffs                []handoff
 	hasTotal, hasPre, hasEn bool
 	hasAR2D                 bool
+	// bad are the items that could not be read, reported with the request
+	// and left out.
+	bad []string
+}
+
+// badItem keeps an item of the line that could not be read (bounded).
+func (t *omniTiming) badItem(format string, a ...any) {
+	if len(t.bad) < maxNotes {
+		t.bad = append(t.bad, "[OmniTiming] "+fmt.Sprintf(format, a...))
+	}
 }
 
 // handoff is one item of handoffs=[…]: the orchestrator's hand-off from one
@@ -60,18 +71,26 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 		return nil, errors.New("no total=")
 	}
 	t := &omniTiming{id: rest[:j]}
+	seen := map[string]bool{}
 	for _, field := range splitFields(rest[j+1:]) {
 		k, v, ok := strings.Cut(field, "=")
 		if !ok {
 			continue
 		}
+		if seen[k] {
+			t.badItem("%s= a second time: the first kept", clip(k))
+			continue
+		}
+		seen[k] = true
 		switch k {
 		case "ar2diffusion":
 			if f, ok := seconds(v); ok {
 				t.ar2diffusion, t.hasAR2D = f, true
+			} else {
+				t.badItem("ar2diffusion=%s is not seconds", clip(v))
 			}
 		case "handoffs":
-			t.handoffs = parseHandoffs(v)
+			t.handoffs = parseHandoffs(v, t)
 		case "total", "preprocess", "engine":
 			f, ok := seconds(v)
 			if !ok {
@@ -98,6 +117,7 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 					at = strings.LastIndex(item, ":")
 				}
 				if at <= 0 {
+					t.badItem("%s item %q is not label=value", k, clip(item))
 					continue
 				}
 				label, val := item[:at], item[at+1:]
@@ -107,6 +127,9 @@ func parseOmniTiming(msg string) (*omniTiming, error) {
 					f, ok = seconds(val)
 				} else {
 					f, ok = milliseconds(val)
+				}
+				if !ok {
+					t.badItem("%s item %q: %s is not a duration", k, clip(label), clip(val))
 				}
 				if ok {
 					lv := labelValue{label, f}
@@ -133,27 +156,45 @@ func isTurnMarker(rest string) bool {
 }
 
 // parseHandoffs reads "[0->1=12.345ms(ar2diffusion=1.000ms),…]"; an item it
-// cannot read is left out.
-func parseHandoffs(v string) []handoff {
+// cannot read is noted on t and left out.
+func parseHandoffs(v string, t *omniTiming) []handoff {
 	var out []handoff
 	list := strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
 	for _, item := range strings.Split(list, ",") {
+		if item == "" {
+			continue
+		}
 		main, paren, _ := strings.Cut(item, "(")
 		at := strings.LastIndex(main, "=")
 		if at <= 0 {
+			t.badItem("handoffs item %q is not edge=value", clip(item))
 			continue
 		}
 		ms, ok := milliseconds(main[at+1:])
 		if !ok {
+			t.badItem("handoffs item %q: %s is not milliseconds", clip(main[:at]), clip(main[at+1:]))
 			continue
 		}
 		h := handoff{label: main[:at], ms: ms}
 		if a, ok := strings.CutPrefix(strings.TrimSuffix(paren, ")"), "ar2diffusion="); ok {
-			h.ar2diffusion, h.hasAR2D = milliseconds(a)
+			if h.ar2diffusion, h.hasAR2D = milliseconds(a); !h.hasAR2D {
+				t.badItem("handoffs item %q: ar2diffusion=%s is not milliseconds", clip(main[:at]), clip(a))
+			}
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// floatValue is a number of the line as a value whose attribute is always
+// a double: 1.00s is 1.0, not the integer 1, so that one key keeps one
+// type from request to request.
+func floatValue(f float64) Value {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return Value{Kind: Number, Num: f, Str: s}
 }
 
 // splitFields splits "a=1 b=[x, y] c=2" at spaces outside brackets.
@@ -213,6 +254,9 @@ const omniTimingResolution = 10 * time.Millisecond
 // apply reads the line onto b and closes the request: the line is
 // written once the request is finished.
 func (t *omniTiming) apply(b *builder) {
+	for _, bad := range t.bad {
+		b.note("%s", bad)
+	}
 	q := Quality{Resolution: omniTimingResolution}
 	if t.hasEn {
 		if d, err := millis(t.eng * 1000); err == nil {
@@ -228,7 +272,7 @@ func (t *omniTiming) apply(b *builder) {
 	}{{"request_wall_time_s", t.total, t.hasTotal}, {"input_preprocess_time_s", t.preprocess, t.hasPre},
 		{"ar2diffusion_time_s", t.ar2diffusion, t.hasAR2D}} {
 		if e.ok {
-			v := Value{Kind: Number, Num: e.v, Str: fmt.Sprint(e.v)}
+			v := floatValue(e.v)
 			b.r.Extra = b.addExtra(b.r.Extra, e.key, &v)
 		}
 	}
@@ -250,6 +294,7 @@ func (t *omniTiming) apply(b *builder) {
 	for _, tr := range t.transfers {
 		from, to, ok := parseEdge(tr.label)
 		if !ok {
+			b.note("[OmniTiming] transfers item %q is not from->to", clip(tr.label))
 			continue
 		}
 		st := b.handOverInto(from, to)
@@ -258,21 +303,26 @@ func (t *omniTiming) apply(b *builder) {
 		}
 		// The line gives the sum of the hand-over's parts only: it is kept,
 		// and makes no span, since it is no one part.
-		v := Value{Kind: Number, Num: tr.v, Str: fmt.Sprint(tr.v)}
+		v := floatValue(tr.v)
 		st.Extra = b.addExtra(st.Extra, "transfer.total_time_ms", &v)
 	}
 	for _, h := range t.handoffs {
 		from, _, ok := parseEdge(h.label)
 		if !ok {
+			b.note("[OmniTiming] handoffs item %q is not from->to", clip(h.label))
 			continue
 		}
 		// The orchestrator's own hand-off, kept on the stage it leaves: it
 		// is no phase of the catalogue, and makes no span.
-		st := b.stage(from)
-		v := Value{Kind: Number, Num: h.ms, Str: fmt.Sprint(h.ms)}
+		st := b.stages[from]
+		if st == nil {
+			b.note("[OmniTiming] a hand-off from stage %d, which its stages=[…] does not list", from)
+			continue
+		}
+		v := floatValue(h.ms)
 		st.Extra = b.addExtra(st.Extra, "stage_handoff_time_ms", &v)
 		if h.hasAR2D {
-			v := Value{Kind: Number, Num: h.ar2diffusion, Str: fmt.Sprint(h.ar2diffusion)}
+			v := floatValue(h.ar2diffusion)
 			st.Extra = b.addExtra(st.Extra, "ar2diffusion_time_ms", &v)
 		}
 	}

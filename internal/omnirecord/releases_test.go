@@ -531,3 +531,35 @@ func TestALeftOutTotalIsNoAttributeAndAMeasurementInEitherUnitCounts(t *testing.
 		t.Errorf("unmeasured %v beside preprocess's measurement", st.Unmeasured)
 	}
 }
+
+// TestOmniTimingItemsThatCannotBeReadAreReported: a stage, transfer or
+// hand-off item that is no duration, and a key written twice, are each
+// reported and left out; a number of the line is always a double.
+func TestOmniTimingItemsThatCannotBeReadAreReported(t *testing.T) {
+	col := readAll(t, fixture(t, "omnitiming_bad_items.log"), Options{})
+	if len(col.reqs) != 5 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	for _, want := range []string{`"0:thinker": -0.81s`, `"1:dit": NaNs`, `"0->1": -4.75ms`, `1e400s`, `"1:dit": 0.5 is`,
+		`abcms`, `ar2diffusion=-0.01s`, `total= a second time`, `engine= a second time`} {
+		found := false
+		for _, p := range col.problems {
+			found = found || (strings.Contains(p, want) && strings.HasSuffix(p, ErrLeftOut.Error()))
+		}
+		if !found {
+			t.Errorf("nothing reports %s among %q", want, col.problems)
+		}
+	}
+	e := col.byID(t, "e")
+	if e.Total == nil || e.Total.D != ms(3320) {
+		t.Errorf("request e lasts %+v, want the first engine=, 3.32 s", e.Total)
+	}
+	c := col.byID(t, "c")
+	for _, st := range c.Stages {
+		for _, kv := range st.Extra {
+			if kv.Key == "omni.record.stage_handoff_time_ms" && kv.Value.Type() != attribute.FLOAT64 {
+				t.Errorf("%s is a %v, want a double", kv.Key, kv.Value.Type())
+			}
+		}
+	}
+}
