@@ -197,9 +197,8 @@ func (tb *boxTable) tableRows() []Value {
 			if len(r) <= c || r[0] == "" || r[c] == "" {
 				continue // a blank cell: that column has no such field
 			}
-			if _, dup := row.Get(r[0]); dup {
-				continue
-			}
+			// A field written twice stays twice: a phase's two readings
+			// must agree, or both are reported and left out.
 			row.Keys = append(row.Keys, r[0])
 			row.Vals = append(row.Vals, cellValue(r[c]))
 		}

@@ -563,3 +563,25 @@ func TestOmniTimingItemsThatCannotBeReadAreReported(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePhaseInTwoUnitsMustAgree: a summary's or a table's x_ms and x_s
+// of one phase (or a row written twice) that disagree beyond their
+// resolution are reported and both left out, as a record line's would be
+// refused; ones that agree make one phase.
+func TestOnePhaseInTwoUnitsMustAgree(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "7", "stages": [{"stage_id": 0, "diffusion_engine_exec_time_ms": 2301, "diffusion_engine_exec_time_s": 1.0, ` +
+		`"forward_time_ms": 2105, "forward_time_s": 2.1054, "scheduler_queue_wait_ms": 5, "scheduler_queue_wait_s": 0.0}]}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	st := &col.reqs[0].Stages[0]
+	phase(t, st, spans.Exec, -1, Quality{})
+	phase(t, st, spans.QueueWait, -1, Quality{})
+	if _, ok := st.Durations[spans.Forward]; !ok {
+		t.Error("forward's two agreeing units make no phase")
+	}
+	if len(col.problems) != 2 {
+		t.Errorf("problems %q, want the two disagreements", col.problems)
+	}
+}

@@ -117,6 +117,18 @@ func (b *builder) applyStageRow(row *Value, src rowSource) {
 		s.Type = attrs.StageLLM // a stage that counts tokens and runs no diffusion
 	}
 	used := map[string]bool{}
+	// One phase may come in both units ("x_ms" and "x_s"): they must agree
+	// within their resolution, as in a record line; two that do not are
+	// reported and both left out.
+	type reading struct {
+		key  string
+		v    *Value
+		d    time.Duration
+		q    Quality
+		zero bool
+	}
+	var order []spans.Phase
+	readings := map[spans.Phase][]reading{}
 	for i, k := range row.Keys {
 		v := &row.Vals[i]
 		if stageRowKeys[k] && k != "postprocess_time_ms" {
@@ -135,12 +147,36 @@ func (b *builder) applyStageRow(row *Value, src rowSource) {
 		if !ok {
 			continue
 		}
-		if v.Num == 0 && f.rule == zeroIsDefault {
-			unmeasuredPhase(s, f.phase, k)
+		if _, seen := readings[f.phase]; !seen {
+			order = append(order, f.phase)
+		}
+		readings[f.phase] = append(readings[f.phase], reading{k, v, d, diffusionQuality(v, unit, src), v.Num == 0 && f.rule == zeroIsDefault})
+	}
+	for _, p := range order {
+		rs := readings[p]
+		agree := true
+		for _, r := range rs[1:] {
+			diff := rs[0].d - r.d
+			if diff < 0 {
+				diff = -diff
+			}
+			if diff > max(roundingTolerance, rs[0].q.Resolution, r.q.Resolution) {
+				b.note("%s and %s disagree (%v and %v)", clip(rs[0].key), clip(r.key), rs[0].d, r.d)
+				agree = false
+				break
+			}
+		}
+		if !agree {
 			continue
 		}
-		b.setPhase(s, f.phase, d, diffusionQuality(v, unit, src))
-		measured(s, k)
+		for _, r := range rs {
+			if r.zero {
+				unmeasuredPhase(s, p, r.key)
+				continue
+			}
+			b.setPhase(s, p, r.d, r.q)
+			measured(s, r.key)
+		}
 	}
 	if v, ok := row.Get("stage_gen_time_ms"); ok {
 		if d, ok := b.durationOf("stage_gen_time_ms", v, time.Millisecond); ok {
