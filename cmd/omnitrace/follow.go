@@ -17,19 +17,33 @@ import (
 
 // checkpoint is where a followed file was read up to: the file (its device
 // and inode, which a rotation changes), the offset to read it again from
-// (the first record of the oldest request still held), and the requests
-// already exported whose records may lie after that offset.
+// (the first record of the oldest request still held, or of a record not
+// yet read whole), the requests already exported whose records lie after
+// that offset (each with where its records lie, so that a new request
+// reusing an id is not taken for it), and the form the file was found in.
 type checkpoint struct {
-	Version int      `json:"version"`
-	Dev     uint64   `json:"dev"`
-	Ino     uint64   `json:"ino"`
-	Offset  int64    `json:"offset"`
-	Next    int64    `json:"next"`
-	Done    []string `json:"done,omitempty"`
+	Version int               `json:"version"`
+	Dev     uint64            `json:"dev"`
+	Ino     uint64            `json:"ino"`
+	Offset  int64             `json:"offset"`
+	Next    int64             `json:"next"`
+	Format  string            `json:"format,omitempty"`
+	Done    []omnirecord.Done `json:"done,omitempty"`
 }
 
-// maxCheckpoint bounds a checkpoint file read back.
+// checkpointV1 is the form an earlier version wrote: the ids exported,
+// without where their records lie.
+type checkpointV1 struct {
+	Done []string `json:"done"`
+}
+
+// maxCheckpoint bounds a checkpoint file read back: what a checkpoint
+// holds is bounded too (at most 4 096 requests exported, each id at most
+// a few hundred bytes).
 const maxCheckpoint = 16 << 20
+
+// checkpointVersion is the version of what save writes.
+const checkpointVersion = 2
 
 func loadCheckpoint(path string) (checkpoint, error) {
 	var cp checkpoint
@@ -48,8 +62,37 @@ func loadCheckpoint(path string) (checkpoint, error) {
 	if err != nil {
 		return cp, err
 	}
-	if err := json.Unmarshal(b, &cp); err != nil || cp.Version != 1 || cp.Offset < 0 {
-		return checkpoint{}, fmt.Errorf("checkpoint %s is not one this version wrote", filepath.Base(path))
+	var head struct {
+		Version int `json:"version"`
+	}
+	bad := fmt.Errorf("checkpoint %s is not one this version wrote", filepath.Base(path))
+	if err := json.Unmarshal(b, &head); err != nil {
+		return checkpoint{}, bad
+	}
+	switch head.Version {
+	case 1:
+		// Every id exported stands for the whole stretch read again.
+		var v1 checkpointV1
+		var rest struct {
+			Dev, Ino     uint64
+			Offset, Next int64
+		}
+		if json.Unmarshal(b, &v1) != nil || json.Unmarshal(b, &rest) != nil {
+			return checkpoint{}, bad
+		}
+		cp = checkpoint{Version: 1, Dev: rest.Dev, Ino: rest.Ino, Offset: rest.Offset, Next: rest.Next}
+		for _, id := range v1.Done {
+			cp.Done = append(cp.Done, omnirecord.Done{Key: id, First: 0, Last: rest.Next})
+		}
+	case checkpointVersion:
+		if err := json.Unmarshal(b, &cp); err != nil {
+			return checkpoint{}, bad
+		}
+	default:
+		return checkpoint{}, bad
+	}
+	if cp.Offset < 0 || cp.Next < cp.Offset {
+		return checkpoint{}, bad
 	}
 	return cp, nil
 }
@@ -60,7 +103,7 @@ func (cp checkpoint) save(path string) error {
 	if path == "" {
 		return nil
 	}
-	cp.Version = 1
+	cp.Version = checkpointVersion
 	b, err := json.Marshal(cp)
 	if err != nil {
 		return err
@@ -94,6 +137,13 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 	if err != nil {
 		return err
 	}
+	if fi, err := os.Stat(path); err == nil && cp.Format != "" && (opts.Format == "" || opts.Format == omnirecord.FormatAuto) {
+		// Resuming inside the file: its first line read again need not
+		// be one that tells its form.
+		if dev, ino := fileID(fi); dev == cp.Dev && ino == cp.Ino {
+			opts.Format = cp.Format
+		}
+	}
 	in, err := omnirecord.NewInput(time.Now(), opts, im)
 	if err != nil {
 		return err
@@ -103,7 +153,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		return err
 	}
 	defer func() { t.f.Close() }()
-	if cp.Version == 1 && cp.Dev == t.dev && cp.Ino == t.ino && cp.Offset <= t.size() {
+	if cp.Version != 0 && cp.Dev == t.dev && cp.Ino == t.ino && cp.Offset <= t.size() {
 		if _, err := t.f.Seek(cp.Offset, io.SeekStart); err != nil {
 			return err
 		}
@@ -282,7 +332,10 @@ func (t *tail) rotated() (bool, error) {
 		if _, err := t.f.Seek(0, io.SeekStart); err != nil {
 			return false, err
 		}
+		// Truncated (a copy-truncate rotation): what was read is gone,
+		// as after a rotation.
 		t.off, t.partial, t.skipFrom = 0, t.partial[:0], -1
+		t.in.Rotated()
 		return true, nil
 	}
 	return false, nil
@@ -294,5 +347,5 @@ func (t *tail) checkpoint() checkpoint {
 		next = t.skipFrom // the long line is read, and skipped, again
 	}
 	off, done := t.in.Checkpoint(next)
-	return checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done}
+	return checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done, Format: t.in.Format()}
 }

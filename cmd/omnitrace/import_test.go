@@ -375,3 +375,26 @@ func TestFollowStoppedBetweenATimingLineAndItsTableExportsTheRequestOnce(t *test
 		t.Errorf("request 7 lacks its table's exec: %v", countNames(requestTrace(t, all, "7")))
 	}
 }
+
+// TestFollowResumesWhereItStopped: a request exported before the stop is
+// not exported again by the restart, which reads on from the checkpoint;
+// a request appended meanwhile is exported once.
+func TestFollowResumesWhereItStopped(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	log, cp := filepath.Join(dir, "vllm.log"), filepath.Join(dir, "cp.json")
+	line := func(id string) string {
+		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
+	}
+	appendTo(t, log, line("x"))
+	first, second := filepath.Join(dir, "first.json"), filepath.Join(dir, "second.json")
+	f := startFollow(t, "-out", first, "-checkpoint", cp, "-settle", "0", log)
+	f.stop()
+	appendTo(t, log, line("y"))
+	f = startFollow(t, "-out", second, "-checkpoint", cp, "-settle", "0", log)
+	f.stop()
+	a, b := requestCounts(readTraces(t, first)), requestCounts(readTraces(t, second))
+	if fmt.Sprint(a) != "map[x:1]" || fmt.Sprint(b) != "map[y:1]" {
+		t.Errorf("first run %v, second %v: want x, then y alone\n%s", a, b, f.stderr)
+	}
+}

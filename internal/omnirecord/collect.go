@@ -38,12 +38,15 @@ type collector struct {
 	queue   *list.List // of *pendingReq, by first record
 	done    *list.List // of the finished *pendingReq, by finishing record
 
-	recent      map[string]*list.Element
-	recentOrder *list.List // of string
+	// recent are the requests handed on last, oldest first, each with
+	// where its records lie, and recentIDs how many of them have each id:
+	// for the checkpoint, and to tell a late record from a new request.
+	recent    *list.List // of Done
+	recentIDs map[string]int
 
 	// resumed are requests handed on before a restart, and resumedUntil
 	// the offset up to which their records are read again.
-	resumed      map[string]bool
+	resumed      map[string][]Done
 	resumedUntil int64
 
 	// heldBytes are the attribute bytes of the requests held.
@@ -55,9 +58,20 @@ type collector struct {
 	late, dropped int
 }
 
+// Done is a request handed on: the key of its id (see doneKey), and the
+// offsets of its first and last records.
+type Done struct {
+	Key         string `json:"id"`
+	First, Last int64
+}
+
 type pendingReq struct {
 	b           *builder
 	firstOff    int64
+	lastOff     int64
+	// rotated: its records lie in a file rotated away, which a restart
+	// cannot read again.
+	rotated bool
 	lastSeq     int64
 	lastWall    time.Time
 	elem, delem *list.Element
@@ -71,7 +85,7 @@ func newCollector(settle, maxPending int, ready func(*builder)) *collector {
 		settle = 0
 	}
 	return &collector{settle: settle, maxPending: maxPending, ready: ready,
-		pending: map[string]*pendingReq{}, queue: list.New(), done: list.New(), recent: map[string]*list.Element{}, recentOrder: list.New()}
+		pending: map[string]*pendingReq{}, queue: list.New(), done: list.New(), recent: list.New(), recentIDs: map[string]int{}}
 }
 
 // add applies one record of request id to its builder. once says the
@@ -80,7 +94,7 @@ func newCollector(settle, maxPending int, ready func(*builder)) *collector {
 // while any other record of it is late, and counted.
 func (c *collector) add(id, source string, at time.Time, offset int64, once bool, apply func(*builder)) {
 	c.seq++
-	if offset < c.resumedUntil && c.resumed[doneKey(id)] {
+	if offset < c.resumedUntil && c.wasDone(id, offset) {
 		return // exported before the restart: read again, not sent again
 	}
 	p := c.pending[id]
@@ -91,7 +105,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p = nil
 	}
 	if p == nil {
-		if _, done := c.recent[doneKey(id)]; done && !once {
+		if c.recentIDs[doneKey(id)] > 0 && !once {
 			c.late++
 			return
 		}
@@ -102,7 +116,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		c.pending[id] = p
 		p.elem = c.queue.PushBack(p)
 	}
-	p.lastSeq, p.lastWall = c.seq, time.Now()
+	p.lastSeq, p.lastWall, p.lastOff = c.seq, time.Now(), offset
 	before := p.b.bytes
 	apply(p.b)
 	c.heldBytes += p.b.bytes - before
@@ -116,6 +130,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 	for len(c.pending) > c.maxPending || (c.heldBytes > maxHeldBytes && c.queue.Len() > 0) {
 		c.evictOldest()
 	}
+	c.trim()
 }
 
 // release hands on the finished requests that have settled: no record of
@@ -147,6 +162,7 @@ func (c *collector) idle(now time.Time, d time.Duration) {
 		}
 		e = next
 	}
+	c.trim()
 }
 
 func (c *collector) evictOldest() {
@@ -170,47 +186,88 @@ func (c *collector) remove(p *pendingReq) {
 
 func (c *collector) finish(p *pendingReq) {
 	c.remove(p)
-	id := p.b.r.ID
-	key := doneKey(id)
-	if e, ok := c.recent[key]; ok {
-		c.recentOrder.MoveToBack(e)
-	} else {
-		c.recent[key] = c.recentOrder.PushBack(key)
-		if c.recentOrder.Len() > recentExported {
-			old := c.recentOrder.Remove(c.recentOrder.Front()).(string)
-			delete(c.recent, old)
+	key := doneKey(p.b.r.ID)
+	c.recent.PushBack(Done{Key: key, First: p.firstOff, Last: p.lastOff})
+	c.recentIDs[key]++
+	c.ready(p.b)
+}
+
+// trim forgets the oldest requests handed on beyond recentExported. A
+// restart reads again from the first record of the oldest request held;
+// a forgotten request whose records lie after that would be read again
+// and sent twice, so the requests held that begin before its last record
+// are handed on (finished) or dropped (unfinished, counted) first.
+func (c *collector) trim() {
+	for c.recent.Len() > recentExported {
+		old := c.recent.Remove(c.recent.Front()).(Done)
+		if c.recentIDs[old.Key]--; c.recentIDs[old.Key] <= 0 {
+			delete(c.recentIDs, old.Key)
+		}
+		for c.queue.Len() > 0 && c.queue.Front().Value.(*pendingReq).firstOff <= old.Last {
+			c.evictOldest()
 		}
 	}
-	c.ready(p.b)
 }
 
 // checkpoint returns the offset from which the input must be read again
 // after a restart so that no pending request loses a record: the first
-// record of the oldest pending one, or next when none is pending; and the
-// requests already handed on whose records may lie after it.
-func (c *collector) checkpoint(next int64) (int64, []string) {
-	off := next
+// record of the oldest pending one, or pin (the start of a record not yet
+// read whole) if earlier, or next when neither is; and the requests
+// already handed on whose records lie at or after it.
+func (c *collector) checkpoint(pin, next int64) (int64, []Done) {
+	off := min(pin, next)
 	for e := c.queue.Front(); e != nil; e = e.Next() {
 		if p := e.Value.(*pendingReq); p.firstOff < off {
 			off = p.firstOff
 		}
 	}
-	var done []string
+	var done []Done
 	if off < next {
-		for e := c.recentOrder.Front(); e != nil; e = e.Next() {
-			done = append(done, e.Value.(string))
+		for e := c.recent.Front(); e != nil; e = e.Next() {
+			if d := e.Value.(Done); d.Last >= off {
+				done = append(done, d)
+			}
 		}
 	}
 	return off, done
 }
 
 // rebase says the input moved to a new file (a rotation): the records of
-// the requests held lie in the old one, which a restart cannot read again,
-// so the checkpoint falls back to the start of the new one.
+// the requests held lie in the old one, which a restart cannot read again.
+// Their offsets fall back to the start of the new one, and they are handed
+// on when the reading stops (see stop); the requests handed on are
+// forgotten, as their offsets were the old file's.
 func (c *collector) rebase() {
 	for e := c.queue.Front(); e != nil; e = e.Next() {
-		e.Value.(*pendingReq).firstOff = 0
+		p := e.Value.(*pendingReq)
+		p.firstOff, p.rotated = 0, true
 	}
+	c.recent.Init()
+	clear(c.recentIDs)
+}
+
+// stop hands on the requests whose records a restart cannot read again
+// (they lie in a file rotated away), finished or not; the others stay, to
+// be read again from the checkpoint.
+func (c *collector) stop() {
+	for e := c.queue.Front(); e != nil; {
+		next := e.Next()
+		if p := e.Value.(*pendingReq); p.rotated {
+			c.finish(p)
+		}
+		e = next
+	}
+}
+
+// wasDone reports whether a record of id at offset belongs to a request
+// handed on before the restart.
+func (c *collector) wasDone(id string, offset int64) bool {
+	for _, d := range c.resumed[doneKey(id)] {
+		if d.First <= offset && offset <= d.Last {
+			return true
+		}
+	}
+	return false
 }
 
 // doneKey is what is remembered of an exported request's id (and saved in
@@ -226,10 +283,10 @@ func doneKey(id string) string {
 
 // markDone remembers requests handed on before a restart, whose records
 // lie before until.
-func (c *collector) markDone(ids []string, until int64) {
-	c.resumed = make(map[string]bool, len(ids))
-	for _, id := range ids {
-		c.resumed[doneKey(id)] = true
+func (c *collector) markDone(done []Done, until int64) {
+	c.resumed = make(map[string][]Done, len(done))
+	for _, d := range done {
+		c.resumed[d.Key] = append(c.resumed[d.Key], d)
 	}
 	c.resumedUntil = until
 }

@@ -86,12 +86,74 @@ func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
 	coll.add("a", "log", at, 10, false, func(*builder) {})
 	coll.add("b", "log", at, 20, false, func(*builder) {})
 	coll.add("a", "log", at, 30, false, func(*builder) {})
-	if off, _ := coll.checkpoint(40); off != 10 {
+	if off, _ := coll.checkpoint(40, 40); off != 10 {
 		t.Errorf("checkpoint at %d, want 10", off)
 	}
+	if off, _ := coll.checkpoint(5, 40); off != 5 {
+		t.Errorf("with a record open from 5, checkpoint at %d, want 5", off)
+	}
 	coll.flush()
-	if off, _ := coll.checkpoint(40); off != 40 {
-		t.Errorf("with nothing held, checkpoint at %d, want 40", off)
+	off, done := coll.checkpoint(40, 40)
+	if off != 40 || len(done) != 0 {
+		t.Errorf("with nothing held, checkpoint at %d (done %v), want 40", off, done)
+	}
+	// The requests handed on whose records lie after the offset, and only
+	// those, are named with where their records lie.
+	coll.add("c", "log", at, 50, false, func(*builder) {})
+	coll.add("d", "log", at, 60, false, func(b *builder) { b.complete = true })
+	coll.flush()
+	coll.add("e", "log", at, 70, false, func(*builder) {})
+	off, done = coll.checkpoint(80, 80)
+	if off != 70 || fmt.Sprint(done) != "[]" {
+		t.Errorf("checkpoint at %d, done %v: want 70 and none (a, b, c, d lie before it)", off, done)
+	}
+	off, done = coll.checkpoint(55, 80)
+	if off != 55 || fmt.Sprint(done) != "[{d 60 60}]" {
+		t.Errorf("checkpoint at %d, done %v: want 55 and d", off, done)
+	}
+}
+
+// TestAForgottenRequestNeverPinsTheCheckpoint: beyond the requests
+// remembered, the oldest forgotten one's records must not lie after the
+// checkpoint, or a restart would send it again: a held request that pins
+// the checkpoint before them is handed on (or dropped) first.
+func TestAForgottenRequestNeverPinsTheCheckpoint(t *testing.T) {
+	at := time.Now()
+	var handed []string
+	coll := newCollector(0, 1<<20, func(b *builder) { handed = append(handed, b.r.ID) })
+	coll.add("old", "log", at, 0, false, func(*builder) {}) // unfinished, held
+	for i := range recentExported + 10 {
+		coll.add(fmt.Sprint("r", i), "log", at, int64(10+i), false, func(b *builder) { b.complete = true })
+	}
+	off, done := coll.checkpoint(1<<40, 1<<40)
+	if _, held := coll.pending["old"]; held || coll.dropped != 1 {
+		t.Errorf("the request pinning the checkpoint is still held (dropped %d)", coll.dropped)
+	}
+	for _, d := range done {
+		if d.Last < off {
+			t.Errorf("checkpoint at %d names %v, whose records lie before it", off, d)
+		}
+	}
+	if off != 1<<40 {
+		t.Errorf("checkpoint at %d, want past every record", off)
+	}
+}
+
+// TestAReusedIDIsNotTakenForTheRequestExportedBeforeARestart: after a
+// restart, the records read again of a request exported before it are
+// skipped, and those of a new request reusing its id are not.
+func TestAReusedIDIsNotTakenForTheRequestExportedBeforeARestart(t *testing.T) {
+	at := time.Now()
+	var handed []int
+	coll := newCollector(0, 100, func(b *builder) { handed = append(handed, b.line) })
+	coll.markDone([]Done{{Key: "0", First: 10, Last: 20}}, 100)
+	for _, off := range []int64{10, 20, 50, 60} {
+		coll.line = int(off)
+		coll.add("0", "log", at, off, off == 10 || off == 50, func(b *builder) { b.complete = true })
+	}
+	coll.flush()
+	if fmt.Sprint(handed) != "[50]" {
+		t.Errorf("handed on requests first read at lines %v, want the new one at 50 only", handed)
 	}
 }
 

@@ -110,7 +110,7 @@ func (in *Input) Line(line []byte, offset int64) {
 	case FormatLog:
 		in.scan.line(string(line), offset, in.lineNo)
 	case FormatSummary:
-		in.summaryLine(line)
+		in.summaryLine(line, offset)
 	default:
 		in.jsonLine(line, offset)
 	}
@@ -290,7 +290,7 @@ func (in *Input) anchor() time.Time {
 // maxSummaryBytes bounds one summary document (a variable for tests).
 var maxSummaryBytes = maxLiteralBytes
 
-func (in *Input) summaryLine(line []byte) {
+func (in *Input) summaryLine(line []byte, offset int64) {
 	if in.doc.skip {
 		// Skip to the end of the oversized document, its brackets counted
 		// from its first line on.
@@ -309,7 +309,7 @@ func (in *Input) summaryLine(line []byte) {
 			in.problem(in.lineNo, fmt.Errorf("%w: a line between summary documents", ErrNotJSON))
 			return
 		}
-		in.doc.first = in.lineNo
+		in.doc.first, in.doc.firstOff = in.lineNo, offset
 	}
 	if len(in.doc.buf)+len(line) > maxSummaryBytes {
 		in.problem(in.doc.first, fmt.Errorf("a summary document larger than %d bytes", maxSummaryBytes))
@@ -347,6 +347,7 @@ func (in *Input) summaryLine(line []byte) {
 type docBuffer struct {
 	buf         []byte
 	first       int
+	firstOff    int64
 	depth       int
 	started     bool
 	inStr, skip bool
@@ -395,22 +396,34 @@ func (in *Input) End() {
 	in.coll.flush()
 }
 
-// Stop ends a reading that will resume from [Input.Checkpoint]: it hands
-// on nothing. Every request held, unfinished or finished but not settled
-// (its tables may still come after its [OmniTiming] line), is read again
-// from the checkpoint, whole, after the restart; handing one on now would
-// export it without its later records, and its later records again as a
-// second request.
-func (in *Input) Stop() {}
+// Stop ends a reading that will resume from [Input.Checkpoint]. Every
+// request held, unfinished or finished but not settled (its tables may
+// still come after its [OmniTiming] line), is read again from the
+// checkpoint, whole, after the restart: handing one on now would export it
+// without its later records, and its later records again as a second
+// request. Only the requests whose records lie in a file rotated away,
+// which no restart can read again, are handed on now.
+func (in *Input) Stop() { in.coll.stop() }
 
 // Stats returns the late records (of requests already handed on) and the
 // requests dropped unfinished because too many were held.
 func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.dropped }
 
 // Checkpoint returns the offset to read the input again from after a
-// restart, given that the next line starts at next, and the requests
-// already handed on whose records may lie after that offset.
-func (in *Input) Checkpoint(next int64) (int64, []string) { return in.coll.checkpoint(next) }
+// restart, given that the next line starts at next: the first record of
+// the oldest request held, or the start of a record not yet read whole (a
+// table, a dict, a summary document spread over lines), whichever comes
+// first; and the requests already handed on whose records lie after it.
+func (in *Input) Checkpoint(next int64) (int64, []Done) {
+	pin := next
+	if off, ok := in.scan.openFrom(); ok {
+		pin = min(pin, off)
+	}
+	if in.doc.buf != nil || in.doc.skip {
+		pin = min(pin, in.doc.firstOff)
+	}
+	return in.coll.checkpoint(pin, next)
+}
 
 // Rotated says the input moved on to a new file at the same path: the
 // offsets of what follows are the new file's.
@@ -418,7 +431,7 @@ func (in *Input) Rotated() { in.coll.rebase() }
 
 // Resume marks requests handed on before a restart, whose records lie
 // before until, so that their records read again are not handed on twice.
-func (in *Input) Resume(done []string, until int64) { in.coll.markDone(done, until) }
+func (in *Input) Resume(done []Done, until int64) { in.coll.markDone(done, until) }
 
 // digestOf is the FNV-1a digest of a record's text.
 func digestOf(b []byte) uint64 {

@@ -279,6 +279,21 @@ func (s *logScanner) literalLine(line string) {
 	s.emit(rec)
 }
 
+// openFrom returns the offset of the first line of a record not yet read
+// whole (a table, a literal spread over lines), if one is open.
+func (s *logScanner) openFrom() (int64, bool) {
+	off, ok := int64(0), false
+	for kind, tb := range s.tables {
+		if tb != nil {
+			off, ok = s.tabAt[kind].offset, true
+		}
+	}
+	if s.litOpen && (!ok || s.litRec.offset < off) {
+		off, ok = s.litRec.offset, true
+	}
+	return off, ok
+}
+
 // end reports what the input ended inside of: a table or a dict cut off
 // (a truncated last line).
 func (s *logScanner) end() {

@@ -585,3 +585,59 @@ func TestOnePhaseInTwoUnitsMustAgree(t *testing.T) {
 		t.Errorf("problems %q, want the two disagreements", col.problems)
 	}
 }
+
+// TestTheCheckpointNeverCutsARecord: while a dict, a table or a summary
+// document spread over lines is half read, the checkpoint is at its first
+// line; and at a stop, the requests whose records lie in a file rotated
+// away are handed on, the others kept for the restart.
+func TestTheCheckpointNeverCutsARecord(t *testing.T) {
+	cases := []struct {
+		name  string
+		lines []string
+		form  string
+	}{
+		{"a dict", []string{"INFO 11-30 05:20:01 [log_utils.py:31] {'type': 'transfer_stats',", "INFO 11-30 05:20:01 [log_utils.py:31]  'from_stage': 0,"}, ""},
+		{"a table", []string{"INFO 11-30 05:20:01 [stats.py:5] [StageRequestStats [request_id=7]]", "INFO 11-30 05:20:01 [stats.py:5] +---+---+"}, ""},
+		{"a summary", []string{`{"stage_table": [`, `  {"request_id": "7", "stages": []}`}, FormatSummary},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &collected{}
+			in, err := NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Options{Format: c.form, Settle: -1}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := "INFO 11-30 05:20:00 [omni.py:1] [OmniTiming] req=done total=1.00s engine=1.00s stages=[0:1.00s]"
+			if c.form == FormatSummary {
+				first = `{"e2e_table": [{"request_id": "done", "e2e_total_ms": 5}]}`
+			}
+			off := int64(0)
+			for _, l := range append([]string{first}, c.lines...) {
+				in.Line([]byte(l), off)
+				off += int64(len(l)) + 1
+			}
+			start := int64(len(first)) + 1
+			if got, _ := in.Checkpoint(off); got != start || len(h.reqs) != 1 {
+				t.Errorf("checkpoint at %d (%d handed on), want the half-read record's first line, %d", got, len(h.reqs), start)
+			}
+		})
+	}
+	h := &collected{}
+	in, err := NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Options{}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Line([]byte("INFO 11-30 05:20:00 [stats.py:5] [StageRequestStats [request_id=old]]"), 0)
+	for i, l := range []string{"+---+---+", "| Field | 0 |", "+---+---+", "| stage_gen_time_ms | 5.000 |", "+---+---+"} {
+		in.Line([]byte("INFO 11-30 05:20:00 [stats.py:5] "+l), int64(100*(i+1)))
+	}
+	in.Rotated()
+	in.Line([]byte("INFO 11-30 05:20:01 [stats.py:5] [StageRequestStats [request_id=new]]"), 0)
+	for i, l := range []string{"+---+---+", "| Field | 0 |", "+---+---+", "| stage_gen_time_ms | 5.000 |", "+---+---+"} {
+		in.Line([]byte("INFO 11-30 05:20:01 [stats.py:5] "+l), int64(100*(i+1)))
+	}
+	in.Stop()
+	if len(h.reqs) != 1 || h.reqs[0].ID != "old" {
+		t.Errorf("handed on at the stop: %d requests; want old, whose records were rotated away, alone", len(h.reqs))
+	}
+}
