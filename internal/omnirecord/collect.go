@@ -66,12 +66,12 @@ type Done struct {
 }
 
 type pendingReq struct {
-	b           *builder
-	firstOff    int64
-	lastOff     int64
+	b        *builder
+	firstOff int64
+	lastOff  int64
 	// rotated: its records lie in a file rotated away, which a restart
 	// cannot read again.
-	rotated bool
+	rotated     bool
 	lastSeq     int64
 	lastWall    time.Time
 	elem, delem *list.Element
