@@ -327,3 +327,20 @@ func TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown(t *testing.T) {
 		t.Errorf("%d problems counted, want %d", sum2.Problems(), 3*maxProblems)
 	}
 }
+
+// TestABadDocumentCostsNoDocumentAfterIt: a document that is not JSON, or
+// JSON that is no OTLP, is counted and skipped; the documents after it (one
+// a line, as the file exporter writes them) are read.
+func TestABadDocumentCostsNoDocumentAfterIt(t *testing.T) {
+	doc := func(id string) string {
+		return `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcd` + id + `","spanId":"00000000000000` + id + `","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000001000000"}]}]}]}`
+	}
+	in := strings.Join([]string{doc("01"), `{"resourceSpans": [ this is not JSON`, doc("02"), `{"resourceSpans": "not a list"}`, `[1, 2]`, doc("03")}, "\n")
+	ss, err := ParseOTLPJSON(strings.NewReader(in))
+	if len(ss) != 3 {
+		t.Errorf("read %d spans, want the 3 good documents' (error %v)", len(ss), err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "3 documents not read") {
+		t.Errorf("error %v, want the 3 bad documents counted", err)
+	}
+}

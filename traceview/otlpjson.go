@@ -1,6 +1,7 @@
 package traceview
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
@@ -61,25 +62,56 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 	lr := &limitedReader{r: r}
 	dec := json.NewDecoder(lr)
 	var skip skipCount
+	var bad badDocs
 	for n := 1; ; n++ {
 		lr.left = MaxOTLPDocument
 		var raw json.RawMessage
-		skipped := skip.err()
-		if err := dec.Decode(&raw); err == io.EOF {
-			return skipped
-		} else if err != nil {
-			if lr.left <= 0 {
-				err = fmt.Errorf("%w: document %d is larger than %d bytes", ErrOTLPJSON, n, MaxOTLPDocument)
-			} else {
-				err = fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText))
+		err := dec.Decode(&raw)
+		switch {
+		case err == io.EOF:
+			return errors.Join(skip.err(), bad.err())
+		case err != nil && lr.left <= 0:
+			return errors.Join(skip.err(), bad.err(), fmt.Errorf("%w: document %d is larger than %d bytes", ErrOTLPJSON, n, MaxOTLPDocument))
+		case err != nil:
+			var syntax *json.SyntaxError
+			if !errors.As(err, &syntax) {
+				// The input ends inside a document (a file cut short), or
+				// cannot be read: what came before it stands.
+				return errors.Join(skip.err(), bad.err(), fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText)))
 			}
-			return errors.Join(skipped, err)
+			// A malformed document: the next may begin on the next line,
+			// as the OTLP file exporter writes one a line.
+			bad.add(n, err)
+			rest := bufio.NewReader(io.MultiReader(dec.Buffered(), lr))
+			// What is left may begin with the line end after the previous
+			// document: the malformed one's line is the first not blank.
+			for {
+				c, rerr := rest.ReadByte()
+				if rerr != nil {
+					return errors.Join(skip.err(), bad.err())
+				}
+				if c != '\n' && c != '\r' && c != ' ' && c != '\t' {
+					break
+				}
+			}
+			for {
+				_, rerr := rest.ReadSlice('\n')
+				if rerr == nil {
+					break
+				}
+				if !errors.Is(rerr, bufio.ErrBufferFull) {
+					return errors.Join(skip.err(), bad.err()) // nothing after it
+				}
+			}
+			dec = json.NewDecoder(rest)
+			continue
 		}
 		ss, derr := decodeDocument(raw)
 		if derr != nil {
 			var partial *skippedSpans
 			if !errors.As(derr, &partial) {
-				return errors.Join(skipped, fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(derr.Error(), maxErrorText)))
+				bad.add(n, derr) // well-formed JSON, but no OTLP: the next may be
+				continue
 			}
 			skip.add(n, partial)
 		}
@@ -87,6 +119,26 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 			return err
 		}
 	}
+}
+
+// badDocs counts the documents that could not be read at all.
+type badDocs struct {
+	n, first int
+	err1     error
+}
+
+func (b *badDocs) add(doc int, err error) {
+	if b.n == 0 {
+		b.first, b.err1 = doc, err
+	}
+	b.n++
+}
+
+func (b *badDocs) err() error {
+	if b.n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s not read (the first, document %d: %s)", ErrOTLPJSON, plural(b.n, "document"), b.first, sanitize.String(b.err1.Error(), maxErrorText))
 }
 
 // skippedSpans reports the spans of a document left out, and why the first
