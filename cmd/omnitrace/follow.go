@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/traceview"
 )
 
 // checkpoint is where a followed file was read up to: the file (its device
@@ -29,6 +32,25 @@ type checkpoint struct {
 	Next    int64             `json:"next"`
 	Format  string            `json:"format,omitempty"`
 	Done    []omnirecord.Done `json:"done,omitempty"`
+	// Line is the number of lines before Offset.
+	Line int `json:"line,omitempty"`
+	// Head is a digest of the file's first HeadLen bytes: a file deleted
+	// and made again may take the old one's inode, and is not the old one.
+	Head    string `json:"head,omitempty"`
+	HeadLen int64  `json:"head_len,omitempty"`
+}
+
+// headLen is how much of the file's head its fingerprint covers.
+const headLen = 4096
+
+// head returns the digest of f's first n bytes.
+func head(f *os.File, n int64) (string, error) {
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // checkpointV1 is the form an earlier version wrote: the ids exported,
@@ -82,7 +104,7 @@ func loadCheckpoint(path string) (checkpoint, error) {
 		}
 		cp = checkpoint{Version: 1, Dev: rest.Dev, Ino: rest.Ino, Offset: rest.Offset, Next: rest.Next}
 		for _, id := range v1.Done {
-			cp.Done = append(cp.Done, omnirecord.Done{Key: id, First: 0, Last: rest.Next})
+			cp.Done = append(cp.Done, omnirecord.Done{Key: omnirecord.DoneKey(id), First: 0, Last: rest.Next})
 		}
 	case checkpointVersion:
 		if err := json.Unmarshal(b, &cp); err != nil {
@@ -153,12 +175,23 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		return err
 	}
 	defer func() { t.f.Close() }()
-	if cp.Version != 0 && cp.Dev == t.dev && cp.Ino == t.ino && cp.Offset <= t.size() {
-		if _, err := t.f.Seek(cp.Offset, io.SeekStart); err != nil {
-			return err
+	if cp.Version != 0 {
+		same := cp.Dev == t.dev && cp.Ino == t.ino && cp.Offset <= t.size()
+		if same && cp.HeadLen > 0 {
+			h, err := head(t.f, cp.HeadLen)
+			same = err == nil && h == cp.Head
 		}
-		t.off = cp.Offset
-		in.Resume(cp.Done, cp.Next)
+		if same {
+			if _, err := t.f.Seek(cp.Offset, io.SeekStart); err != nil {
+				return err
+			}
+			t.off = cp.Offset
+			in.ResumeAt(cp.Done, cp.Next, cp.Line)
+		} else {
+			// Rotated, replaced or truncated while the import was stopped:
+			// what the old file held after the checkpoint cannot be read.
+			fmt.Fprintf(im.stderr, "omnitrace import: %s is not the file the checkpoint was saved for (rotated, replaced or truncated while stopped): reading it from its start; what the old one held after the checkpoint is not read\n", traceview.Display(path, 256))
+		}
 	}
 	saved := time.Now()
 	tick := time.NewTicker(fl.poll)
@@ -346,6 +379,12 @@ func (t *tail) checkpoint() checkpoint {
 	if t.skipFrom >= 0 {
 		next = t.skipFrom // the long line is read, and skipped, again
 	}
-	off, done := t.in.Checkpoint(next)
-	return checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done, Format: t.in.Format()}
+	off, line, done := t.in.CheckpointLine(next)
+	cp := checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done, Format: t.in.Format(), Line: line}
+	if n := min(off, headLen); n > 0 {
+		if h, err := head(t.f, n); err == nil {
+			cp.Head, cp.HeadLen = h, n
+		}
+	}
+	return cp
 }

@@ -398,3 +398,32 @@ func TestFollowResumesWhereItStopped(t *testing.T) {
 		t.Errorf("first run %v, second %v: want x, then y alone\n%s", a, b, f.stderr)
 	}
 }
+
+// TestFollowOfAFileReplacedWhileStoppedSaysSo: a file deleted and written
+// again while the import was stopped (it may even take the old inode) is
+// not the one the checkpoint was saved for: it is read from its start, and
+// the import says so; numbering stays the file's.
+func TestFollowOfAFileReplacedWhileStoppedSaysSo(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	log, cp := filepath.Join(dir, "vllm.log"), filepath.Join(dir, "cp.json")
+	line := func(id string) string {
+		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
+	}
+	appendTo(t, log, line("x")+line("y"))
+	f := startFollow(t, "-out", filepath.Join(dir, "first.json"), "-checkpoint", cp, "-settle", "0", log)
+	f.stop()
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, log, line("a")+line("b")+"INFO 11-30 05:10:45 [omni.py:310] [OmniTiming] req=c total=1.2 engine=1.00s\n")
+	second := filepath.Join(dir, "second.json")
+	f = startFollow(t, "-out", second, "-checkpoint", cp, "-settle", "0", log)
+	f.stop()
+	if got := requestCounts(readTraces(t, second)); fmt.Sprint(got) != "map[a:1 b:1]" {
+		t.Errorf("the new file's requests: %v, want a and b\n%s", got, f.stderr)
+	}
+	if !strings.Contains(f.stderr, "not the file the checkpoint was saved for") || !strings.Contains(f.stderr, "vllm.log:3:") {
+		t.Errorf("stderr:\n%s", f.stderr)
+	}
+}

@@ -105,7 +105,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p = nil
 	}
 	if p == nil {
-		if c.recentIDs[doneKey(id)] > 0 && !once {
+		if c.recentIDs[DoneKey(id)] > 0 && !once {
 			c.late++
 			return
 		}
@@ -186,10 +186,18 @@ func (c *collector) remove(p *pendingReq) {
 
 func (c *collector) finish(p *pendingReq) {
 	c.remove(p)
-	key := doneKey(p.b.r.ID)
-	c.recent.PushBack(Done{Key: key, First: p.firstOff, Last: p.lastOff})
-	c.recentIDs[key]++
+	if !p.rotated {
+		// (A rotated request's offsets are no longer the file's.)
+		c.remember(Done{Key: DoneKey(p.b.r.ID), First: p.firstOff, Last: p.lastOff})
+	}
 	c.ready(p.b)
+}
+
+// remember keeps a request handed on: for the checkpoint, and to tell a
+// late record of it from a new request.
+func (c *collector) remember(d Done) {
+	c.recent.PushBack(d)
+	c.recentIDs[d.Key]++
 }
 
 // trim forgets the oldest requests handed on beyond recentExported. A
@@ -215,21 +223,35 @@ func (c *collector) trim() {
 // read whole) if earlier, or next when neither is; and the requests
 // already handed on whose records lie at or after it.
 func (c *collector) checkpoint(pin, next int64) (int64, []Done) {
-	off := min(pin, next)
+	off, _ := c.checkpointLine(pin, 0, next, 0)
+	return off, c.remembered()
+}
+
+// checkpointLine is checkpoint's offset, with the number of lines before
+// it, given those before pin and before next.
+func (c *collector) checkpointLine(pin int64, pinLines int, next int64, nextLines int) (int64, int) {
+	off, lines := next, nextLines
+	if pin < off {
+		off, lines = pin, pinLines
+	}
 	for e := c.queue.Front(); e != nil; e = e.Next() {
 		if p := e.Value.(*pendingReq); p.firstOff < off {
-			off = p.firstOff
+			off, lines = p.firstOff, max(p.b.line-1, 0)
 		}
 	}
-	var done []Done
-	if off < next {
-		for e := c.recent.Front(); e != nil; e = e.Next() {
-			if d := e.Value.(Done); d.Last >= off {
-				done = append(done, d)
-			}
-		}
+	return off, lines
+}
+
+// remembered returns the requests remembered, oldest first.
+func (c *collector) remembered() []Done {
+	// Every request remembered is saved, not only those read again: after
+	// a restart they still tell a late record from a new request, and are
+	// saved again by the next checkpoint.
+	done := make([]Done, 0, c.recent.Len())
+	for e := c.recent.Front(); e != nil; e = e.Next() {
+		done = append(done, e.Value.(Done))
 	}
-	return off, done
+	return done
 }
 
 // rebase says the input moved to a new file (a rotation): the records of
@@ -262,7 +284,7 @@ func (c *collector) stop() {
 // wasDone reports whether a record of id at offset belongs to a request
 // handed on before the restart.
 func (c *collector) wasDone(id string, offset int64) bool {
-	for _, d := range c.resumed[doneKey(id)] {
+	for _, d := range c.resumed[DoneKey(id)] {
 		if d.First <= offset && offset <= d.Last {
 			return true
 		}
@@ -270,10 +292,10 @@ func (c *collector) wasDone(id string, offset int64) bool {
 	return false
 }
 
-// doneKey is what is remembered of an exported request's id (and saved in
+// DoneKey is what is remembered of an exported request's id (and saved in
 // a checkpoint): the id itself, or for a long one its head and a digest of
 // the whole, so that 4 096 remembered ids of a megabyte each cost no 4 GB.
-func doneKey(id string) string {
+func DoneKey(id string) string {
 	if len(id) <= 256 {
 		return id
 	}
@@ -282,11 +304,14 @@ func doneKey(id string) string {
 }
 
 // markDone remembers requests handed on before a restart, whose records
-// lie before until.
+// lie before until: their records read again are skipped, a later record
+// of one is late, and the next checkpoint saves them again.
 func (c *collector) markDone(done []Done, until int64) {
 	c.resumed = make(map[string][]Done, len(done))
 	for _, d := range done {
 		c.resumed[d.Key] = append(c.resumed[d.Key], d)
+		c.remember(d)
 	}
 	c.resumedUntil = until
+	c.trim()
 }

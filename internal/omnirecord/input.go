@@ -187,8 +187,15 @@ func (in *Input) jsonLine(line []byte, offset int64) {
 		in.problem(in.lineNo, err)
 		return
 	}
+	if offset < in.coll.resumedUntil && in.coll.wasDone(r.ID, offset) {
+		return // handed on before a restart: read again, not sent again
+	}
 	r.RunName = in.opts.RunName
 	r.Digest = digestOf(t)
+	// Remembered like a log's requests, for a checkpoint that an event's
+	// request held from before this line makes read it again.
+	in.coll.remember(Done{Key: DoneKey(r.ID), First: offset, Last: offset})
+	in.coll.trim()
 	in.h.Request(r, in.anchor())
 }
 
@@ -415,14 +422,22 @@ func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.drop
 // table, a dict, a summary document spread over lines), whichever comes
 // first; and the requests already handed on whose records lie after it.
 func (in *Input) Checkpoint(next int64) (int64, []Done) {
-	pin := next
-	if off, ok := in.scan.openFrom(); ok {
-		pin = min(pin, off)
+	off, _, done := in.CheckpointLine(next)
+	return off, done
+}
+
+// CheckpointLine is [Input.Checkpoint], with the number of lines before
+// the offset: a restart numbers the lines it reads again from there.
+func (in *Input) CheckpointLine(next int64) (int64, int, []Done) {
+	pin, pinLines := next, in.lineNo
+	if off, line, ok := in.scan.openFrom(); ok && off < pin {
+		pin, pinLines = off, max(line-1, 0)
 	}
-	if in.doc.buf != nil || in.doc.skip {
-		pin = min(pin, in.doc.firstOff)
+	if (in.doc.buf != nil || in.doc.skip) && in.doc.firstOff < pin {
+		pin, pinLines = in.doc.firstOff, max(in.doc.first-1, 0)
 	}
-	return in.coll.checkpoint(pin, next)
+	off, lines := in.coll.checkpointLine(pin, pinLines, next, in.lineNo)
+	return off, lines, in.coll.remembered()
 }
 
 // Rotated says the input moved on to a new file at the same path: the
@@ -432,6 +447,13 @@ func (in *Input) Rotated() { in.coll.rebase() }
 // Resume marks requests handed on before a restart, whose records lie
 // before until, so that their records read again are not handed on twice.
 func (in *Input) Resume(done []Done, until int64) { in.coll.markDone(done, until) }
+
+// ResumeAt is [Input.Resume] for a reading that starts after lines lines
+// of the input, so that what it reports bears the input's line numbers.
+func (in *Input) ResumeAt(done []Done, until int64, lines int) {
+	in.coll.markDone(done, until)
+	in.lineNo = lines
+}
 
 // digestOf is the FNV-1a digest of a record's text.
 func digestOf(b []byte) uint64 {

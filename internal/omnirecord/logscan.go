@@ -55,6 +55,9 @@ type logScanner struct {
 
 	tables map[string]*boxTable
 	tabAt  map[string]logRecord
+	// gap counts the lines since the open table or dict was last
+	// continued.
+	gap int
 
 	lit      strings.Builder
 	litOpen  bool
@@ -67,9 +70,18 @@ func newLogScanner(ref time.Time, emit func(logRecord), bad func(int, error)) *l
 	return &logScanner{ref: ref, emit: emit, bad: bad, tables: map[string]*boxTable{}, tabAt: map[string]logRecord{}}
 }
 
+// maxOpenGap is how many lines of other messages a table or dict may stay
+// open across (another process writing into the same log) before it is
+// reported unfinished and dropped: an open record holds the checkpoint
+// back, and must not hold it past what a restart can tell apart.
+const maxOpenGap = 1000
+
 // line reads line number n (without its line end), which starts at offset.
 func (s *logScanner) line(line string, offset int64, n int) {
 	s.n = n
+	if s.gap++; s.gap > maxOpenGap && (s.litOpen || len(s.tables) > 0) {
+		s.dropOpen(fmt.Sprintf("left unfinished for %d lines", maxOpenGap))
+	}
 	line = strings.TrimRight(line, "\r")
 	t, msg, ok := splitLogLine(line, s.ref)
 	if ok {
@@ -110,6 +122,7 @@ func (s *logScanner) line(line string, offset int64, n int) {
 				}
 			}
 			clear(s.tables)
+			s.gap = 0
 			s.tables[kind] = &boxTable{kind: kind, requestID: id}
 			s.tabAt[kind] = logRecord{at: t, offset: offset, lineNo: n}
 			return
@@ -135,6 +148,7 @@ func tableTitle(msg string) (string, string, bool) {
 }
 
 func (s *logScanner) tableLine(msg string) {
+	s.gap = 0
 	// A table line belongs to the one table open: tables of one request
 	// are printed one after another, each whole.
 	var tb *boxTable
@@ -234,6 +248,7 @@ func (s *logScanner) openLiteral(first string, rec logRecord) {
 // literalLine adds a line to the open literal, and parses it once its
 // brackets close. Strings never span lines in pformat's output.
 func (s *logScanner) literalLine(line string) {
+	s.gap = 0
 	if s.lit.Len()+len(line) > maxLiteralBytes || s.litLines >= maxLiteralLines {
 		s.litOpen = false
 		s.lit.Reset()
@@ -279,19 +294,35 @@ func (s *logScanner) literalLine(line string) {
 	s.emit(rec)
 }
 
-// openFrom returns the offset of the first line of a record not yet read
-// whole (a table, a literal spread over lines), if one is open.
-func (s *logScanner) openFrom() (int64, bool) {
-	off, ok := int64(0), false
+// dropOpen reports and drops the table and the dict open, if any.
+func (s *logScanner) dropOpen(why string) {
 	for kind, tb := range s.tables {
 		if tb != nil {
-			off, ok = s.tabAt[kind].offset, true
+			s.bad(s.tabAt[kind].lineNo, fmt.Errorf("a %s table %s", kind, why))
+		}
+	}
+	clear(s.tables)
+	if s.litOpen {
+		s.bad(s.litRec.lineNo, fmt.Errorf("a dict %s", why))
+		s.litOpen = false
+		s.lit.Reset()
+	}
+}
+
+// openFrom returns the offset and line number of the first line of a
+// record not yet read whole (a table, a literal spread over lines), if one
+// is open.
+func (s *logScanner) openFrom() (int64, int, bool) {
+	off, line, ok := int64(0), 0, false
+	for kind, tb := range s.tables {
+		if tb != nil {
+			off, line, ok = s.tabAt[kind].offset, s.tabAt[kind].lineNo, true
 		}
 	}
 	if s.litOpen && (!ok || s.litRec.offset < off) {
-		off, ok = s.litRec.offset, true
+		off, line, ok = s.litRec.offset, s.litRec.lineNo, true
 	}
-	return off, ok
+	return off, line, ok
 }
 
 // end reports what the input ended inside of: a table or a dict cut off

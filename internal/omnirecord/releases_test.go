@@ -641,3 +641,32 @@ func TestTheCheckpointNeverCutsARecord(t *testing.T) {
 		t.Errorf("handed on at the stop: %d requests; want old, whose records were rotated away, alone", len(h.reqs))
 	}
 }
+
+// TestATableLeftOpenIsDroppedAfterAThousandLines: a table or dict that
+// other messages interrupt for more than a thousand lines is reported and
+// dropped, so that it never holds the checkpoint back for good.
+func TestATableLeftOpenIsDroppedAfterAThousandLines(t *testing.T) {
+	lines := []string{"[StageRequestStats [request_id=P]]", "+---+---+", "| Field | 0 |"}
+	for i := range maxOpenGap + 1 {
+		lines = append(lines, "[OmniTiming] req=r"+itoa(i)+" total=1.00s engine=1.00s stages=[0:1.00s]")
+	}
+	h := &collected{}
+	in, err := NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Options{Settle: -1}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(0)
+	for _, l := range strings.SplitAfter(string(logOf(lines...)), "\n") {
+		if l == "" {
+			continue
+		}
+		in.Line([]byte(strings.TrimRight(l, "\r\n")), off)
+		off += int64(len(l))
+	}
+	if got, _ := in.Checkpoint(off); got != off {
+		t.Errorf("checkpoint at %d, want %d: the table left open holds it back", got, off)
+	}
+	if len(h.problems) != 1 || !strings.Contains(h.problems[0], "left unfinished") {
+		t.Errorf("problems %q, want the open table reported", h.problems)
+	}
+}
