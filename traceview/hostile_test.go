@@ -344,3 +344,18 @@ func TestABadDocumentCostsNoDocumentAfterIt(t *testing.T) {
 		t.Errorf("error %v, want the 3 bad documents counted", err)
 	}
 }
+
+// TestTablesOfOneTraceAreBounded: a trace holding thousands of request
+// spans writes at most maxTables tables, and says how many it left out.
+func TestTablesOfOneTraceAreBounded(t *testing.T) {
+	var trace []Span
+	for i := range 3 * maxTables {
+		r := hostileSpan(strconv.Itoa(i), "", spans.RequestSpanName, float64(i), float64(i+1))
+		r.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue(strconv.Itoa(i))
+		trace = append(trace, r)
+	}
+	var out bytes.Buffer
+	if n := Table(&out, trace); n != maxTables || !strings.Contains(out.String(), "200 more requests") {
+		t.Errorf("%d tables; tail:\n%s", n, out.String()[max(0, out.Len()-300):])
+	}
+}

@@ -34,7 +34,11 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 			return !slices.Contains(requestIDs, n.Span.Str(string(attrs.RequestIDKey)))
 		})
 	}
-	for _, root := range requests {
+	shown := requests
+	if len(shown) > maxTables {
+		shown = shown[:maxTables]
+	}
+	for _, root := range shown {
 		t := newTable()
 		if kindOf(root) == kindMulti {
 			for _, c := range root.Children {
@@ -74,11 +78,18 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 		t.write(w)
 		fmt.Fprintln(w)
 	}
+	if n := len(requests) - len(shown); n > 0 {
+		fmt.Fprintf(w, "note: %d more requests in this trace not shown (name one with -request)\n", n)
+	}
 	for _, p := range problems {
 		fmt.Fprintf(w, "note: %s\n", p)
 	}
-	return len(requests)
+	return len(shown)
 }
+
+// maxTables bounds the tables written of one trace: a trace of a million
+// request spans must not print a million tables.
+const maxTables = 100
 
 // lengthUnmeasured reports whether s is a span whose duration its record
 // did not give (an imported stage with nothing of its own measured).
