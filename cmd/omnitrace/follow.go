@@ -170,7 +170,10 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 	if err != nil {
 		return err
 	}
-	t := &tail{path: path, in: in, skipFrom: -1, tooLong: func() { im.Problem(0, fmt.Errorf("a line longer than %d bytes", maxLine)) }}
+	t := &tail{path: path, in: in, skipFrom: -1, tooLong: func() {
+		in.SkipLine()
+		im.Problem(0, fmt.Errorf("a line longer than %d bytes", maxLine))
+	}}
 	if err := t.open(); err != nil {
 		return err
 	}

@@ -214,7 +214,7 @@ func (im *importer) emit(j emitJob) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if err != nil {
-		im.reportAtLocked(j.name, 0, fmt.Errorf("request %q: %w", sanitize.String(j.r.ID, 128), err), "; skipped")
+		im.reportAtLocked(j.name, j.r.Line, fmt.Errorf("request %q: %w", sanitize.String(j.r.ID, 128), err), "; skipped")
 		im.skipped++
 		return
 	}
@@ -286,6 +286,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	for {
 		line, off, tooLong, err := lr.next()
 		if tooLong {
+			in.SkipLine()
 			im.Problem(lr.n, fmt.Errorf("line longer than %d bytes", maxLine))
 		} else if line != nil {
 			in.Line(line, off)

@@ -249,3 +249,14 @@ func TestAProblemNamesTheInputItCameFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesAfterALongLineKeepTheirNumbers: a line too long to keep is
+// counted, so that a problem after it names its own line.
+func TestLinesAfterALongLineKeepTheirNumbers(t *testing.T) {
+	clearEnv(t)
+	in := goodLine + "\n" + strings.Repeat("x", maxLine+10) + "\nbad line\n"
+	_, _, stderr := runCmd(t, in, "import", "-out", filepath.Join(t.TempDir(), "t.json"))
+	if !strings.Contains(stderr, "stdin:2: line longer") || !strings.Contains(stderr, "stdin:3: not a JSON object") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}

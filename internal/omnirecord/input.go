@@ -92,6 +92,10 @@ func (in *Input) problem(line int, err error) {
 	in.h.Problem(line, err)
 }
 
+// SkipLine counts a line that was not read (one too long to keep), so that
+// the lines after it keep their numbers.
+func (in *Input) SkipLine() { in.lineNo++ }
+
 // Line reads the next line of the input (its end of line removed), which
 // starts at offset.
 func (in *Input) Line(line []byte, offset int64) {
@@ -190,7 +194,7 @@ func (in *Input) jsonLine(line []byte, offset int64) {
 	if offset < in.coll.resumedUntil && in.coll.wasDone(r.ID, offset) {
 		return // handed on before a restart: read again, not sent again
 	}
-	r.RunName = in.opts.RunName
+	r.RunName, r.Line = in.opts.RunName, in.lineNo
 	r.Digest = digestOf(t)
 	// Remembered like a log's requests, for a checkpoint that an event's
 	// request held from before this line makes read it again.
@@ -281,7 +285,7 @@ func (in *Input) handOn(b *builder, line int) {
 		in.problem(line, fmt.Errorf("request %q: %w", clip(b.r.ID), err))
 		return
 	}
-	r.RunName = in.opts.RunName
+	r.RunName, r.Line = in.opts.RunName, line
 	in.h.Request(r, in.anchor())
 }
 

@@ -50,6 +50,16 @@ func (s *Stage) Place() Placed {
 	p.Diffusion.VAEDecode, inner = span(inner, spans.VAEDecode)
 	if e, ok := d[spans.Exec]; ok {
 		t = t.Add(e)
+		if inner.After(t) {
+			// The parts outlast exec by no more than the writer's
+			// resolution (checkExecParts refuses more): exec, truncated
+			// or rounded, lasted at least as long as its parts.
+			p.Diffusion.Exec = spans.Between(p.Diffusion.Exec.Start(), inner)
+			t = inner
+			if t.After(p.End) {
+				p.End = t
+			}
+		}
 	} else {
 		t = inner // without exec, its parts still come before the output
 	}

@@ -48,6 +48,9 @@ type Request struct {
 	Run, RunName string
 	// Digest is a digest of the input read for this request.
 	Digest uint64
+	// Line is the input line of its first record, for what is reported
+	// of it; 0 when unknown.
+	Line int
 }
 
 // Measure is a duration and how exact it is.

@@ -670,3 +670,33 @@ func TestATableLeftOpenIsDroppedAfterAThousandLines(t *testing.T) {
 		t.Errorf("problems %q, want the open table reported", h.problems)
 	}
 }
+
+// TestPartsOutlastingExecWithinTheResolutionAreImported: int()-truncated
+// values may make forward a millisecond longer than exec; within the
+// writer's resolution the request is imported, exec placed to cover its
+// parts, and no phase sticks out of its parent.
+func TestPartsOutlastingExecWithinTheResolutionAreImported(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "s", "stages": [{"stage_id": 0, "diffusion_engine_exec_time_ms": 10, "forward_time_ms": 11}]}], ` +
+		`"e2e_table": [{"request_id": "s", "e2e_total_ms": 30.0}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	if err := col.reqs[0].Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	var exec, fwd sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case spans.Exec.SpanName():
+			exec = s
+		case spans.Forward.SpanName():
+			fwd = s
+		}
+	}
+	if exec == nil || fwd == nil || fwd.EndTime().After(exec.EndTime()) || fwd.StartTime().Before(exec.StartTime()) {
+		t.Fatalf("exec %v, forward %v: forward must lie inside exec", exec, fwd)
+	}
+}
