@@ -227,7 +227,7 @@ func (im *importer) Problem(line int, err error) {
 	defer im.mu.Unlock()
 	if errors.Is(err, omnirecord.ErrLeftOut) {
 		// A field left out of a request that is still imported.
-		im.leftOut++
+		im.leftOut += omnirecord.LeftOutFields(err)
 		im.reportLocked(line, err, "")
 		return
 	}

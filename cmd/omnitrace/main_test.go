@@ -260,3 +260,18 @@ func TestLinesAfterALongLineKeepTheirNumbers(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 }
+
+// TestEveryFieldLeftOutIsCounted: beyond the eight fields reported one by
+// one, the rest are reported together and still each counted.
+func TestEveryFieldLeftOutIsCounted(t *testing.T) {
+	clearEnv(t)
+	var edges []string
+	for i := range 12 {
+		edges = append(edges, fmt.Sprintf(`{"edge": "bad%d", "tx_time_ms": 1}`, i))
+	}
+	doc := `{"trans_table": [{"request_id": "r", "transfers": [` + strings.Join(edges, ", ") + `]}], "e2e_table": [{"request_id": "r", "e2e_total_ms": 5}]}` + "\n"
+	code, _, stderr := runCmd(t, doc, "import", "-out", filepath.Join(t.TempDir(), "t.json"))
+	if code != 1 || !strings.Contains(stderr, "4 more fields") || !strings.Contains(stderr, "12 fields left out") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+}

@@ -92,6 +92,29 @@ func (in *Input) problem(line int, err error) {
 	in.h.Problem(line, err)
 }
 
+// moreLeftOut reports the fields of a request left out beyond those
+// reported one by one.
+type moreLeftOut struct {
+	id string
+	n  int
+}
+
+func (e *moreLeftOut) Error() string {
+	return fmt.Sprintf("request %q: %d more fields: %v", e.id, e.n, ErrLeftOut)
+}
+
+func (e *moreLeftOut) Is(target error) bool { return target == ErrLeftOut }
+
+// LeftOutFields returns how many fields a problem wrapping ErrLeftOut says
+// were left out: one, or the count of a "more fields" report.
+func LeftOutFields(err error) int {
+	var more *moreLeftOut
+	if errors.As(err, &more) {
+		return more.n
+	}
+	return 1
+}
+
 // SkipLine counts a line that was not read (one too long to keep), so that
 // the lines after it keep their numbers.
 func (in *Input) SkipLine() { in.lineNo++ }
@@ -278,7 +301,7 @@ func (in *Input) handOn(b *builder, line int) {
 		in.problem(line, fmt.Errorf("request %q: %s: %w", clip(b.r.ID), n, ErrLeftOut))
 	}
 	if b.moreNotes > 0 {
-		in.problem(line, fmt.Errorf("request %q: %d more fields: %w", clip(b.r.ID), b.moreNotes, ErrLeftOut))
+		in.problem(line, &moreLeftOut{id: clip(b.r.ID), n: b.moreNotes})
 	}
 	r, err := b.request()
 	if err != nil {
