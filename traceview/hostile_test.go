@@ -359,3 +359,26 @@ func TestTablesOfOneTraceAreBounded(t *testing.T) {
 		t.Errorf("%d tables; tail:\n%s", n, out.String()[max(0, out.Len()-300):])
 	}
 }
+
+// TestADocumentWithoutOTLPIsCounted: JSON that holds no OTLP at all (a
+// backend's error answer) is counted as a document not read, not taken
+// for an empty trace.
+func TestADocumentWithoutOTLPIsCounted(t *testing.T) {
+	_, err := ParseOTLPJSON(strings.NewReader(`{"error": {"code": 500, "message": "storage down"}}` + "\n" + `{"resourceSpans": []}`))
+	if err == nil || !strings.Contains(err.Error(), "1 document not read") || !strings.Contains(err.Error(), "storage down") {
+		t.Errorf("error %v: want the error answer counted, and an empty request accepted", err)
+	}
+}
+
+// TestADocumentTooLargeCostsNoDocumentAfterIt: a document beyond the bound
+// is counted and skipped to the next line; the next document is read.
+func TestADocumentTooLargeCostsNoDocumentAfterIt(t *testing.T) {
+	defer func(n int64) { maxDocument = n }(maxDocument)
+	maxDocument = 1 << 10
+	good := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000a1","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000001000000"}]}]}]}`
+	big := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"` + strings.Repeat("x", 1<<12) + `"}]}]}]}`
+	ss, err := ParseOTLPJSON(strings.NewReader(big + "\n" + good + "\n"))
+	if len(ss) != 1 || err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("read %d spans, error %v: want the good document, and the large one counted", len(ss), err)
+	}
+}

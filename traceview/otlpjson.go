@@ -27,6 +27,9 @@ import (
 // at once.
 const MaxOTLPDocument = 256 << 20
 
+// maxDocument is MaxOTLPDocument, a variable for tests.
+var maxDocument int64 = MaxOTLPDocument
+
 // maxErrorText bounds the part of a decoding error quoted back: an error
 // about a 50 MB document is no message for a terminal.
 const maxErrorText = 300
@@ -64,14 +67,23 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 	var skip skipCount
 	var bad badDocs
 	for n := 1; ; n++ {
-		lr.left = MaxOTLPDocument
+		lr.left = maxDocument
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		switch {
 		case err == io.EOF:
 			return errors.Join(skip.err(), bad.err())
 		case err != nil && lr.left <= 0:
-			return errors.Join(skip.err(), bad.err(), fmt.Errorf("%w: document %d is larger than %d bytes", ErrOTLPJSON, n, MaxOTLPDocument))
+			// Too large to read: skipped to the next line, as a malformed
+			// one.
+			bad.add(n, fmt.Errorf("larger than %d bytes", maxDocument))
+			lr.left = 1 << 62
+			rest := bufio.NewReader(io.MultiReader(dec.Buffered(), lr))
+			if !skipLine(rest) {
+				return errors.Join(skip.err(), bad.err())
+			}
+			dec = json.NewDecoder(rest)
+			continue
 		case err != nil:
 			var syntax *json.SyntaxError
 			if !errors.As(err, &syntax) {
@@ -94,14 +106,8 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 					break
 				}
 			}
-			for {
-				_, rerr := rest.ReadSlice('\n')
-				if rerr == nil {
-					break
-				}
-				if !errors.Is(rerr, bufio.ErrBufferFull) {
-					return errors.Join(skip.err(), bad.err()) // nothing after it
-				}
+			if !skipLine(rest) {
+				return errors.Join(skip.err(), bad.err()) // nothing after it
 			}
 			dec = json.NewDecoder(rest)
 			continue
@@ -117,6 +123,20 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 		}
 		if err := fn(ss); err != nil {
 			return err
+		}
+	}
+}
+
+// skipLine reads r past its next line end, holding no more than its
+// buffer of it; it reports whether anything may follow.
+func skipLine(r *bufio.Reader) bool {
+	for {
+		_, err := r.ReadSlice('\n')
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return false
 		}
 	}
 }
@@ -217,6 +237,10 @@ func decodeDocument(raw []byte) ([]Span, error) {
 	var req coltracepb.ExportTraceServiceRequest
 	if err := unmarshal.Unmarshal(raw, &req); err != nil {
 		return nil, err
+	}
+	if len(req.GetResourceSpans()) == 0 && !bytes.Contains(raw, []byte(`"resourceSpans"`)) && !bytes.Contains(raw, []byte(`"resource_spans"`)) {
+		// No OTLP at all: {"foo": 1}, or a backend's {"error": {...}}.
+		return nil, fmt.Errorf("no resourceSpans in %s", sanitize.String(string(raw), 200))
 	}
 	return FromProto(req.GetResourceSpans())
 }
