@@ -255,6 +255,11 @@ type tail struct {
 	// it is being read and dropped; -1 otherwise. The tail of a long line
 	// is never read as a line of its own.
 	skipFrom int64
+	// headSum is the digest of the file's first headN bytes as read: a
+	// file truncated and written past the offset again between two looks
+	// is told by its head, not its size.
+	headSum string
+	headN   int64
 }
 
 func (t *tail) open() error {
@@ -267,7 +272,7 @@ func (t *tail) open() error {
 		f.Close()
 		return err
 	}
-	t.f, t.off, t.partial, t.skipFrom = f, 0, t.partial[:0], -1
+	t.f, t.off, t.partial, t.skipFrom, t.headN = f, 0, t.partial[:0], -1, 0
 	t.dev, t.ino = fileID(fi)
 	return nil
 }
@@ -364,17 +369,32 @@ func (t *tail) rotated() (bool, error) {
 		t.f.Close()
 		t.in.Rotated()
 		return true, t.open()
-	case fi.Size() < t.off:
+	case fi.Size() < t.off || t.headChanged():
 		if _, err := t.f.Seek(0, io.SeekStart); err != nil {
 			return false, err
 		}
 		// Truncated (a copy-truncate rotation): what was read is gone,
 		// as after a rotation.
-		t.off, t.partial, t.skipFrom = 0, t.partial[:0], -1
+		t.off, t.partial, t.skipFrom, t.headN = 0, t.partial[:0], -1, 0
 		t.in.Rotated()
 		return true, nil
 	}
+	if n := min(t.off, headLen); n > t.headN {
+		if h, err := head(t.f, n); err == nil {
+			t.headSum, t.headN = h, n
+		}
+	}
 	return false, nil
+}
+
+// headChanged reports whether the head read earlier is no longer the
+// file's.
+func (t *tail) headChanged() bool {
+	if t.headN == 0 {
+		return false
+	}
+	h, err := head(t.f, t.headN)
+	return err != nil || h != t.headSum
 }
 
 func (t *tail) checkpoint() checkpoint {

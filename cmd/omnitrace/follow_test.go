@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +48,48 @@ func TestFollowNeverReadsTheTailOfALongLineAsALine(t *testing.T) {
 		if strings.Join(h.ids, " ") != "after" || longs != 1 || tl.off != int64(len(data)) {
 			t.Errorf("reads of %d bytes: requests %q, %d long lines, offset %d of %d", chunk, h.ids, longs, tl.off, len(data))
 		}
+	}
+}
+
+// TestFollowTellsATruncationRefilledPastItsOffset: a file truncated and
+// written again past the offset read between two looks is not the same
+// file grown: its head tells, and it is read again from its start.
+func TestFollowTellsATruncationRefilledPastItsOffset(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.log")
+	timing := func(id string) string {
+		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
+	}
+	if err := os.WriteFile(path, []byte(timing("old")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &seen{}
+	in, err := omnirecord.NewInput(time.Now(), omnirecord.Options{Settle: -1}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &tail{path: path, in: in, skipFrom: -1, tooLong: func() {}}
+	if err := tl.open(); err != nil {
+		t.Fatal(err)
+	}
+	defer tl.f.Close()
+	if err := tl.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if rotated, err := tl.rotated(); err != nil || rotated {
+		t.Fatalf("rotated %v, %v before any change", rotated, err)
+	}
+	// Copy-truncate, and the engine writes more than before, at once.
+	if err := os.WriteFile(path, []byte(timing("new1")+timing("new2")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rotated, err := tl.rotated(); err != nil || !rotated {
+		t.Fatalf("rotated %v, %v: the truncation went unseen", rotated, err)
+	}
+	if err := tl.drain(); err != nil {
+		t.Fatal(err)
+	}
+	in.End()
+	if got := strings.Join(h.ids, " "); got != "old new1 new2" {
+		t.Errorf("requests %q, want old, then the new file's two", got)
 	}
 }
