@@ -152,6 +152,11 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 	}
 	if r.Total != nil {
 		info.Attributes = qualityAttrs(info.Attributes, r.Total.Quality)
+		if end.After(r.Arrival.Add(r.Total.D)) {
+			// A stage ends after the measured end-to-end time: the span
+			// reaches it, and the measurement is kept beside it.
+			info.Attributes = append(info.Attributes, e2eAttr.Float64(float64(r.Total.D)/float64(time.Millisecond)))
+		}
 	}
 	var errs []error
 	if len(placed) == 1 && !placed[0].p.HasTransfer {
@@ -213,6 +218,10 @@ func (s *Stage) hasLength() bool {
 	}
 	return false
 }
+
+// e2eAttr keeps a measured end-to-end time shorter than the request span,
+// which a stage's end made longer.
+var e2eAttr = attrs.RecordKey("e2e_total_ms")
 
 // genTimeAttr keeps a single-stage request's stage_gen_time, which has no
 // omni.stage span to give it a length.

@@ -700,3 +700,32 @@ func TestPartsOutlastingExecWithinTheResolutionAreImported(t *testing.T) {
 		t.Fatalf("exec %v, forward %v: forward must lie inside exec", exec, fwd)
 	}
 }
+
+// TestAShorterEndToEndTimeIsKept: when a stage ends after the measured
+// end-to-end time, the request span reaches the stage's end and the
+// measurement is kept as an attribute, not lost.
+func TestAShorterEndToEndTimeIsKept(t *testing.T) {
+	doc := `{"stage_table": [{"request_id": "o", "stages": [{"stage_id": 0, "stage_gen_time_ms": 150}, {"stage_id": 1, "stage_gen_time_ms": 10}]}], ` +
+		`"e2e_table": [{"request_id": "o", "e2e_total_ms": 120.0}]}`
+	col := readAll(t, []byte(doc), Options{})
+	if len(col.reqs) != 1 {
+		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
+	}
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	if err := col.reqs[0].Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rec.Ended() {
+		if s.Name() != spans.RequestSpanName {
+			continue
+		}
+		found := false
+		for _, kv := range s.Attributes() {
+			found = found || (kv.Key == "omni.record.e2e_total_ms" && kv.Value.AsFloat64() == 120)
+		}
+		if d := s.EndTime().Sub(s.StartTime()); d <= 120*time.Millisecond || !found {
+			t.Errorf("request span of %v, e2e kept %v: want longer than 120 ms, and 120 kept", d, found)
+		}
+	}
+}
