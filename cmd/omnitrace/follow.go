@@ -113,7 +113,7 @@ func loadCheckpoint(path string) (checkpoint, error) {
 	default:
 		return checkpoint{}, bad
 	}
-	if cp.Offset < 0 || cp.Next < cp.Offset {
+	if cp.Offset < 0 || cp.Next < cp.Offset || cp.HeadLen < 0 || cp.HeadLen > headLen || cp.HeadLen > cp.Offset || cp.Line < 0 {
 		return checkpoint{}, bad
 	}
 	return cp, nil

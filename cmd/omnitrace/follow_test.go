@@ -93,3 +93,25 @@ func TestFollowTellsATruncationRefilledPastItsOffset(t *testing.T) {
 		t.Errorf("requests %q, want old, then the new file's two", got)
 	}
 }
+
+// TestACheckpointIsUntrustedInput: a checkpoint file is read back as any
+// input: values out of their range are refused with a clear error, never
+// a panic or a huge allocation.
+func TestACheckpointIsUntrustedInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, body := range []string{
+		`{"version":2,"offset":0,"next":0,"head":"x","head_len":9000000000000000000}`,
+		`{"version":2,"offset":10,"next":10,"head":"x","head_len":-1}`,
+		`{"version":2,"offset":10,"next":5}`,
+		`{"version":2,"offset":10,"next":10,"line":-3}`,
+		`{"version":3}`, ``, `{"version":2,"done":"no"}`,
+	} {
+		path := filepath.Join(dir, "cp.json")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadCheckpoint(path); err == nil || !strings.Contains(err.Error(), "not one this version wrote") {
+			t.Errorf("%s: %v, want it refused", body, err)
+		}
+	}
+}
