@@ -70,8 +70,10 @@ type pendingReq struct {
 	firstOff int64
 	lastOff  int64
 	// rotated: its records lie in a file rotated away, which a restart
-	// cannot read again.
+	// cannot read again; newFirst is the offset of its first record in
+	// the new file, -1 when none came.
 	rotated     bool
+	newFirst    int64
 	lastSeq     int64
 	lastWall    time.Time
 	elem, delem *list.Element
@@ -117,6 +119,9 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		p.elem = c.queue.PushBack(p)
 	}
 	p.lastSeq, p.lastWall, p.lastOff = c.seq, time.Now(), offset
+	if p.rotated && p.newFirst < 0 {
+		p.newFirst = offset
+	}
 	before := p.b.bytes
 	apply(p.b)
 	c.heldBytes += p.b.bytes - before
@@ -186,9 +191,12 @@ func (c *collector) remove(p *pendingReq) {
 
 func (c *collector) finish(p *pendingReq) {
 	c.remove(p)
-	if !p.rotated {
-		// (A rotated request's offsets are no longer the file's.)
+	switch {
+	case !p.rotated:
 		c.remember(Done{Key: DoneKey(p.b.r.ID), First: p.firstOff, Last: p.lastOff})
+	case p.newFirst >= 0:
+		// Only its records in the new file can be read again.
+		c.remember(Done{Key: DoneKey(p.b.r.ID), First: p.newFirst, Last: p.lastOff})
 	}
 	c.ready(p.b)
 }
@@ -262,7 +270,7 @@ func (c *collector) remembered() []Done {
 func (c *collector) rebase() {
 	for e := c.queue.Front(); e != nil; e = e.Next() {
 		p := e.Value.(*pendingReq)
-		p.firstOff, p.rotated = 0, true
+		p.firstOff, p.rotated, p.newFirst = 0, true, -1
 	}
 	c.recent.Init()
 	clear(c.recentIDs)

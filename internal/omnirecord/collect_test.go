@@ -176,3 +176,19 @@ func TestHeldRequestsAreBoundedInBytes(t *testing.T) {
 		t.Errorf("%d held, %d dropped of %d", len(coll.pending), coll.dropped, n)
 	}
 }
+
+// TestARotatedRequestIsRememberedByItsNewRecords: a request begun before a
+// rotation and handed on at the stop is remembered by its records in the
+// new file, the only ones a restart reads again.
+func TestARotatedRequestIsRememberedByItsNewRecords(t *testing.T) {
+	at := time.Now()
+	coll := newCollector(100, 100, func(*builder) {})
+	coll.add("a", "log", at, 500, false, func(*builder) {})
+	coll.rebase()
+	coll.add("a", "log", at, 30, false, func(*builder) {})
+	coll.add("a", "log", at, 40, false, func(*builder) {})
+	coll.stop()
+	if _, done := coll.checkpoint(50, 50); fmt.Sprint(done) != "[{a 30 40}]" {
+		t.Errorf("remembered %v, want a by its records in the new file, 30 to 40", done)
+	}
+}
