@@ -265,15 +265,20 @@ func (c *collector) remembered() []Done {
 // rebase says the input moved to a new file (a rotation): the records of
 // the requests held lie in the old one, which a restart cannot read again.
 // Their offsets fall back to the start of the new one, and they are handed
-// on when the reading stops (see stop); the requests handed on are
-// forgotten, as their offsets were the old file's.
+// on when the reading stops (see stop). The requests handed on are still
+// remembered (a late record of one stays late), but where their records
+// lay is the old file's, which no restart reads: those ranges match
+// nothing.
 func (c *collector) rebase() {
 	for e := c.queue.Front(); e != nil; e = e.Next() {
 		p := e.Value.(*pendingReq)
 		p.firstOff, p.rotated, p.newFirst = 0, true, -1
 	}
-	c.recent.Init()
-	clear(c.recentIDs)
+	for e := c.recent.Front(); e != nil; e = e.Next() {
+		d := e.Value.(Done)
+		d.First, d.Last = -1, -1
+		e.Value = d
+	}
 }
 
 // stop hands on the requests whose records a restart cannot read again

@@ -469,7 +469,11 @@ func (in *Input) CheckpointLine(next int64) (int64, int, []Done) {
 
 // Rotated says the input moved on to a new file at the same path: the
 // offsets of what follows are the new file's.
-func (in *Input) Rotated() { in.coll.rebase() }
+func (in *Input) Rotated() {
+	in.coll.rebase()
+	in.scan.rebase()
+	in.lineNo = 0
+}
 
 // Resume marks requests handed on before a restart, whose records lie
 // before until, so that their records read again are not handed on twice.

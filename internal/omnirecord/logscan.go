@@ -294,6 +294,17 @@ func (s *logScanner) literalLine(line string) {
 	s.emit(rec)
 }
 
+// rebase says the input moved to a new file: a record still open began in
+// the old one, which a restart cannot read; its offset falls back to the
+// new file's start, and its line numbers are the new file's.
+func (s *logScanner) rebase() {
+	for kind, rec := range s.tabAt {
+		rec.offset, rec.lineNo = 0, 0
+		s.tabAt[kind] = rec
+	}
+	s.litRec.offset, s.litRec.lineNo = 0, 0
+}
+
 // dropOpen reports and drops the table and the dict open, if any.
 func (s *logScanner) dropOpen(why string) {
 	for kind, tb := range s.tables {
