@@ -71,7 +71,11 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 	return o, nil
 }
 
-func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderrW io.Writer) int {
+	// A reader or an exporter given up on after an interrupt may still
+	// write: nothing reaches stderr once the import has returned.
+	stderr := &closingWriter{w: stderrW}
+	defer stderr.close()
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var fl importFlags
@@ -107,22 +111,60 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "omnitrace import: the environment turns tracing off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing will be exported")
 	}
 	im := newImporter(ctx, tel, stderr)
-	if fl.follow {
-		err = follow(ctx, fs.Arg(0), fl, opts, im)
-	} else {
+	// The reading, and then the export's end, run beside the watch for an
+	// interrupt: an import stuck on a collector that never answers, or on
+	// a stdin that never ends, still ends in bounded time when asked to.
+	readDone := make(chan error, 1)
+	go func() {
+		if fl.follow {
+			readDone <- follow(ctx, fs.Arg(0), fl, opts, im)
+			return
+		}
 		names := fs.Args()
 		if len(names) == 0 {
 			names = []string{"-"}
 		}
 		for _, name := range names {
-			if err = im.readFile(name, stdin, opts); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := im.readFile(name, stdin, opts); err != nil {
 				fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+				im.mu.Lock()
 				im.skipped++
+				im.mu.Unlock()
 			}
 		}
-		err = nil
+		readDone <- nil
+	}()
+	select {
+	case err = <-readDone:
+	case <-ctx.Done():
+		select {
+		case err = <-readDone:
+		case <-time.After(interruptGrace):
+			// The reader is stuck in a read (a stdin that never ends).
+			fmt.Fprintln(stderr, "omnitrace import: interrupted while reading: the rest of the input is not read, and what was not yet exported is lost")
+			return 1
+		}
 	}
-	status := im.finish(dest)
+	finished := make(chan int, 1)
+	go func() { finished <- im.finish(dest) }()
+	var status int
+	select {
+	case status = <-finished:
+	case <-ctx.Done():
+		select {
+		case status = <-finished:
+		case <-time.After(otelsetup.DefaultShutdownTimeout + interruptGrace):
+			fmt.Fprintf(stderr, "omnitrace import: interrupted: the exporter did not finish within %v; spans not yet exported are lost\n", otelsetup.DefaultShutdownTimeout+interruptGrace)
+			return 1
+		}
+	}
+	if ctx.Err() != nil && !fl.follow {
+		fmt.Fprintln(stderr, "omnitrace import: interrupted: the rest of the input was not read")
+		status = 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
 		return 1
@@ -135,6 +177,32 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	return status
 }
+
+// closingWriter writes to w until closed, then drops what comes.
+type closingWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (c *closingWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+func (c *closingWriter) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// interruptGrace is how long an interrupted import waits for a reader or
+// an exporter before it gives up on them.
+const interruptGrace = time.Second
 
 // maxSDKErrors bounds the lines the SDK's errors take on stderr.
 const maxSDKErrors = 20
@@ -266,7 +334,9 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	var r io.Reader = stdin
 	ref := time.Now()
 	if name == "-" {
+		im.mu.Lock()
 		im.name = "stdin"
+		im.mu.Unlock()
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
@@ -283,7 +353,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 		return err
 	}
 	lr := newLineReader(r)
-	for {
+	for im.ctx.Err() == nil { // an interrupt stops the reading
 		line, off, tooLong, err := lr.next()
 		if tooLong {
 			in.SkipLine()

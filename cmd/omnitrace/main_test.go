@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -273,5 +275,61 @@ func TestEveryFieldLeftOutIsCounted(t *testing.T) {
 	code, _, stderr := runCmd(t, doc, "import", "-out", filepath.Join(t.TempDir(), "t.json"))
 	if code != 1 || !strings.Contains(stderr, "4 more fields") || !strings.Contains(stderr, "12 fields left out") {
 		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+}
+
+// TestAnInterruptEndsAnImportStuckOnItsInputOrItsCollector: an import
+// reading a stdin that never ends, or exporting to a collector that never
+// answers, ends when interrupted, and says what it did not do. (The bound
+// below only catches a hang; the import ends within a few seconds.)
+func TestAnInterruptEndsAnImportStuckOnItsInputOrItsCollector(t *testing.T) {
+	clearEnv(t)
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold) // before the server closes: it waits for its handlers
+	var many strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&many, `{"request_id": "r%d", "arrival_time": %d.5, "stages": [{"stage_id": 0, "submit_time": %d.6, "forward_time_ms": 1}]}`+"\n", i, 1796000000+i, 1796000000+i)
+	}
+	for _, c := range []struct {
+		name  string
+		env   []string
+		stdin io.Reader
+	}{
+		{"a stdin that never ends", nil, func() io.Reader { r, _ := io.Pipe(); return r }()},
+		{"a collector that never answers", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"}, strings.NewReader(many.String())},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kv := range c.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			var errb bytes.Buffer
+			go func() {
+				args := []string{"import", "-out", filepath.Join(t.TempDir(), "t.json")}
+				if len(c.env) > 0 {
+					args = args[:1] // to the collector
+				}
+				done <- run(ctx, args, c.stdin, io.Discard, &errb)
+			}()
+			time.Sleep(100 * time.Millisecond) // let it start; the interrupt may come at any point
+			cancel()
+			select {
+			case code := <-done:
+				if code != 1 || !strings.Contains(errb.String(), "interrupted") {
+					t.Errorf("exit %d:\n%s", code, errb.String())
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the interrupted import did not end")
+			}
+		})
 	}
 }
