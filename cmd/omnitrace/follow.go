@@ -170,7 +170,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 	if err != nil {
 		return err
 	}
-	t := &tail{path: path, in: in, skipFrom: -1, tooLong: func() {
+	t := &tail{ctx: ctx, path: path, in: in, skipFrom: -1, tooLong: func() {
 		in.SkipLine()
 		im.Problem(0, fmt.Errorf("a line longer than %d bytes", maxLine))
 	}}
@@ -200,13 +200,15 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 	tick := time.NewTicker(fl.poll)
 	defer tick.Stop()
 	for {
-		if err := t.drain(); err != nil {
-			return err
-		}
+		// A rotation, or a truncation refilled since the last look, is
+		// told before reading on: new bytes are never read at old offsets.
 		if rotated, err := t.rotated(); err != nil {
 			return err
 		} else if rotated {
 			continue
+		}
+		if err := t.drain(); err != nil {
+			return err
 		}
 		in.Tick(time.Now(), fl.idle)
 		if time.Since(saved) >= time.Second {
@@ -217,14 +219,17 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		}
 		select {
 		case <-ctx.Done():
-			// Read what was written up to the interrupt, across a rotation.
+			// Read what was written up to the interrupt, across a rotation
+			// (the file as it is: bounded; a request the exporter cannot
+			// take is counted, not waited for).
+			t.ctx = nil
 			for {
-				if err := t.drain(); err != nil {
-					return err
-				}
 				if rotated, err := t.rotated(); err != nil || !rotated {
 					break
 				}
+			}
+			if err := t.drain(); err != nil {
+				return err
 			}
 			if fl.checkpoint == "" {
 				// Nowhere to resume from: export what is held.
@@ -243,6 +248,8 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 
 // tail reads a growing file line by line.
 type tail struct {
+	// ctx ends a drain at an interrupt; nil reads to the end.
+	ctx      context.Context
 	path     string
 	in       *omnirecord.Input
 	tooLong  func()
@@ -290,7 +297,7 @@ func (t *tail) drain() error {
 	if t.buf == nil {
 		t.buf = make([]byte, 256<<10)
 	}
-	for {
+	for t.ctx == nil || t.ctx.Err() == nil {
 		n, err := t.f.Read(t.buf)
 		if n > 0 {
 			t.feed(t.buf[:n])
@@ -302,6 +309,7 @@ func (t *tail) drain() error {
 			return err
 		}
 	}
+	return nil
 }
 
 // feed splits data into lines; the last, unended one waits for more.

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -90,6 +91,16 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err == nil && fl.checkpoint != "" && !fl.follow {
 		err = usageError{"-checkpoint goes with -follow"}
 	}
+	if err == nil && fl.out != "" {
+		// Creating -out would empty an input of the same file.
+		if out, serr := os.Stat(fl.out); serr == nil {
+			for _, name := range fs.Args() {
+				if in, serr := os.Stat(name); serr == nil && os.SameFile(in, out) {
+					err = usageError{fmt.Sprintf("-out %s is one of the inputs", traceview.Display(fl.out, 256))}
+				}
+			}
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace import: %v\n%s", err, usage)
 		return 2
@@ -140,6 +151,12 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	select {
 	case err = <-readDone:
 	case <-ctx.Done():
+		if fl.follow {
+			// -follow stops its reading itself, and saves its checkpoint:
+			// it is waited for.
+			err = <-readDone
+			break
+		}
 		select {
 		case err = <-readDone:
 		case <-time.After(interruptGrace):
@@ -244,6 +261,10 @@ type importer struct {
 	late     int
 	dropped  int
 	leftOut  int
+	// notSent counts requests dropped at an interrupt, and givenUp says
+	// the workers were given up on.
+	notSent int
+	givenUp atomic.Bool
 }
 
 type emitJob struct {
@@ -272,7 +293,26 @@ func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
 	im.mu.Lock()
 	name := im.name
 	im.mu.Unlock()
-	im.work <- emitJob{r, anchor, name}
+	j := emitJob{r, anchor, name}
+	select {
+	case im.work <- j:
+		return
+	case <-im.ctx.Done():
+	}
+	// Interrupted, with the workers stuck on an exporter that does not
+	// keep up: wait a moment once, then drop and count, so that the
+	// reading can stop and save where it is.
+	if !im.givenUp.Load() {
+		select {
+		case im.work <- j:
+			return
+		case <-time.After(interruptGrace):
+			im.givenUp.Store(true)
+		}
+	}
+	im.mu.Lock()
+	im.notSent++
+	im.mu.Unlock()
 }
 
 // emit emits one request; a request that cannot be placed makes no span
@@ -413,6 +453,10 @@ func (im *importer) finish(dest string) int {
 	leftOut := ""
 	if im.leftOut > 0 {
 		leftOut = fmt.Sprintf(", %d fields left out", im.leftOut)
+	}
+	if im.notSent > 0 {
+		fmt.Fprintf(im.stderr, "omnitrace import: interrupted: %d requests read were not exported (the exporter did not keep up)\n", im.notSent)
+		status = 1
 	}
 	fmt.Fprintf(im.stderr, "omnitrace import: imported %d, skipped %d%s (to %s)\n", im.imported, im.skipped, leftOut, dest)
 	if im.skipped > 0 || im.leftOut > 0 {

@@ -333,3 +333,17 @@ func TestAnInterruptEndsAnImportStuckOnItsInputOrItsCollector(t *testing.T) {
 		})
 	}
 }
+
+// TestOutIsNeverAnInput: -out naming an input would empty it before it is
+// read: a usage error, and the input is left whole.
+func TestOutIsNeverAnInput(t *testing.T) {
+	clearEnv(t)
+	path := filepath.Join(t.TempDir(), "records.jsonl")
+	if err := os.WriteFile(path, []byte(goodLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd(t, "", "import", "-out", path, path)
+	if b, _ := os.ReadFile(path); code != 2 || string(b) != goodLine+"\n" {
+		t.Errorf("exit %d (%s), input now %d bytes", code, stderr, len(b))
+	}
+}

@@ -160,6 +160,39 @@ func measured(s *Stage, field string) {
 	})
 }
 
+// onceEach returns row with each field written once: a field a table
+// writes twice keeps one value when both agree; when they differ, both are
+// reported and left out (there is no telling which is right). The two
+// units of one phase ("x_ms", "x_s") are two fields, checked by the rows.
+func (b *builder) onceEach(row *Value) Value {
+	seen := make(map[string]int, len(row.Keys))
+	bad := map[string]bool{}
+	out := Value{Kind: row.Kind}
+	for i, k := range row.Keys {
+		if j, ok := seen[k]; ok {
+			if !sameValue(&out.Vals[j], &row.Vals[i]) && !bad[k] {
+				bad[k] = true
+				b.note("%s written twice (%s and %s)", clip(k), clip(out.Vals[j].Str), clip(row.Vals[i].Str))
+			}
+			continue
+		}
+		seen[k] = len(out.Keys)
+		out.Keys = append(out.Keys, k)
+		out.Vals = append(out.Vals, row.Vals[i])
+	}
+	if len(bad) == 0 {
+		return out
+	}
+	kept := Value{Kind: row.Kind}
+	for i, k := range out.Keys {
+		if !bad[k] {
+			kept.Keys = append(kept.Keys, k)
+			kept.Vals = append(kept.Vals, out.Vals[i])
+		}
+	}
+	return kept
+}
+
 // maxRequestBytes bounds the bytes of the input's keys and values one
 // request of a summary, a log or events keeps as attributes, over all its
 // stages; beyond, a key is reported and left out. With -max-pending it

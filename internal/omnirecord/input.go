@@ -258,6 +258,7 @@ func (in *Input) logRecord(rec logRecord) {
 			b.mix(rec.text)
 			rows := tb.tableRows()
 			for i := range rows {
+				rows[i] = b.onceEach(&rows[i])
 				switch tb.kind {
 				case "StageRequestStats":
 					b.applyStageRow(&rows[i], rowSource{table: true})

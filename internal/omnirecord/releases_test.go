@@ -729,3 +729,26 @@ func TestAShorterEndToEndTimeIsKept(t *testing.T) {
 		}
 	}
 }
+
+// TestAFieldATableWritesTwiceMustAgree: any field a box table writes twice
+// (a stage's generation time, an end-to-end time, a send time, as well as
+// a phase) keeps one value when both agree, and is reported and left out
+// when they differ.
+func TestAFieldATableWritesTwiceMustAgree(t *testing.T) {
+	col := readAll(t, fixture(t, "row_twice.log"), Options{})
+	var left []string
+	for _, p := range col.problems {
+		if strings.Contains(p, "written twice") {
+			left = append(left, p)
+		}
+	}
+	for _, want := range []string{"stage_gen_time_ms", "e2e_total_ms", "tx_time_ms"} {
+		found := false
+		for _, p := range left {
+			found = found || strings.Contains(p, want)
+		}
+		if !found {
+			t.Errorf("%s written twice with two values is not reported: %q", want, col.problems)
+		}
+	}
+}
