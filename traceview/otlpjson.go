@@ -78,11 +78,10 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 			// one.
 			bad.add(n, fmt.Errorf("larger than %d bytes", maxDocument))
 			lr.left = 1 << 62
-			rest := bufio.NewReader(io.MultiReader(dec.Buffered(), lr))
-			if !skipLine(rest) {
+			var ok bool
+			if dec, ok = nextLine(dec, lr); !ok {
 				return errors.Join(skip.err(), bad.err())
 			}
-			dec = json.NewDecoder(rest)
 			continue
 		case err != nil:
 			var syntax *json.SyntaxError
@@ -94,22 +93,10 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 			// A malformed document: the next may begin on the next line,
 			// as the OTLP file exporter writes one a line.
 			bad.add(n, err)
-			rest := bufio.NewReader(io.MultiReader(dec.Buffered(), lr))
-			// What is left may begin with the line end after the previous
-			// document: the malformed one's line is the first not blank.
-			for {
-				c, rerr := rest.ReadByte()
-				if rerr != nil {
-					return errors.Join(skip.err(), bad.err())
-				}
-				if c != '\n' && c != '\r' && c != ' ' && c != '\t' {
-					break
-				}
-			}
-			if !skipLine(rest) {
+			var ok bool
+			if dec, ok = nextLine(dec, lr); !ok {
 				return errors.Join(skip.err(), bad.err()) // nothing after it
 			}
-			dec = json.NewDecoder(rest)
 			continue
 		}
 		ss, derr := decodeDocument(raw)
@@ -127,16 +114,28 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 	}
 }
 
-// skipLine reads r past its next line end, holding no more than its
-// buffer of it; it reports whether anything may follow.
-func skipLine(r *bufio.Reader) bool {
+// nextLine returns a decoder of what follows the line of the document dec
+// could not read, holding no more than a buffer of that line; false when
+// nothing follows. What dec left may begin with the line end after the
+// previous document: the bad document's line is the first not blank.
+func nextLine(dec *json.Decoder, r io.Reader) (*json.Decoder, bool) {
+	rest := bufio.NewReader(io.MultiReader(dec.Buffered(), r))
 	for {
-		_, err := r.ReadSlice('\n')
+		c, err := rest.ReadByte()
+		if err != nil {
+			return nil, false
+		}
+		if c != '\n' && c != '\r' && c != ' ' && c != '\t' {
+			break
+		}
+	}
+	for {
+		_, err := rest.ReadSlice('\n')
 		if err == nil {
-			return true
+			return json.NewDecoder(rest), true
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return false
+			return nil, false
 		}
 	}
 }

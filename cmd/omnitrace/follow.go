@@ -189,7 +189,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 				return err
 			}
 			t.off = cp.Offset
-			in.ResumeAt(cp.Done, cp.Next, cp.Line)
+			in.Resume(cp.Done, cp.Next, cp.Line)
 		} else {
 			// Rotated, replaced or truncated while the import was stopped:
 			// what the old file held after the checkpoint cannot be read.
@@ -410,7 +410,7 @@ func (t *tail) checkpoint() checkpoint {
 	if t.skipFrom >= 0 {
 		next = t.skipFrom // the long line is read, and skipped, again
 	}
-	off, line, done := t.in.CheckpointLine(next)
+	off, line, done := t.in.Checkpoint(next)
 	cp := checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done, Format: t.in.Format(), Line: line}
 	if n := min(off, headLen); n > 0 {
 		if h, err := head(t.f, n); err == nil {

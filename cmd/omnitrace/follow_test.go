@@ -18,17 +18,20 @@ type seen struct {
 func (s *seen) Request(r *omnirecord.Request, _ time.Time) { s.ids = append(s.ids, r.ID) }
 func (s *seen) Problem(int, error)                         { s.problems++ }
 
+// timingLine is a vLLM log's [OmniTiming] line of request id, which
+// finishes it.
+func timingLine(id string) string {
+	return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
+}
+
 // TestFollowNeverReadsTheTailOfALongLineAsALine: a line too long to keep
 // is dropped whole, however the reads cut it; what follows its end is
 // read.
 func TestFollowNeverReadsTheTailOfALongLineAsALine(t *testing.T) {
-	timing := func(id string) string {
-		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
-	}
 	for _, chunk := range []int{1000, 4096, 256 << 10, 4 << 20} {
 		// The long line's tail, from where a read begins, is a whole log
 		// line of its own.
-		data := []byte(strings.Repeat("x", (maxLine/chunk+1)*chunk) + timing("INJECTED") + timing("after"))
+		data := []byte(strings.Repeat("x", (maxLine/chunk+1)*chunk) + timingLine("INJECTED") + timingLine("after"))
 		h := &seen{}
 		in, err := omnirecord.NewInput(time.Now(), omnirecord.Options{}, h)
 		if err != nil {
@@ -56,10 +59,7 @@ func TestFollowNeverReadsTheTailOfALongLineAsALine(t *testing.T) {
 // file grown: its head tells, and it is read again from its start.
 func TestFollowTellsATruncationRefilledPastItsOffset(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.log")
-	timing := func(id string) string {
-		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
-	}
-	if err := os.WriteFile(path, []byte(timing("old")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(timingLine("old")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h := &seen{}
@@ -79,7 +79,7 @@ func TestFollowTellsATruncationRefilledPastItsOffset(t *testing.T) {
 		t.Fatalf("rotated %v, %v before any change", rotated, err)
 	}
 	// Copy-truncate, and the engine writes more than before, at once.
-	if err := os.WriteFile(path, []byte(timing("new1")+timing("new2")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(timingLine("new1")+timingLine("new2")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if rotated, err := tl.rotated(); err != nil || !rotated {

@@ -383,14 +383,11 @@ func TestFollowResumesWhereItStopped(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
 	log, cp := filepath.Join(dir, "vllm.log"), filepath.Join(dir, "cp.json")
-	line := func(id string) string {
-		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
-	}
-	appendTo(t, log, line("x"))
+	appendTo(t, log, timingLine("x"))
 	first, second := filepath.Join(dir, "first.json"), filepath.Join(dir, "second.json")
 	f := startFollow(t, "-out", first, "-checkpoint", cp, "-settle", "0", log)
 	f.stop()
-	appendTo(t, log, line("y"))
+	appendTo(t, log, timingLine("y"))
 	f = startFollow(t, "-out", second, "-checkpoint", cp, "-settle", "0", log)
 	f.stop()
 	a, b := requestCounts(readTraces(t, first)), requestCounts(readTraces(t, second))
@@ -407,16 +404,13 @@ func TestFollowOfAFileReplacedWhileStoppedSaysSo(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
 	log, cp := filepath.Join(dir, "vllm.log"), filepath.Join(dir, "cp.json")
-	line := func(id string) string {
-		return "INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]\n"
-	}
-	appendTo(t, log, line("x")+line("y"))
+	appendTo(t, log, timingLine("x")+timingLine("y"))
 	f := startFollow(t, "-out", filepath.Join(dir, "first.json"), "-checkpoint", cp, "-settle", "0", log)
 	f.stop()
 	if err := os.Remove(log); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, log, line("a")+line("b")+"INFO 11-30 05:10:45 [omni.py:310] [OmniTiming] req=c total=1.2 engine=1.00s\n")
+	appendTo(t, log, timingLine("a")+timingLine("b")+"INFO 11-30 05:10:45 [omni.py:310] [OmniTiming] req=c total=1.2 engine=1.00s\n")
 	second := filepath.Join(dir, "second.json")
 	f = startFollow(t, "-out", second, "-checkpoint", cp, "-settle", "0", log)
 	f.stop()

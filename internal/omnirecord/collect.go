@@ -228,16 +228,9 @@ func (c *collector) trim() {
 // checkpoint returns the offset from which the input must be read again
 // after a restart so that no pending request loses a record: the first
 // record of the oldest pending one, or pin (the start of a record not yet
-// read whole) if earlier, or next when neither is; and the requests
-// already handed on whose records lie at or after it.
-func (c *collector) checkpoint(pin, next int64) (int64, []Done) {
-	off, _ := c.checkpointLine(pin, 0, next, 0)
-	return off, c.remembered()
-}
-
-// checkpointLine is checkpoint's offset, with the number of lines before
-// it, given those before pin and before next.
-func (c *collector) checkpointLine(pin int64, pinLines int, next int64, nextLines int) (int64, int) {
+// read whole) if earlier, or next when neither is; with the number of
+// lines before it, given those before pin and before next.
+func (c *collector) checkpoint(pin int64, pinLines int, next int64, nextLines int) (int64, int) {
 	off, lines := next, nextLines
 	if pin < off {
 		off, lines = pin, pinLines

@@ -86,14 +86,15 @@ func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
 	coll.add("a", "log", at, 10, false, func(*builder) {})
 	coll.add("b", "log", at, 20, false, func(*builder) {})
 	coll.add("a", "log", at, 30, false, func(*builder) {})
-	if off, _ := coll.checkpoint(40, 40); off != 10 {
+	if off, _ := coll.checkpoint(40, 0, 40, 0); off != 10 {
 		t.Errorf("checkpoint at %d, want 10", off)
 	}
-	if off, _ := coll.checkpoint(5, 40); off != 5 {
+	if off, _ := coll.checkpoint(5, 0, 40, 0); off != 5 {
 		t.Errorf("with a record open from 5, checkpoint at %d, want 5", off)
 	}
 	coll.flush()
-	off, done := coll.checkpoint(40, 40)
+	off, _ := coll.checkpoint(40, 0, 40, 0)
+	done := coll.remembered()
 	if off != 40 || fmt.Sprint(done) != "[{a 10 30} {b 20 20}]" {
 		t.Errorf("with nothing held, checkpoint at %d (done %v), want 40, and a and b with where their records lie", off, done)
 	}
@@ -103,11 +104,12 @@ func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
 	coll.add("d", "log", at, 60, false, func(b *builder) { b.complete = true })
 	coll.flush()
 	coll.add("e", "log", at, 70, false, func(*builder) {})
-	off, done = coll.checkpoint(80, 80)
+	off, _ = coll.checkpoint(80, 0, 80, 0)
+	done = coll.remembered()
 	if off != 70 || fmt.Sprint(done) != "[{a 10 30} {b 20 20} {c 50 50} {d 60 60}]" {
 		t.Errorf("checkpoint at %d, done %v: want 70 and a, b, c, d", off, done)
 	}
-	if off, _ = coll.checkpoint(55, 80); off != 55 {
+	if off, _ = coll.checkpoint(55, 0, 80, 0); off != 55 {
 		t.Errorf("checkpoint at %d, want 55", off)
 	}
 }
@@ -124,7 +126,8 @@ func TestAForgottenRequestNeverPinsTheCheckpoint(t *testing.T) {
 	for i := range recentExported + 10 {
 		coll.add(fmt.Sprint("r", i), "log", at, int64(10+i), false, func(b *builder) { b.complete = true })
 	}
-	off, done := coll.checkpoint(1<<40, 1<<40)
+	off, _ := coll.checkpoint(1<<40, 0, 1<<40, 0)
+	done := coll.remembered()
 	if _, held := coll.pending["old"]; held || coll.dropped != 1 {
 		t.Errorf("the request pinning the checkpoint is still held (dropped %d)", coll.dropped)
 	}
@@ -188,7 +191,7 @@ func TestARotatedRequestIsRememberedByItsNewRecords(t *testing.T) {
 	coll.add("a", "log", at, 30, false, func(*builder) {})
 	coll.add("a", "log", at, 40, false, func(*builder) {})
 	coll.stop()
-	if _, done := coll.checkpoint(50, 50); fmt.Sprint(done) != "[{a 30 40}]" {
+	if done := coll.remembered(); fmt.Sprint(done) != "[{a 30 40}]" {
 		t.Errorf("remembered %v, want a by its records in the new file, 30 to 40", done)
 	}
 }

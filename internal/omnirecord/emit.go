@@ -193,10 +193,11 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 		}
 		errs = append(errs, recordPhases(stage, ps)...)
 		stage.SetAttributes(st.Extra...)
-		stage.SetAttributes(stageAttrs(reconstructedOnly[:1:1], st)...)
+		kv := stageAttrs(reconstructedOnly[:1:1], st)
 		if !st.hasLength() {
-			stage.SetAttributes(attrs.LengthUnmeasuredKey.Bool(true))
+			kv = append(kv, attrs.LengthUnmeasuredKey.Bool(true))
 		}
+		stage.SetAttributes(kv...)
 		errs = append(errs, stage.EndAt(ps.p.End, nil))
 	}
 	errs = append(errs, req.EndAt(end, nil))

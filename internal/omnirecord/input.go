@@ -448,15 +448,10 @@ func (in *Input) Stats() (late, dropped int) { return in.coll.late, in.coll.drop
 // restart, given that the next line starts at next: the first record of
 // the oldest request held, or the start of a record not yet read whole (a
 // table, a dict, a summary document spread over lines), whichever comes
-// first; and the requests already handed on whose records lie after it.
-func (in *Input) Checkpoint(next int64) (int64, []Done) {
-	off, _, done := in.CheckpointLine(next)
-	return off, done
-}
-
-// CheckpointLine is [Input.Checkpoint], with the number of lines before
-// the offset: a restart numbers the lines it reads again from there.
-func (in *Input) CheckpointLine(next int64) (int64, int, []Done) {
+// first; the number of lines before it (a restart numbers the lines it
+// reads again from there); and the requests remembered as handed on, with
+// where their records lie.
+func (in *Input) Checkpoint(next int64) (int64, int, []Done) {
 	pin, pinLines := next, in.lineNo
 	if off, line, ok := in.scan.openFrom(); ok && off < pin {
 		pin, pinLines = off, max(line-1, 0)
@@ -464,7 +459,7 @@ func (in *Input) CheckpointLine(next int64) (int64, int, []Done) {
 	if (in.doc.buf != nil || in.doc.skip) && in.doc.firstOff < pin {
 		pin, pinLines = in.doc.firstOff, max(in.doc.first-1, 0)
 	}
-	off, lines := in.coll.checkpointLine(pin, pinLines, next, in.lineNo)
+	off, lines := in.coll.checkpoint(pin, pinLines, next, in.lineNo)
 	return off, lines, in.coll.remembered()
 }
 
@@ -477,12 +472,10 @@ func (in *Input) Rotated() {
 }
 
 // Resume marks requests handed on before a restart, whose records lie
-// before until, so that their records read again are not handed on twice.
-func (in *Input) Resume(done []Done, until int64) { in.coll.markDone(done, until) }
-
-// ResumeAt is [Input.Resume] for a reading that starts after lines lines
-// of the input, so that what it reports bears the input's line numbers.
-func (in *Input) ResumeAt(done []Done, until int64, lines int) {
+// before until, so that their records read again are not handed on twice;
+// the reading starts after lines lines of the input, so that what it
+// reports bears the input's line numbers.
+func (in *Input) Resume(done []Done, until int64, lines int) {
 	in.coll.markDone(done, until)
 	in.lineNo = lines
 }

@@ -200,16 +200,8 @@ func TestImportedSpansSayTheyAreReconstructed(t *testing.T) {
 	if len(col.reqs) != 2 {
 		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
 	}
-	rec := tracetest.NewSpanRecorder()
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
-	anchor := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	for _, r := range col.reqs {
-		if err := r.Emit(context.Background(), in, anchor); err != nil {
-			t.Fatal(err)
-		}
-	}
 	names := map[string]int{}
-	for _, s := range rec.Ended() {
+	for _, s := range emitted(t, col.reqs...) {
 		names[s.Name()]++
 		got := map[attribute.Key]attribute.Value{}
 		for _, kv := range s.Attributes() {
@@ -310,13 +302,8 @@ func TestAStageWithNothingOfItsOwnMeasuredSaysSo(t *testing.T) {
 	if len(col.reqs) != 1 {
 		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
 	}
-	rec := tracetest.NewSpanRecorder()
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
-	if err := col.reqs[0].Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
 	unmeasured := map[int64]bool{}
-	for _, s := range rec.Ended() {
+	for _, s := range emitted(t, col.reqs[0]) {
 		if s.Name() != spans.StageSpanName {
 			continue
 		}
@@ -617,7 +604,7 @@ func TestTheCheckpointNeverCutsARecord(t *testing.T) {
 				off += int64(len(l)) + 1
 			}
 			start := int64(len(first)) + 1
-			if got, _ := in.Checkpoint(off); got != start || len(h.reqs) != 1 {
+			if got, _, _ := in.Checkpoint(off); got != start || len(h.reqs) != 1 {
 				t.Errorf("checkpoint at %d (%d handed on), want the half-read record's first line, %d", got, len(h.reqs), start)
 			}
 		})
@@ -663,7 +650,7 @@ func TestATableLeftOpenIsDroppedAfterAThousandLines(t *testing.T) {
 		in.Line([]byte(strings.TrimRight(l, "\r\n")), off)
 		off += int64(len(l))
 	}
-	if got, _ := in.Checkpoint(off); got != off {
+	if got, _, _ := in.Checkpoint(off); got != off {
 		t.Errorf("checkpoint at %d, want %d: the table left open holds it back", got, off)
 	}
 	if len(h.problems) != 1 || !strings.Contains(h.problems[0], "left unfinished") {
@@ -682,13 +669,8 @@ func TestPartsOutlastingExecWithinTheResolutionAreImported(t *testing.T) {
 	if len(col.reqs) != 1 {
 		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
 	}
-	rec := tracetest.NewSpanRecorder()
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
-	if err := col.reqs[0].Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatalf("refused: %v", err)
-	}
 	var exec, fwd sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
+	for _, s := range emitted(t, col.reqs[0]) {
 		switch s.Name() {
 		case spans.Exec.SpanName():
 			exec = s
@@ -711,12 +693,7 @@ func TestAShorterEndToEndTimeIsKept(t *testing.T) {
 	if len(col.reqs) != 1 {
 		t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
 	}
-	rec := tracetest.NewSpanRecorder()
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
-	if err := col.reqs[0].Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range rec.Ended() {
+	for _, s := range emitted(t, col.reqs[0]) {
 		if s.Name() != spans.RequestSpanName {
 			continue
 		}
@@ -751,4 +728,18 @@ func TestAFieldATableWritesTwiceMustAgree(t *testing.T) {
 			t.Errorf("%s written twice with two values is not reported: %q", want, col.problems)
 		}
 	}
+}
+
+// emitted returns the spans the requests make, placed from a fixed
+// anchor; a request refused fails the test.
+func emitted(t *testing.T, reqs ...*Request) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	for _, r := range reqs {
+		if err := r.Emit(context.Background(), in, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatalf("request %q refused: %v", r.ID, err)
+		}
+	}
+	return rec.Ended()
 }
