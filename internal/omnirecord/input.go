@@ -219,10 +219,14 @@ func (in *Input) jsonLine(line []byte, offset int64) {
 	}
 	r.RunName, r.Line = in.opts.RunName, in.lineNo
 	r.Digest = digestOf(t)
-	// Remembered like a log's requests, for a checkpoint that an event's
-	// request held from before this line makes read it again.
-	in.coll.remember(Done{Key: DoneKey(r.ID), First: offset, Last: offset})
-	in.coll.trim()
+	if in.coll.queue.Len() > 0 {
+		// An event's request held from before this line keeps a checkpoint
+		// before it, and a restart reads it again: it is remembered, like
+		// a log's requests. (With nothing held, no checkpoint comes before
+		// it, and the common case costs nothing.)
+		in.coll.remember(Done{Key: DoneKey(r.ID), First: offset, Last: offset})
+		in.coll.trim()
+	}
 	in.h.Request(r, in.anchor())
 }
 

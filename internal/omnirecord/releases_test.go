@@ -743,3 +743,47 @@ func emitted(t *testing.T, reqs ...*Request) []sdktrace.ReadOnlySpan {
 	}
 	return rec.Ended()
 }
+
+// TestARecordLineAfterAHeldRequestIsNotSentTwice: a JSON-lines record read
+// while an event's request from before it is held lies after the
+// checkpoint; a restart reads it again and does not hand it on twice.
+func TestARecordLineAfterAHeldRequestIsNotSentTwice(t *testing.T) {
+	lines := []string{
+		`{"type": "transfer_stats", "request_id": "E", "from_stage": 0, "to_stage": 1, "size_bytes": 10, "tx_time_ms": 1}`,
+		oneLine(good),
+	}
+	feed := func(in *Input, from int64) {
+		off := int64(0)
+		for _, l := range lines {
+			if off >= from {
+				in.Line([]byte(l), off)
+			}
+			off += int64(len(l)) + 1
+		}
+	}
+	first := &collected{}
+	in, err := NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Options{}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(in, 0)
+	off, lines0, done := in.Checkpoint(int64(len(lines[0]) + len(lines[1]) + 2))
+	if off != 0 || len(first.reqs) != 1 {
+		t.Fatalf("checkpoint at %d with %d handed on: want 0 (E held) and the record", off, len(first.reqs))
+	}
+	again := &collected{}
+	in, err = NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Options{}, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Resume(done, int64(len(lines[0])+len(lines[1])+2), lines0)
+	feed(in, off)
+	in.End()
+	if len(again.reqs) != 1 || again.reqs[0].ID != "E" {
+		var ids []string
+		for _, r := range again.reqs {
+			ids = append(ids, r.ID)
+		}
+		t.Errorf("the restart handed on %v, want E alone", ids)
+	}
+}
