@@ -61,8 +61,10 @@ type Engine struct {
 	lastEnd time.Time
 	// open holds the live steps started and not ended: ending the start
 	// ends them first.
-	open     map[uint32]trace.Span
-	next     uint32
+	open map[uint32]trace.Span
+	next uint32
+	// starting counts the steps being started or ended outside mu: End
+	// waits for them on cond.
 	starting int
 	cond     *sync.Cond
 }
@@ -83,13 +85,23 @@ func (p EnginePhase) EndError(err error) {
 	if p.span == nil {
 		return
 	}
-	p.e.mu.Lock()
-	_, open := p.e.open[p.id]
-	delete(p.e.open, p.id)
-	p.e.mu.Unlock()
+	e := p.e
+	e.mu.Lock()
+	_, open := e.open[p.id]
 	if !open {
+		e.mu.Unlock()
 		return
 	}
+	delete(e.open, p.id)
+	// Counted as a start in flight: the engine's start ends after this
+	// step does, never before.
+	e.starting++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.startDoneLocked()
+		e.mu.Unlock()
+	}()
 	if err != nil {
 		markError(p.e.in, p.span, err)
 	}

@@ -38,7 +38,9 @@ var (
 var (
 	// ErrRequestEnded is returned when a measurement is handed to a request
 	// (or stage) that has already ended: its spans would hang under a
-	// closed parent.
+	// closed parent. A call on a batch that has already ended
+	// ([Batch.Record], [Batch.EndAt]) returns an error that matches it too
+	// (errors.Is).
 	ErrRequestEnded = errors.New("otelomni: the request has already ended")
 	// ErrInvalidPhase is returned for a phase that is not in the
 	// catalogue, or that this call cannot take (a denoise step or a
@@ -78,3 +80,13 @@ func errorType(err error) string {
 	}
 	return v
 }
+
+// errBatchEnded is returned for a call on a batch that has already ended.
+var errBatchEnded error = endedError("otelomni: the batch has already ended")
+
+// endedError is an error about a scope that has ended: it matches
+// ErrRequestEnded.
+type endedError string
+
+func (e endedError) Error() string        { return string(e) }
+func (e endedError) Is(target error) bool { return target == ErrRequestEnded }

@@ -402,6 +402,10 @@ func (r *Request) endLive(id uint32, err error) {
 		r.mu.Unlock()
 		return
 	}
+	// Counted as a start in flight: the request's end waits for this one,
+	// and then ends no earlier than the phase.
+	r.starting.Add(1)
+	defer r.liveEnded(&o)
 	var kids []openPhase
 	var at time.Time
 	stepsRun := r.stepsRun
@@ -437,6 +441,24 @@ func (r *Request) endLive(id uint32, err error) {
 		o.span.SetAttributes(attrs.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
 	}
 	r.finish(&o, at, err)
+}
+
+// liveEnded ends an end counted in starting: the phase o, and the parts
+// ended with it, have ended, and the request (or stage) ends no earlier.
+func (r *Request) liveEnded(o *openPhase) {
+	end := time.Time{}
+	if t, ok := o.span.(timed); ok {
+		end = t.EndTime()
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	r.mu.Lock()
+	r.lastEnd = later(r.lastEnd, end)
+	if r.starting.Add(-1) == 0 && r.ended.Load() && r.cond != nil {
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
 }
 
 // finish ends a live phase's span, at at when it is given (its request or

@@ -59,8 +59,10 @@ type Request struct {
 
 	// ended is set once, under mu; read without it too.
 	ended atomic.Bool
-	// starting counts live phases being started outside mu; an End waits
-	// for them on cond, so that no phase starts after its request ended.
+	// starting counts live phases being started or ended outside mu, and
+	// links to a batch being made; an End waits for them on cond, so that
+	// no phase starts or ends after its request ended, and no link is
+	// made one way only.
 	starting atomic.Int32
 	// seen marks the phases measured, each once per request.
 	seen atomic.Uint32
@@ -74,8 +76,8 @@ type Request struct {
 	claimed       map[claimKey]bool
 	exec, forward nest
 	open          openPhases
-	// lastEnd is the latest end among recorded phases: the request ends no
-	// earlier.
+	// lastEnd is the latest end among phases recorded, and live phases
+	// ended: the request ends no earlier.
 	lastEnd time.Time
 	// llm is made at the first LLM event: most requests never have one.
 	llm        *llmState
@@ -97,6 +99,8 @@ type nest struct {
 	// lastChild is the latest end of a part recorded inside it while it
 	// was open: it ends no earlier.
 	lastChild time.Time
+	// batch is the batch a live exec joined, nil when none.
+	batch *batchRef
 }
 
 // interval returns the nest's start and end; the end is zero while it is
