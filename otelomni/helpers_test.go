@@ -2,6 +2,7 @@ package otelomni_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,7 +44,8 @@ func newRecorded(t testing.TB, opts ...otelomni.Option) *recorded {
 // input. Every span starts and ends within what OTLP carries, start <= end;
 // every string is valid UTF-8 and within the value limit; every child lies
 // inside its parent (but omni.stage and omni.transfer, whose times come
-// from another process's clock); every link between an omni.batch span
+// from another process's clock); every int attribute from a caller's int
+// lies in its range; every link between an omni.batch span
 // and a member has its reverse, and an exec carries omni.batch.id and
 // omni.batch.size exactly when it is linked to a batch, that batch's. It
 // reports whether everything held.
@@ -73,6 +75,9 @@ func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) bool {
 			if kv.Value.Type() == attribute.STRING {
 				ok = checkString(t, s.Name()+"."+string(kv.Key), kv.Value.AsString()) && ok
 			}
+			if max, ranged := intRange[kv.Key]; ranged && (kv.Value.Type() != attribute.INT64 || kv.Value.AsInt64() < 0 || kv.Value.AsInt64() > max) {
+				errorf("%s.%s = %v, out of its range 0 to %d", s.Name(), kv.Key, kv.Value.AsInterface(), max)
+			}
 		}
 		p, found := byID[s.Parent().SpanID()]
 		if !found || !s.Parent().IsValid() || s.Name() == spans.TransferSpanName || s.Name() == spans.StageSpanName {
@@ -84,6 +89,18 @@ func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) bool {
 		}
 	}
 	return ok
+}
+
+// intRange is the largest value of each int attribute otelomni writes from
+// a caller's int; the smallest is 0.
+var intRange = map[attribute.Key]int64{
+	attrs.OutputIndexKey: math.MaxInt32, attrs.StepKey: math.MaxInt32, attrs.StageIDKey: math.MaxInt32,
+	attrs.TransferFromStageKey: math.MaxInt32, attrs.TransferToStageKey: math.MaxInt32,
+	attrs.BatchSizeKey: math.MaxInt64, attrs.InputTokensKey: math.MaxInt64, attrs.OutputTokensKey: math.MaxInt64,
+	attrs.NumPreemptionsKey: math.MaxInt64, attrs.NumInferenceStepsKey: math.MaxInt64, attrs.HeightKey: math.MaxInt64,
+	attrs.WidthKey: math.MaxInt64, attrs.NumFramesKey: math.MaxInt64, attrs.StepsRunKey: math.MaxInt64,
+	attrs.TransferBytesKey: math.MaxInt64, attrs.EngineWeightBytesKey: math.MaxInt64,
+	attrs.EngineDeviceCountKey: math.MaxInt64, attrs.EngineAcceleratorMemoryKey: math.MaxInt64,
 }
 
 // checkBatchLinks checks s's links to and from omni.batch spans among

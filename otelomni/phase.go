@@ -96,17 +96,29 @@ func (r *Request) StartOutputPhase(ctx context.Context, p spans.Phase, out spans
 	if r == nil || r.in == nil {
 		return ActivePhase{ctx: ctx}
 	}
-	if !p.PerOutput() || out.Index < 0 {
-		r.in.stats.misused(fmt.Sprintf("StartOutputPhase(%v, output %d): not a per-output phase, or a negative index", p, out.Index))
+	if !p.PerOutput() {
+		r.in.stats.misused(fmt.Sprintf("StartOutputPhase(%v): not a per-output phase", p))
+		return ActivePhase{ctx: ctx}
+	}
+	if badIndex(out.Index) {
+		_ = r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 		return ActivePhase{ctx: ctx}
 	}
 	return r.startLive(ctx, p, out.Index, out.Final, -1, kv)
 }
 
-// StartStep starts the span of denoise step i (from 0) under forward. It does
-// nothing unless per-step spans are on (WithDenoiseSteps).
+// StartStep starts the span of denoise step i (from 0 to 2^31-1) under
+// forward. It does nothing unless per-step spans are on (WithDenoiseSteps).
+// An i out of range starts nothing and is counted in Stats.Misuse.
 func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
-	if r == nil || r.in == nil || !r.in.cfg.denoiseSteps || i < 0 {
+	if r == nil || r.in == nil {
+		return ActivePhase{ctx: ctx}
+	}
+	if badIndex(i) {
+		_ = r.in.outOfRange("denoise step", int64(i), 0, maxIndex, "no span emitted", nil)
+		return ActivePhase{ctx: ctx}
+	}
+	if !r.in.cfg.denoiseSteps {
 		return ActivePhase{ctx: ctx}
 	}
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)

@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -164,7 +165,7 @@ func (a *startArgs) options(kind trace.SpanStartOption, n int, extra []attribute
 }
 
 func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (context.Context, *Request) {
-	stage := in.stageInfo(&info.Stage)
+	stage := in.stageInfo(&info.Stage, info.Stage.Type != "")
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
 	tbl := in.table(model, stage.Type)
@@ -198,13 +199,13 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 }
 
 func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (context.Context, *Request) {
-	stage := in.stageInfo(info)
+	stage := in.stageInfo(info, true)
 	if stage.Type == "" {
 		stage.Type = attrs.StageOther
 	}
 	start := info.Start
 	if !start.IsZero() {
-		start = in.startTime(start, "stage "+strconv.Itoa(stage.ID))
+		start = in.startTime(start, "stage "+strconv.Itoa(info.ID))
 	}
 	tbl := in.table(in.str(info.Model), stage.Type)
 
@@ -222,7 +223,7 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 	}
 	sctx, r := in.newScope(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
 	if r != noRequest {
-		r.id = "stage " + strconv.Itoa(stage.ID) + " " + stage.Name
+		r.id = "stage " + strconv.Itoa(info.ID) + " " + stage.Name
 	}
 	return sctx, r
 }
@@ -294,9 +295,29 @@ func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 }
 
 // SetUsage records the token counts (gen_ai.usage.input_tokens and
-// gen_ai.usage.output_tokens), once known.
+// gen_ai.usage.output_tokens), once known. A negative count is not
+// recorded, and is counted in Stats.Misuse.
 func (r *Request) SetUsage(inputTokens, outputTokens int) {
-	r.SetAttributes(attrs.InputTokens(inputTokens), attrs.OutputTokens(outputTokens))
+	if !r.recording() {
+		return
+	}
+	var kv [2]attribute.KeyValue
+	n := 0
+	for _, c := range [...]struct {
+		what string
+		v    int
+		kv   func(int) attribute.KeyValue
+	}{{"input tokens", inputTokens, attrs.InputTokens}, {"output tokens", outputTokens, attrs.OutputTokens}} {
+		if c.v < 0 {
+			_ = r.in.outOfRange(c.what, int64(c.v), 0, math.MaxInt, "not recorded", nil)
+			continue
+		}
+		kv[n] = c.kv(c.v)
+		n++
+	}
+	if n > 0 && r.span != nil {
+		r.span.SetAttributes(kv[:n]...)
+	}
 }
 
 // Span returns the request (or stage) span; a non-recording span when
@@ -313,9 +334,14 @@ func (r *Request) Span() trace.Span {
 // asked (an early exit). Called before exec ends, it also gives the exec
 // span its mean step duration (omni.diffusion.mean_step_duration: exec
 // divided by the steps run, a ratio of one span), and the exec-per-step
-// histogram uses it instead of the number asked.
+// histogram uses it instead of the number asked. A negative n is not
+// recorded, and is counted in Stats.Misuse; 0 is taken as not known.
 func (r *Request) SetStepsRun(n int) {
-	if !r.recording() || n <= 0 {
+	if !r.recording() || n == 0 {
+		return
+	}
+	if n < 0 {
+		_ = r.in.outOfRange("steps run", int64(n), 0, math.MaxInt, "not recorded", nil)
 		return
 	}
 	r.mu.Lock()
