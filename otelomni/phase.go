@@ -437,8 +437,13 @@ func (r *Request) endLive(id uint32, err error) {
 			r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
 		}
 		n.closed, n.live, n.end = true, 0, at
-		if at.IsZero() && n.span == nil {
-			n.end = time.Now()
+		if at.IsZero() {
+			// Its span ends after this, so no earlier than now: a part
+			// placed inside it from now on must end by then.
+			n.ending = time.Now()
+			if n.span == nil {
+				n.end = n.ending
+			}
 		}
 	}
 	r.mu.Unlock()

@@ -223,6 +223,17 @@ var raceCases = []raceCase{
 		together(func() { req.End(nil) }, func() { _ = req.EndAt(mid, nil) }, exec.End, pre.End)
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.RequestSpanName, 1) }
 	}},
+	{"a part recorded vs its live exec's end", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
+		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r"})
+		exec := req.StartPhase(ctx, spans.Exec)
+		now := time.Now()
+		// A part that ends later than now: inside an open exec it
+		// stretches it; once exec has ended it is refused.
+		together(exec.End, func() { _ = req.RecordPhase(spans.VAEDecode, spans.Between(now, now.Add(time.Hour))) },
+			func() { _ = req.RecordPhase(spans.KVRecv, spans.Between(now, time.Now())) })
+		req.End(nil)
+		return nil
+	}},
 	{"Engine.End vs its steps", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
 		t0 := time.Now()
 		e := in.StartEngine(bg, otelomni.EngineInfo{Model: "m", Start: t0})

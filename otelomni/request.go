@@ -100,17 +100,23 @@ type nest struct {
 	// lastChild is the latest end of a part recorded inside it while it
 	// was open: it ends no earlier.
 	lastChild time.Time
+	// ending is when a live phase was closed: its span ends no earlier.
+	ending time.Time
 	// batch is the batch a live exec joined, nil when none.
 	batch *batchRef
 }
 
 // interval returns the nest's start and end; the end is zero while it is
-// open.
+// open. A live phase closed and still ending on another goroutine (or whose
+// span does not tell its end) ends no earlier than when it was closed.
 func (n *nest) interval() (time.Time, time.Time) {
 	start, end := spanStart(n.span, n.start), n.end
 	if n.closed && end.IsZero() {
 		if t, ok := n.span.(timed); ok {
 			end = t.EndTime()
+		}
+		if end.IsZero() {
+			end = n.ending
 		}
 	}
 	return start, end
