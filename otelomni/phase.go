@@ -461,21 +461,23 @@ func (r *Request) endLive(id uint32, err error) {
 }
 
 // liveEnded ends an end counted in starting: the phase o, and the parts
-// ended with it, have ended, and the request (or stage) ends no earlier.
+// ended with it, have ended, and the request (or stage) ends no earlier
+// (liveEnd).
 func (r *Request) liveEnded(o *openPhase) {
-	end := time.Time{}
+	var end time.Time
 	if t, ok := o.span.(timed); ok {
 		end = t.EndTime()
 	}
 	if end.IsZero() {
 		end = time.Now()
 	}
-	r.mu.Lock()
-	r.lastEnd = later(r.lastEnd, end)
-	if r.starting.Add(-1) == 0 && r.ended.Load() && r.cond != nil {
-		r.cond.Broadcast()
+	for n := end.UnixNano(); ; {
+		last := r.liveEnd.Load()
+		if n <= last || r.liveEnd.CompareAndSwap(last, n) {
+			break
+		}
 	}
-	r.mu.Unlock()
+	r.startDone()
 }
 
 // finish ends a live phase's span, at at when it is given (its request or

@@ -67,6 +67,10 @@ type Request struct {
 	starting atomic.Int32
 	// seen marks the phases measured, each once per request.
 	seen atomic.Uint32
+	// liveEnd is the latest end of a live phase that ended on its own, in
+	// Unix nanoseconds: an end given to the request (EndAt) is no earlier.
+	// An end now needs no such check: it comes after theirs.
+	liveEnd atomic.Int64
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -77,8 +81,8 @@ type Request struct {
 	claimed       map[claimKey]bool
 	exec, forward nest
 	open          openPhases
-	// lastEnd is the latest end among phases recorded, and live phases
-	// ended: the request ends no earlier.
+	// lastEnd is the latest end among recorded phases: the request ends no
+	// earlier.
 	lastEnd time.Time
 	// llm is made at the first LLM event: most requests never have one.
 	llm        *llmState
