@@ -111,8 +111,8 @@ func (p EnginePhase) EndError(err error) {
 }
 
 // SetAcceleratorMemory records the accelerator memory in use after a load
-// (omni.engine.accelerator_memory_bytes).
-// A negative one is not recorded, and is counted in Stats.Misuse.
+// (omni.engine.accelerator_memory_bytes). A negative value is not recorded,
+// and is counted in Stats.Misuse.
 func (p EnginePhase) SetAcceleratorMemory(bytes int64) {
 	if p.span == nil {
 		return

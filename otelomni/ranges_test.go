@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,6 +227,10 @@ func TestOptionsTakeAnyInt(t *testing.T) {
 			req.End(errors.New(invalid))
 			if len(r.rec.Ended()) != 1 {
 				t.Fatal("the request span must be exported")
+			}
+			id, _ := attr(r.rec.Ended()[0], attrs.RequestIDKey)
+			if want := strings.ToValidUTF8(invalid, "\uFFFD"); (n <= 0 || n >= len(want)) && id.AsString() != want {
+				t.Errorf("omni.request.id %q, want %q", id.AsString(), want)
 			}
 			// newRecorded's check: every string valid, within the limit.
 		})
