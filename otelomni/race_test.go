@@ -119,6 +119,14 @@ var raceCases = []raceCase{
 			return fmt.Errorf("Record: %v", err)
 		}
 	}},
+	{"Batch.Record vs Batch.End vs the member's Request.End", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
+		t0 := time.Now()
+		_, req := in.Start(bg, otelomni.RequestInfo{ID: "m", Start: t0})
+		b := in.StartBatch(bg, otelomni.BatchInfo{ID: "b"}, req)
+		rec := &spans.DiffusionRecord{Exec: spans.Between(t0, time.Now())}
+		together(func() { _ = b.Record(req, rec) }, func() { b.End(nil) }, func() { req.End(nil) })
+		return nil
+	}},
 	{"StartBatch vs exec.End", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "m"})
 		exec := req.StartPhase(ctx, spans.Exec)
