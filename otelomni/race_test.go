@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -314,7 +313,7 @@ func TestRacesOfEndsKeepTheTreeAndTheLinks(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	in := otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithDenoiseSteps(true))
-	log := slog.New(otelomni.NewLogHandler(slog.NewTextHandler(io.Discard, nil)))
+	log := slog.New(otelomni.NewLogHandler(slog.DiscardHandler))
 	broken, rounds := make([]int, len(raceCases)), make([]int, len(raceCases))
 	first := make([]string, len(raceCases))
 	for round := range raceRounds {
