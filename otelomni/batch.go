@@ -29,8 +29,9 @@ type BatchInfo struct {
 // together (omni.batch). It is the root of a trace of its own, so that no
 // request's trace owns it, with a span link to each member's exec span;
 // each member's exec carries omni.batch.id and omni.batch.size and a link
-// back. Its methods are safe for concurrent use, and do nothing on a nil
-// *Batch.
+// back. Every link is made both ways or not at all, whatever calls race:
+// a member ending, its exec ending, the batch ending. Its methods are safe
+// for concurrent use, and do nothing on a nil *Batch.
 type Batch struct {
 	in    *Instrumenter
 	span  trace.Span
@@ -38,6 +39,11 @@ type Batch struct {
 	ref   batchRef
 	mu    sync.Mutex
 	done  bool
+	// recording counts the members being recorded (Record) outside mu: the
+	// batch's end waits for them on cond, so that the batch links every
+	// exec that links it.
+	recording int
+	cond      *sync.Cond
 	// pending are the members not linked yet: at the end, their request
 	// spans are.
 	pending map[*Request]bool
@@ -58,8 +64,11 @@ type batchRef struct {
 // ways at once: its exec gets the batch's id and size and a link to the
 // batch, and the batch a link to its exec. A member whose exec is recorded
 // after the fact goes through [Batch.Record]. A member with neither by the
-// batch's end is linked by its request (or stage) span. It returns nil, on
-// which every method does nothing, when nothing is recorded.
+// batch's end is linked both ways by its request (or stage) span, unless
+// it has ended by then. A member that has ended, or whose open exec is in
+// another batch already (counted in Stats.Conflicts: an exec runs in one
+// batch), is not linked. It returns nil, on which every method does
+// nothing, when nothing is recorded.
 func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members ...*Request) *Batch {
 	if ctx == nil {
 		ctx = context.Background()
@@ -91,9 +100,11 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	b := &Batch{in: in, span: span, start: spanStart(span, start), ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
 		pending: map[*Request]bool{}}
 	for _, m := range members {
-		if sc, ok := m.joinBatch(&b.ref); ok {
+		// No one else holds b yet: its links cannot race its end.
+		switch sc, how := m.joinBatch(&b.ref); how {
+		case joinedExec:
 			span.AddLink(trace.Link{SpanContext: sc})
-		} else if m.recording() && m.span != nil {
+		case joinLater:
 			b.pending[m] = true
 		}
 	}
@@ -102,7 +113,10 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 
 // Record records member req's timing record with its exec in the batch:
 // the exec carries the batch's id, size and a link to it, and the batch a
-// link to the exec. It is [Request.Record] otherwise.
+// link to the exec. It is [Request.Record] otherwise. After the batch has
+// ended it records nothing and returns an error that matches
+// [ErrRequestEnded] (counted in Stats.Misuse): the batch could no longer
+// link the exec back. Record the member with [Request.Record] then.
 func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 	if b == nil {
 		return req.Record(rec)
@@ -110,18 +124,32 @@ func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 	if !req.recording() || rec == nil {
 		return nil
 	}
-	ref := batchRef{id: b.ref.id, size: b.ref.size, sc: b.ref.sc}
-	err := req.recordDiffusion(rec, &ref)
 	b.mu.Lock()
-	done := b.done
-	if len(ref.members) > 0 {
-		delete(b.pending, req)
+	if b.done {
+		b.mu.Unlock()
+		b.in.stats.misused("a member was recorded in a batch that had already ended; nothing recorded")
+		return errBatchEnded
 	}
+	b.recording++
 	b.mu.Unlock()
-	if !done {
-		for _, sc := range ref.members {
-			b.span.AddLink(trace.Link{SpanContext: sc})
+	ref := batchRef{id: b.ref.id, size: b.ref.size, sc: b.ref.sc}
+	defer func() {
+		// Also when a span processor panicked: the end must not wait for
+		// this record forever.
+		b.mu.Lock()
+		if len(ref.members) > 0 {
+			delete(b.pending, req)
 		}
+		b.recording--
+		if b.recording == 0 && b.cond != nil {
+			b.cond.Broadcast()
+		}
+		b.mu.Unlock()
+	}()
+	err := req.recordDiffusion(rec, &ref)
+	// The batch has not ended: its end waits for this record.
+	for _, sc := range ref.members {
+		b.span.AddLink(trace.Link{SpanContext: sc})
 	}
 	return err
 }
@@ -148,7 +176,9 @@ func (b *Batch) EndAt(t time.Time, err error) error {
 	if t.IsZero() || !spans.InRange(t) {
 		bad := &scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("EndAt(%v): a zero time or one a span cannot carry; ended now", t)}
 		b.in.stats.reject(bad)
-		_ = b.end(time.Time{}, err)
+		if e := b.end(time.Time{}, err); e != nil {
+			return e
+		}
 		return bad
 	}
 	return b.end(t, err)
@@ -162,14 +192,24 @@ func (b *Batch) end(t time.Time, err error) error {
 	if b.done {
 		b.mu.Unlock()
 		b.in.stats.misused("a batch was ended twice")
-		return ErrRequestEnded
+		return errBatchEnded
 	}
 	b.done = true
+	for b.recording > 0 {
+		// A member is being recorded on another goroutine: its exec links
+		// the batch, so the batch links it before it ends.
+		if b.cond == nil {
+			b.cond = sync.NewCond(&b.mu)
+		}
+		b.cond.Wait()
+	}
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()
 	for m := range pending {
-		b.span.AddLink(trace.Link{SpanContext: m.span.SpanContext()})
+		if sc, ok := m.linkBatch(b.ref.sc); ok {
+			b.span.AddLink(trace.Link{SpanContext: sc})
+		}
 	}
 	if err != nil {
 		markError(b.in, b.span, err)
@@ -187,23 +227,68 @@ func (b *Batch) end(t time.Time, err error) error {
 	return bad
 }
 
-// joinBatch puts r's open exec in batch: its id, size and a link to it. It
-// returns the exec's span context to link the batch to, and false when r
-// has no open exec.
-func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, bool) {
+// How a member joins a batch at its start.
+type joined uint8
+
+const (
+	// joinNever: the member records nothing, has ended, or its open exec
+	// is in another batch.
+	joinNever joined = iota
+	// joinedExec: its open exec joined the batch.
+	joinedExec
+	// joinLater: its exec is to be recorded (Batch.Record), or else its
+	// request span is linked at the batch's end.
+	joinLater
+)
+
+// joinBatch puts r's open exec in batch b: its id, size and a link to it.
+// It returns the exec's span context to link the batch to. The exec's end
+// and the request's wait for the join, so that the exec is linked before
+// it ends, or not at all.
+func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 	if !r.recording() || r.span == nil {
-		return trace.SpanContext{}, false
+		return trace.SpanContext{}, joinNever
 	}
 	r.mu.Lock()
-	var exec trace.Span
-	if r.exec.set && !r.exec.closed {
-		exec = r.exec.span
+	if r.ended.Load() {
+		r.mu.Unlock()
+		return trace.SpanContext{}, joinNever
 	}
+	if !r.exec.set || r.exec.closed || r.exec.span == nil {
+		r.mu.Unlock()
+		return trace.SpanContext{}, joinLater
+	}
+	if in := r.exec.batch; in != nil {
+		r.mu.Unlock()
+		r.in.stats.conflict(&scopeError{id: r.id, what: fmt.Sprintf("exec already runs in batch %s; not linked to batch %s", in.id, b.id)})
+		return trace.SpanContext{}, joinNever
+	}
+	r.exec.batch = b
+	exec, live := r.exec.span, r.exec.live
+	r.nestStarting++
+	r.starting.Add(1)
 	r.mu.Unlock()
-	if exec == nil {
-		return trace.SpanContext{}, false
-	}
+	defer func() {
+		r.startedUnder(live)
+		r.startDone()
+	}()
 	exec.SetAttributes(attrs.BatchID(b.id), attrs.BatchSize(b.size))
 	exec.AddLink(trace.Link{SpanContext: b.sc})
-	return exec.SpanContext(), true
+	return exec.SpanContext(), joinedExec
+}
+
+// linkBatch links r's request (or stage) span to the batch at sc, and
+// returns the span's context for the batch to link back; false when r has
+// ended: then neither link is made. The request's end waits for the link.
+func (r *Request) linkBatch(sc trace.SpanContext) (trace.SpanContext, bool) {
+	r.mu.Lock()
+	if r.ended.Load() {
+		r.mu.Unlock()
+		return trace.SpanContext{}, false
+	}
+	r.starting.Add(1)
+	r.mu.Unlock()
+	defer r.startDone()
+	r.span.AddLink(trace.Link{SpanContext: sc})
+	return r.span.SpanContext(), true
 }

@@ -37,6 +37,20 @@ func TestRecordPathWithoutArrivalEndsAtItsStartNotBefore(t *testing.T) {
 	}
 }
 
+func TestEndAtNeverPrecedesALivePhaseThatEnded(t *testing.T) {
+	r := newRecorded(t)
+	t0 := time.Now().Add(-time.Second)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "late-end", Start: t0})
+	req.StartPhase(ctx, spans.Exec).End() // now, a second after t0
+	if err := req.EndAt(t0.Add(time.Millisecond), nil); err == nil {
+		t.Error("EndAt before the end of a phase it holds must say so")
+	}
+	if r.in.Stats().ClampedEnds != 1 {
+		t.Errorf("stats %+v, want the clamped end counted", r.in.Stats())
+	}
+	// newRecorded's check: exec lies inside the request.
+}
+
 func TestLivePhasesUnderAStartLaterThanNowAreRefused(t *testing.T) {
 	r := newRecorded(t)
 	future := time.Now().Add(10 * time.Second).Round(0) // a wall time from another host, ahead

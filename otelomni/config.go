@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"reflect"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -68,25 +69,36 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// nilPointer reports whether v is nil, or a nil pointer held in an
+// interface (a typed nil), whose first call would panic.
+func nilPointer(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
 // WithTracerProvider makes the instrumenter use tp. Without it, or with a
-// nil tp, it uses the global provider as it is when [New] runs: before an SDK
-// is installed that provider forwards to the one installed later
+// nil tp (or a nil pointer, such as a nil *sdktrace.TracerProvider), it uses
+// the global provider as it is when [New] runs: before an SDK is installed
+// that provider forwards to the one installed later
 // (otel.SetTracerProvider), so installing an SDK turns otelomni on.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
-		if tp != nil {
+		if !nilPointer(tp) {
 			c.tracerProvider = tp
 		}
 	})
 }
 
 // WithMeterProvider makes the instrumenter record its histograms (see
-// docs/metrics.md) through mp. Without it, or with a nil mp, it uses the
-// global meter provider, which likewise forwards to an SDK installed later.
-// Metrics count every request, sampled or not.
+// docs/metrics.md) through mp. Without it, or with a nil mp (or a nil
+// pointer), it uses the global meter provider, which likewise forwards to an
+// SDK installed later. Metrics count every request, sampled or not.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
-		if mp != nil {
+		if !nilPointer(mp) {
 			c.meterProvider = mp
 		}
 	})
@@ -94,14 +106,14 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithPropagators makes the instrumenter carry trace context across
 // processes with p, as it is (one that carries nothing sends nothing).
-// Without it, or with a nil p, the global propagator is read at each call;
-// while no program has set one (the API's default carries nothing), W3C
-// trace context and baggage are used, so that cross-process traces never
-// break silently. A global propagator that was set is used as it is, even
+// Without it, or with a nil p (or a nil pointer), the global propagator is
+// read at each call; while no program has set one (the API's default
+// carries nothing), W3C trace context and baggage are used, so that
+// cross-process traces never break silently. A global propagator that was set is used as it is, even
 // one that carries nothing (OTEL_PROPAGATORS=none through otelsetup).
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
-		if p != nil {
+		if !nilPointer(p) {
 			c.propagators = p
 		}
 	})

@@ -81,6 +81,9 @@ func (r *Request) end(at time.Time, err error) error {
 			}
 		}
 	} else {
+		if n := r.liveEnd.Load(); n != 0 {
+			floor = later(floor, time.Unix(0, n))
+		}
 		floor = later(floor, r.scopeStart())
 		for i := range open {
 			floor = later(floor, spanStart(open[i].span, open[i].start))

@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -24,7 +25,8 @@ type EngineInfo struct {
 	Attributes []attribute.KeyValue
 }
 
-// LoadInfo describes one model load. A zero field is not recorded.
+// LoadInfo describes one model load. A zero field is not recorded, nor is a
+// negative one, which is counted in Stats.Misuse.
 type LoadInfo struct {
 	// Model is the model whose weights are loaded.
 	Model string
@@ -61,8 +63,10 @@ type Engine struct {
 	lastEnd time.Time
 	// open holds the live steps started and not ended: ending the start
 	// ends them first.
-	open     map[uint32]trace.Span
-	next     uint32
+	open map[uint32]trace.Span
+	next uint32
+	// starting counts the steps being started or ended outside mu: End
+	// waits for them on cond.
 	starting int
 	cond     *sync.Cond
 }
@@ -83,13 +87,23 @@ func (p EnginePhase) EndError(err error) {
 	if p.span == nil {
 		return
 	}
-	p.e.mu.Lock()
-	_, open := p.e.open[p.id]
-	delete(p.e.open, p.id)
-	p.e.mu.Unlock()
+	e := p.e
+	e.mu.Lock()
+	_, open := e.open[p.id]
 	if !open {
+		e.mu.Unlock()
 		return
 	}
+	delete(e.open, p.id)
+	// Counted as a start in flight: the engine's start ends after this
+	// step does, never before.
+	e.starting++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.startDoneLocked()
+		e.mu.Unlock()
+	}()
 	if err != nil {
 		markError(p.e.in, p.span, err)
 	}
@@ -97,9 +111,17 @@ func (p EnginePhase) EndError(err error) {
 }
 
 // SetAcceleratorMemory records the accelerator memory in use after a load
-// (omni.engine.accelerator_memory_bytes).
+// (omni.engine.accelerator_memory_bytes). A negative value is not recorded,
+// and is counted in Stats.Misuse.
 func (p EnginePhase) SetAcceleratorMemory(bytes int64) {
-	if p.span != nil && bytes > 0 {
+	if p.span == nil {
+		return
+	}
+	if bytes < 0 {
+		_ = p.e.in.outOfRange("accelerator memory bytes", bytes, 0, math.MaxInt64, "not recorded", nil)
+		return
+	}
+	if bytes > 0 {
 		p.span.SetAttributes(attrs.EngineAcceleratorMemory(bytes))
 	}
 }
@@ -157,6 +179,14 @@ func (l LoadInfo) attributes(in *Instrumenter) []attribute.KeyValue {
 	if l.Model != "" {
 		kv = append(kv, attrs.EngineModel(in.str(l.Model)))
 	}
+	for _, n := range [...]struct {
+		what string
+		v    int64
+	}{{"weight bytes", l.WeightBytes}, {"device count", int64(l.DeviceCount)}, {"accelerator memory bytes", l.AcceleratorMemoryBytes}} {
+		if n.v < 0 {
+			_ = in.outOfRange(n.what, n.v, 0, math.MaxInt64, "not recorded", nil)
+		}
+	}
 	if l.WeightBytes > 0 {
 		kv = append(kv, attrs.EngineWeightBytes(l.WeightBytes))
 	}
@@ -176,7 +206,7 @@ func (l LoadInfo) attributes(in *Instrumenter) []attribute.KeyValue {
 }
 
 func (s StageInfo) initAttributes(in *Instrumenter) []attribute.KeyValue {
-	st := in.stageInfo(&s)
+	st := in.stageInfo(&s, true)
 	if st.Type == "" {
 		st.Type = attrs.StageOther
 	}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -133,6 +136,89 @@ func TestBatchLinksEveryMemberBothWays(t *testing.T) {
 	}
 }
 
+func TestBatchRecordAfterItsEndRecordsNothing(t *testing.T) {
+	r := newRecorded(t)
+	t0 := time.Now()
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "late", Start: t0})
+	b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-9"}, req)
+	b.End(nil)
+	before := r.in.Stats().Misuse
+	rec := &spans.DiffusionRecord{Exec: spans.Between(t0, time.Now())}
+	if err := b.Record(req, rec); !errors.Is(err, otelomni.ErrRequestEnded) {
+		t.Errorf("Record after the batch's end: %v, want an error matching ErrRequestEnded", err)
+	}
+	if got := r.in.Stats().Misuse - before; got != 1 {
+		t.Errorf("%d misuse counted, want 1", got)
+	}
+	if n := len(byName(r.rec.Ended())[spans.Exec.SpanName()]); n != 0 {
+		t.Fatalf("%d exec spans recorded in an ended batch, want 0", n)
+	}
+	// Nothing was taken: the member records its exec without the batch.
+	if err := req.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	req.End(nil)
+	ss := r.rec.Ended()
+	exec := one(t, ss, spans.Exec.SpanName())
+	if _, ok := attr(exec, attrs.BatchIDKey); ok || len(exec.Links()) != 0 {
+		t.Errorf("the exec carries a batch: links %v", exec.Links())
+	}
+	if linksTo(one(t, ss, spans.BatchSpanName), exec) {
+		t.Error("the ended batch links the exec")
+	}
+}
+
+func TestABatchMemberWithoutExecIsLinkedBothWaysByItsRequest(t *testing.T) {
+	r := newRecorded(t)
+	_, a := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "a"})
+	_, gone := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "gone"})
+	b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b"}, a, gone)
+	gone.End(nil) // ended before the batch: linked neither way
+	b.End(nil)
+	a.End(nil)
+	ss := r.rec.Ended()
+	batch := one(t, ss, spans.BatchSpanName)
+	var reqA, reqGone sdktrace.ReadOnlySpan
+	for _, s := range byName(ss)[spans.RequestSpanName] {
+		if v, _ := attr(s, attrs.RequestIDKey); v.AsString() == "a" {
+			reqA = s
+		} else {
+			reqGone = s
+		}
+	}
+	if !linksTo(batch, reqA) || !linksTo(reqA, batch) {
+		t.Error("a member with no exec must be linked both ways by its request span")
+	}
+	if linksTo(batch, reqGone) || linksTo(reqGone, batch) {
+		t.Error("a member that ended before the batch must be linked neither way")
+	}
+}
+
+func TestAnExecRunsInOneBatch(t *testing.T) {
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "m"})
+	exec := req.StartPhase(ctx, spans.Exec)
+	b1 := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b1"}, req)
+	b2 := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b2"}, req, req)
+	exec.End()
+	b1.End(nil)
+	b2.End(nil)
+	req.End(nil)
+	ss := r.rec.Ended()
+	e := one(t, ss, spans.Exec.SpanName())
+	if id, _ := attr(e, attrs.BatchIDKey); id.AsString() != "b1" || len(e.Links()) != 1 {
+		t.Errorf("exec in batch %q with links %v, want b1's alone", id.AsString(), e.Links())
+	}
+	for _, b := range byName(ss)[spans.BatchSpanName] {
+		if id, _ := attr(b, attrs.BatchIDKey); id.AsString() == "b2" && len(b.Links()) != 0 {
+			t.Errorf("b2 links %v: the exec runs in b1", b.Links())
+		}
+	}
+	if c := r.in.Stats().Conflicts; c != 2 {
+		t.Errorf("%d conflicts counted, want 2 (the exec given twice to b2)", c)
+	}
+}
+
 func TestStepsRunGiveExecItsMeanStep(t *testing.T) {
 	r := newRecorded(t)
 	t0 := time.Now()
@@ -147,6 +233,36 @@ func TestStepsRunGiveExecItsMeanStep(t *testing.T) {
 	}
 	if v, _ := attr(one(t, ss, spans.RequestSpanName), attrs.StepsRunKey); v.AsInt64() != 28 {
 		t.Errorf("steps run %d, want 28", v.AsInt64())
+	}
+}
+
+func TestALogHandlerWithoutANextWritesToStandardError(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = pw
+	h := otelomni.NewLogHandler(nil)
+	os.Stderr = stderr
+	r := newRecorded(t)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "nil-next"})
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("panic: %v", v)
+			}
+		}()
+		log := slog.New(h).WithGroup("g").With("k", "v")
+		log.InfoContext(ctx, "logged")
+		_ = h.Enabled(ctx, slog.LevelInfo)
+	}()
+	req.End(nil)
+	pw.Close()
+	out, _ := io.ReadAll(pr)
+	traceID := one(t, r.rec.Ended(), spans.RequestSpanName).SpanContext().TraceID().String()
+	if !strings.Contains(string(out), "msg=logged") || !strings.Contains(string(out), "trace_id="+traceID) {
+		t.Errorf("standard error got %q, want the record with its trace id", out)
 	}
 }
 

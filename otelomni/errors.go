@@ -3,6 +3,8 @@ package otelomni
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
@@ -38,11 +40,14 @@ var (
 var (
 	// ErrRequestEnded is returned when a measurement is handed to a request
 	// (or stage) that has already ended: its spans would hang under a
-	// closed parent.
+	// closed parent. A call on a batch that has already ended
+	// ([Batch.Record], [Batch.EndAt]) returns an error that matches it too
+	// (errors.Is).
 	ErrRequestEnded = errors.New("otelomni: the request has already ended")
 	// ErrInvalidPhase is returned for a phase that is not in the
 	// catalogue, or that this call cannot take (a denoise step or a
-	// transfer part where a plain phase is expected).
+	// transfer part where a plain phase is expected), and for an output
+	// index out of its range (0 to 2^31-1).
 	ErrInvalidPhase = errors.New("otelomni: invalid phase for this call")
 	// ErrNilFunc is returned by Run when given a nil function.
 	ErrNilFunc = errors.New("otelomni: Run was given a nil function")
@@ -78,3 +83,46 @@ func errorType(err error) string {
 	}
 	return v
 }
+
+// errBatchEnded is returned for a call on a batch that has already ended.
+var errBatchEnded error = endedError("otelomni: the batch has already ended")
+
+// endedError is an error about a scope that has ended: it matches
+// ErrRequestEnded.
+type endedError string
+
+func (e endedError) Error() string        { return string(e) }
+func (e endedError) Is(target error) bool { return target == ErrRequestEnded }
+
+// maxIndex bounds the output and step indices and the stage ids handed to
+// otelomni: 0 to 2^31-1.
+const maxIndex = math.MaxInt32
+
+// rangeError reports an int handed to otelomni out of its documented
+// range, which was not recorded.
+type rangeError struct {
+	what     string
+	v        int64
+	min, max int64
+	// result says what became of it.
+	result string
+	// is is the error it matches, if any.
+	is error
+}
+
+func (e *rangeError) Error() string {
+	return fmt.Sprintf("otelomni: %s %d is out of range (%d to %d); %s", e.what, e.v, e.min, e.max, e.result)
+}
+
+func (e *rangeError) Is(target error) bool { return e.is != nil && target == e.is }
+
+// outOfRange counts an int out of its range (Stats.Misuse) and returns
+// the error that says so.
+func (in *Instrumenter) outOfRange(what string, v, min, max int64, result string, is error) error {
+	err := &rangeError{what: what, v: v, min: min, max: max, result: result, is: is}
+	in.stats.misused(err.Error())
+	return err
+}
+
+// badIndex reports whether i is not a valid output or step index.
+func badIndex(i int) bool { return i < 0 || i > maxIndex }

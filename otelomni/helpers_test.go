@@ -2,6 +2,7 @@ package otelomni_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -42,46 +44,123 @@ func newRecorded(t testing.TB, opts ...otelomni.Option) *recorded {
 // input. Every span starts and ends within what OTLP carries, start <= end;
 // every string is valid UTF-8 and within the value limit; every child lies
 // inside its parent (but omni.stage and omni.transfer, whose times come
-// from another process's clock).
-func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) {
+// from another process's clock); every int attribute from a caller's int
+// lies in its range; every link between an omni.batch span
+// and a member has its reverse, and an exec carries omni.batch.id and
+// omni.batch.size exactly when it is linked to a batch, that batch's. It
+// reports whether everything held.
+func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) bool {
 	t.Helper()
-	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	ok := true
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format, args...)
+		ok = false
+	}
+	byID := make(map[trace.SpanID]sdktrace.ReadOnlySpan, len(ss))
 	for _, s := range ss {
 		byID[s.SpanContext().SpanID()] = s
 	}
 	for _, s := range ss {
+		checkBatchLinks(errorf, byID, s)
 		if s.EndTime().Before(s.StartTime()) {
-			t.Errorf("span %s has a negative duration: %v", s.Name(), s.EndTime().Sub(s.StartTime()))
+			errorf("span %s has a negative duration: %v", s.Name(), s.EndTime().Sub(s.StartTime()))
 		}
 		if !spans.InRange(s.StartTime()) || !spans.InRange(s.EndTime()) {
-			t.Errorf("span %s has a time OTLP cannot carry: %v .. %v", s.Name(), s.StartTime(), s.EndTime())
+			errorf("span %s has a time OTLP cannot carry: %v .. %v", s.Name(), s.StartTime(), s.EndTime())
 		}
-		checkString(t, s.Name()+" status", s.Status().Description)
+		ok = checkString(t, s.Name()+" status", s.Status().Description) && ok
 		for _, kv := range s.Attributes() {
-			checkString(t, s.Name()+" key", string(kv.Key))
+			ok = checkString(t, s.Name()+" key", string(kv.Key)) && ok
 			if kv.Value.Type() == attribute.STRING {
-				checkString(t, s.Name()+"."+string(kv.Key), kv.Value.AsString())
+				ok = checkString(t, s.Name()+"."+string(kv.Key), kv.Value.AsString()) && ok
+			}
+			if max, ranged := intRange[kv.Key]; ranged && (kv.Value.Type() != attribute.INT64 || kv.Value.AsInt64() < 0 || kv.Value.AsInt64() > max) {
+				errorf("%s.%s = %v, out of its range 0 to %d", s.Name(), kv.Key, kv.Value.AsInterface(), max)
 			}
 		}
-		p, ok := byID[s.Parent().SpanID()]
-		if !ok || !s.Parent().IsValid() || s.Name() == spans.TransferSpanName || s.Name() == spans.StageSpanName {
+		p, found := byID[s.Parent().SpanID()]
+		if !found || !s.Parent().IsValid() || s.Name() == spans.TransferSpanName || s.Name() == spans.StageSpanName {
 			continue
 		}
 		if s.StartTime().Before(p.StartTime()) || s.EndTime().After(p.EndTime()) {
-			t.Errorf("%s [%v, %v] lies outside its parent %s [%v, %v]", s.Name(), s.StartTime(), s.EndTime(),
+			errorf("%s [%v, %v] lies outside its parent %s [%v, %v]", s.Name(), s.StartTime(), s.EndTime(),
 				p.Name(), p.StartTime(), p.EndTime())
+		}
+	}
+	return ok
+}
+
+// intRange is the largest value of each int attribute otelomni writes from
+// a caller's int; the smallest is 0.
+var intRange = map[attribute.Key]int64{
+	attrs.OutputIndexKey: math.MaxInt32, attrs.StepKey: math.MaxInt32, attrs.StageIDKey: math.MaxInt32,
+	attrs.TransferFromStageKey: math.MaxInt32, attrs.TransferToStageKey: math.MaxInt32,
+	attrs.BatchSizeKey: math.MaxInt64, attrs.InputTokensKey: math.MaxInt64, attrs.OutputTokensKey: math.MaxInt64,
+	attrs.NumPreemptionsKey: math.MaxInt64, attrs.NumInferenceStepsKey: math.MaxInt64, attrs.HeightKey: math.MaxInt64,
+	attrs.WidthKey: math.MaxInt64, attrs.NumFramesKey: math.MaxInt64, attrs.StepsRunKey: math.MaxInt64,
+	attrs.TransferBytesKey: math.MaxInt64, attrs.EngineWeightBytesKey: math.MaxInt64,
+	attrs.EngineDeviceCountKey: math.MaxInt64, attrs.EngineAcceleratorMemoryKey: math.MaxInt64,
+}
+
+// checkBatchLinks checks s's links to and from omni.batch spans among
+// byID: each has its reverse, and an exec carries the batch's id and size
+// exactly when it is linked to one batch.
+func checkBatchLinks(errorf func(string, ...any), byID map[trace.SpanID]sdktrace.ReadOnlySpan, s sdktrace.ReadOnlySpan) {
+	var batches []sdktrace.ReadOnlySpan
+	for _, l := range s.Links() {
+		o, found := byID[l.SpanContext.SpanID()]
+		if !found || (o.Name() != spans.BatchSpanName && s.Name() != spans.BatchSpanName) {
+			continue
+		}
+		if !linksTo(o, s) {
+			errorf("%s links to %s %s, which links nothing back", s.Name(), o.Name(), o.SpanContext().SpanID())
+		}
+		if o.Name() == spans.BatchSpanName {
+			batches = append(batches, o)
+		}
+	}
+	if s.Name() != spans.Exec.SpanName() {
+		return
+	}
+	id, hasID := attr(s, attrs.BatchIDKey)
+	size, hasSize := attr(s, attrs.BatchSizeKey)
+	switch {
+	case len(batches) > 1:
+		errorf("an exec is linked to %d batches", len(batches))
+	case len(batches) == 0 && (hasID || hasSize):
+		errorf("an exec carries omni.batch.id %q and size %v without a link to its batch", id.AsString(), size.AsInterface())
+	case len(batches) == 1:
+		bid, _ := attr(batches[0], attrs.BatchIDKey)
+		bsize, _ := attr(batches[0], attrs.BatchSizeKey)
+		if !hasID || !hasSize || id.AsString() != bid.AsString() || size.AsInt64() != bsize.AsInt64() {
+			errorf("an exec linked to batch %q of %v carries omni.batch.id %q and size %v", bid.AsString(), bsize.AsInterface(), id.AsString(), size.AsInterface())
 		}
 	}
 }
 
-func checkString(t testing.TB, what, v string) {
+// linksTo reports whether s has a link to o.
+func linksTo(s, o sdktrace.ReadOnlySpan) bool {
+	for _, l := range s.Links() {
+		if l.SpanContext.SpanID() == o.SpanContext().SpanID() {
+			return true
+		}
+	}
+	return false
+}
+
+func checkString(t testing.TB, what, v string) bool {
 	t.Helper()
+	ok := true
 	if !utf8.ValidString(v) {
 		t.Errorf("%s is not valid UTF-8: %q", what, v)
+		ok = false
 	}
 	if len(v) > otelomni.DefaultValueLimit {
 		t.Errorf("%s is %d bytes, over the %d-byte limit", what, len(v), otelomni.DefaultValueLimit)
+		ok = false
 	}
+	return ok
 }
 
 // byName groups ended spans by name.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -244,6 +247,60 @@ func TestNilAndMisuseNeverPanic(t *testing.T) {
 	req.End(nil)
 	if r.in.Stats().Misuse < 3 {
 		t.Errorf("misuse %d: the nil carriers and the nil function must be counted", r.in.Stats().Misuse)
+	}
+}
+
+func TestNilPointersGivenAsProvidersOrHandlersAreTakenAsNone(t *testing.T) {
+	r := newRecorded(t)
+	cases := map[string]func(t *testing.T){
+		"WithTracerProvider(nil *sdktrace.TracerProvider)": func(t *testing.T) {
+			in := otelomni.New(otelomni.WithTracerProvider((*sdktrace.TracerProvider)(nil)))
+			_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
+			req.End(nil)
+		},
+		"WithMeterProvider(nil *sdkmetric.MeterProvider)": func(t *testing.T) {
+			in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithMeterProvider((*sdkmetric.MeterProvider)(nil)))
+			_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
+			req.End(nil)
+		},
+		"WithPropagators(nil *propagation.TraceContext)": func(t *testing.T) {
+			in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators((*propagation.TraceContext)(nil)))
+			ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
+			c := propagation.MapCarrier{}
+			in.Inject(ctx, c)
+			if c["traceparent"] == "" {
+				t.Error("a nil pointer for a propagator must leave the default, which carries the trace")
+			}
+			req.End(nil)
+			if in.Stats().Misuse != 0 {
+				t.Error("the default propagator must not panic")
+			}
+		},
+		"NewLogHandler(nil *slog.JSONHandler)": func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderr := os.Stderr
+			os.Stderr = pw
+			h := otelomni.NewLogHandler((*slog.JSONHandler)(nil))
+			os.Stderr = stderr
+			slog.New(h).Info("kept")
+			pw.Close()
+			if out, _ := io.ReadAll(pr); !strings.Contains(string(out), "msg=kept") {
+				t.Errorf("standard error got %q", out)
+			}
+		},
+	}
+	for name, call := range cases {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Fatalf("panic: %v", v)
+				}
+			}()
+			call(t)
+		})
 	}
 }
 

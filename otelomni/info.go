@@ -1,6 +1,7 @@
 package otelomni
 
 import (
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -23,6 +24,8 @@ type RequestInfo struct {
 	// ...Audio, ...Text or ...Latent.
 	Modality string
 	// NumInferenceSteps is the number of denoising steps requested.
+	// This and the sizes below are recorded when above 0; a negative one
+	// is not, and is counted in Stats.Misuse.
 	NumInferenceSteps int
 	// GuidanceScale is the classifier-free guidance scale; nil when unknown.
 	GuidanceScale *float64
@@ -50,7 +53,9 @@ type RequestInfo struct {
 // StageInfo describes one stage of a pipeline. A StageInfo whose Type is
 // empty is not recorded on a request span.
 type StageInfo struct {
-	// ID is the stage's index in the pipeline, from 0.
+	// ID is the stage's index in the pipeline, from 0 to 2^31-1. One out
+	// of that range is not recorded (omni.stage.id), and is counted in
+	// Stats.Misuse.
 	ID int
 	// Name is the stage's name, such as "thinker" or "dit".
 	Name string
@@ -68,9 +73,10 @@ type StageInfo struct {
 	Start time.Time
 }
 
-// stageInfo returns s with its strings bounded and its type one of the
-// three the contract knows.
-func (in *Instrumenter) stageInfo(s *StageInfo) StageInfo {
+// stageInfo returns s with its strings bounded, its type one of the three
+// the contract knows, and its ID -1 (not recorded) when out of its range,
+// which is counted when the stage is to be recorded.
+func (in *Instrumenter) stageInfo(s *StageInfo, recorded bool) StageInfo {
 	out := *s
 	out.Name, out.ReplicaID = in.str(s.Name), in.str(s.ReplicaID)
 	switch s.Type {
@@ -78,7 +84,25 @@ func (in *Instrumenter) stageInfo(s *StageInfo) StageInfo {
 	default:
 		out.Type = attrs.StageOther
 	}
+	if badIndex(s.ID) {
+		out.ID = -1
+		if recorded {
+			_ = in.outOfRange("stage id", int64(s.ID), 0, maxIndex, "omni.stage.id not recorded", nil)
+		}
+	}
 	return out
+}
+
+// size appends the attribute of a count given at the start (a number of
+// steps, a height): when known (above 0); a negative one is counted.
+func (in *Instrumenter) size(kv []attribute.KeyValue, what string, v int, attr func(int) attribute.KeyValue) []attribute.KeyValue {
+	if v > 0 {
+		return append(kv, attr(v))
+	}
+	if v < 0 {
+		_ = in.outOfRange(what, int64(v), 0, math.MaxInt, "not recorded", nil)
+	}
+	return kv
 }
 
 // requestAttrs appends the request span's attributes to kv and returns how
@@ -97,21 +121,13 @@ func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo,
 			kv = append(kv, t)
 		}
 	}
-	if info.NumInferenceSteps > 0 {
-		kv = append(kv, attrs.NumInferenceSteps(info.NumInferenceSteps))
-	}
+	kv = in.size(kv, "num_inference_steps", info.NumInferenceSteps, attrs.NumInferenceSteps)
 	if info.GuidanceScale != nil {
 		kv = append(kv, attrs.GuidanceScale(*info.GuidanceScale))
 	}
-	if info.Height > 0 {
-		kv = append(kv, attrs.Height(info.Height))
-	}
-	if info.Width > 0 {
-		kv = append(kv, attrs.Width(info.Width))
-	}
-	if info.NumFrames > 0 {
-		kv = append(kv, attrs.NumFrames(info.NumFrames))
-	}
+	kv = in.size(kv, "height", info.Height, attrs.Height)
+	kv = in.size(kv, "width", info.Width, attrs.Width)
+	kv = in.size(kv, "num_frames", info.NumFrames, attrs.NumFrames)
 	if stage.Type != "" {
 		kv = stage.appendAttrs(kv)
 	}
@@ -119,7 +135,10 @@ func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo,
 }
 
 func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
-	kv = append(kv, attrs.StageID(s.ID), attrs.StageType(s.Type))
+	if s.ID >= 0 {
+		kv = append(kv, attrs.StageID(s.ID))
+	}
+	kv = append(kv, attrs.StageType(s.Type))
 	if s.Name != "" {
 		kv = append(kv, attrs.StageName(s.Name))
 	}

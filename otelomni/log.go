@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -24,10 +25,17 @@ const (
 // request carries neither. Search logs by trace_id to see what a request
 // logged, and jump from a log line to its trace.
 //
+// A nil next (or a nil pointer, such as a nil *slog.JSONHandler) is taken
+// as a text handler writing to standard error (slog.NewTextHandler(os.Stderr,
+// nil)): records are never lost, and no call panics.
+//
 // To export the records themselves over OTLP, beside the trace, use the
 // handler that otelsetup builds from OTEL_LOGS_EXPORTER, which the
 // OpenTelemetry slog bridge correlates the same way.
 func NewLogHandler(next slog.Handler) slog.Handler {
+	if nilPointer(next) {
+		next = slog.NewTextHandler(os.Stderr, nil)
+	}
 	return &logHandler{next: next, base: next}
 }
 

@@ -1,7 +1,6 @@
 package otelomni
 
 import (
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -15,18 +14,26 @@ import (
 // a text chunk) at a stage that is not a diffusion stage: from the previous
 // output, or the start of the request (or stage), to now, with
 // omni.output.index and omni.output.final. It returns the output, whose
-// Index is -1 when nothing is recorded.
+// Index is -1 when nothing is recorded (as when the next index would be
+// past 2^31-1, which is counted in Stats.Misuse).
 func (r *Request) EmitOutput(final bool) spans.Output {
 	if !r.recording() {
 		return spans.Output{Index: -1}
 	}
-	now := time.Now()
 	r.mu.Lock()
 	if r.ended.Load() {
 		r.mu.Unlock()
 		r.in.stats.misused("an output emitted on a request that had already ended")
 		return spans.Output{Index: -1}
 	}
+	if r.outputs > maxIndex {
+		r.mu.Unlock()
+		_ = r.in.outOfRange("output index", int64(r.outputs), 0, maxIndex, "no span emitted", nil)
+		return spans.Output{Index: -1}
+	}
+	// Read under the lock: an output emitted on another goroutine at the
+	// same time is either before this one or after it.
+	now := time.Now()
 	start := r.lastOutput
 	if start.IsZero() {
 		start = r.scopeStart()
@@ -50,14 +57,15 @@ func (r *Request) EmitOutput(final bool) spans.Output {
 // RecordOutput makes the omni.output span of output out with its own
 // interval. A bad interval makes no span and returns a [*spans.OutputError];
 // so does one that starts before the request (or stage), and an output
-// index already recorded.
+// index already recorded. An index out of its range (0 to 2^31-1) makes no
+// span and returns an error that matches [ErrInvalidPhase] (counted in
+// Stats.Misuse).
 func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	if out.Index < 0 {
-		r.in.stats.misused(fmt.Sprintf("RecordOutput(output %d): a negative index", out.Index))
-		return ErrInvalidPhase
+	if badIndex(out.Index) {
+		return r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 	}
 	if err := iv.Validate(); err != nil {
 		err = &spans.OutputError{Output: out.Index, Interval: iv, Err: err}

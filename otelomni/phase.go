@@ -96,17 +96,29 @@ func (r *Request) StartOutputPhase(ctx context.Context, p spans.Phase, out spans
 	if r == nil || r.in == nil {
 		return ActivePhase{ctx: ctx}
 	}
-	if !p.PerOutput() || out.Index < 0 {
-		r.in.stats.misused(fmt.Sprintf("StartOutputPhase(%v, output %d): not a per-output phase, or a negative index", p, out.Index))
+	if !p.PerOutput() {
+		r.in.stats.misused(fmt.Sprintf("StartOutputPhase(%v): not a per-output phase", p))
+		return ActivePhase{ctx: ctx}
+	}
+	if badIndex(out.Index) {
+		_ = r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 		return ActivePhase{ctx: ctx}
 	}
 	return r.startLive(ctx, p, out.Index, out.Final, -1, kv)
 }
 
-// StartStep starts the span of denoise step i (from 0) under forward. It does
-// nothing unless per-step spans are on (WithDenoiseSteps).
+// StartStep starts the span of denoise step i (from 0 to 2^31-1) under
+// forward. It does nothing unless per-step spans are on (WithDenoiseSteps).
+// An i out of range starts nothing and is counted in Stats.Misuse.
 func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
-	if r == nil || r.in == nil || !r.in.cfg.denoiseSteps || i < 0 {
+	if r == nil || r.in == nil {
+		return ActivePhase{ctx: ctx}
+	}
+	if badIndex(i) {
+		_ = r.in.outOfRange("denoise step", int64(i), 0, maxIndex, "no span emitted", nil)
+		return ActivePhase{ctx: ctx}
+	}
+	if !r.in.cfg.denoiseSteps {
 		return ActivePhase{ctx: ctx}
 	}
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
@@ -402,6 +414,10 @@ func (r *Request) endLive(id uint32, err error) {
 		r.mu.Unlock()
 		return
 	}
+	// Counted as a start in flight: the request's end waits for this one,
+	// and then ends no earlier than the phase.
+	r.starting.Add(1)
+	defer r.liveEnded(&o)
 	var kids []openPhase
 	var at time.Time
 	stepsRun := r.stepsRun
@@ -421,8 +437,13 @@ func (r *Request) endLive(id uint32, err error) {
 			r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
 		}
 		n.closed, n.live, n.end = true, 0, at
-		if at.IsZero() && n.span == nil {
-			n.end = time.Now()
+		if at.IsZero() {
+			// Its span ends after this, so no earlier than now: a part
+			// placed inside it from now on must end by then.
+			n.ending = time.Now()
+			if n.span == nil {
+				n.end = n.ending
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -437,6 +458,26 @@ func (r *Request) endLive(id uint32, err error) {
 		o.span.SetAttributes(attrs.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
 	}
 	r.finish(&o, at, err)
+}
+
+// liveEnded ends an end counted in starting: the phase o, and the parts
+// ended with it, have ended, and the request (or stage) ends no earlier
+// (liveEnd).
+func (r *Request) liveEnded(o *openPhase) {
+	var end time.Time
+	if t, ok := o.span.(timed); ok {
+		end = t.EndTime()
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	for n := end.UnixNano(); ; {
+		last := r.liveEnd.Load()
+		if n <= last || r.liveEnd.CompareAndSwap(last, n) {
+			break
+		}
+	}
+	r.startDone()
 }
 
 // finish ends a live phase's span, at at when it is given (its request or

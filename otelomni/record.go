@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,10 +36,15 @@ func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) e
 	var buf [16]spans.PlannedSpan
 	plan, err := rec.Plan(buf[:0], spans.PlanOptions{DenoiseSteps: r.in.cfg.denoiseSteps})
 	r.countBad(err)
-	if rec.StepsRun > 0 {
-		r.SetStepsRun(rec.StepsRun)
+	steps := rec.StepsRun
+	if steps < 0 {
+		err = errors.Join(err, r.in.outOfRange("steps run", int64(steps), 0, math.MaxInt, "not recorded", nil))
+		steps = 0
 	}
-	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: rec.StepsRun}))
+	if steps > 0 {
+		r.SetStepsRun(steps)
+	}
+	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: steps}))
 }
 
 // RecordLLM turns an LLM stage's timing record into its phase spans
@@ -74,9 +80,12 @@ func (r *Request) RecordFailedPhase(p spans.Phase, iv spans.Interval, err error,
 // postprocess) of output out of a streaming request, with
 // omni.output.index and omni.output.final.
 func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, kv ...attribute.KeyValue) error {
-	if r.recording() && (!p.PerOutput() || out.Index < 0) {
-		r.in.stats.misused(fmt.Sprintf("RecordOutputPhase(%v, output %d): not a per-output phase, or a negative index", p, out.Index))
+	if r.recording() && !p.PerOutput() {
+		r.in.stats.misused(fmt.Sprintf("RecordOutputPhase(%v): not a per-output phase", p))
 		return ErrInvalidPhase
+	}
+	if r.recording() && badIndex(out.Index) {
+		return r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 	}
 	return r.recordOne(p, out.Index, out.Final, iv, nil, kv)
 }

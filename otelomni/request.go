@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,11 +60,17 @@ type Request struct {
 
 	// ended is set once, under mu; read without it too.
 	ended atomic.Bool
-	// starting counts live phases being started outside mu; an End waits
-	// for them on cond, so that no phase starts after its request ended.
+	// starting counts live phases being started or ended outside mu, and
+	// links to a batch being made; an End waits for them on cond, so that
+	// no phase starts or ends after its request ended, and no link is
+	// made one way only.
 	starting atomic.Int32
 	// seen marks the phases measured, each once per request.
 	seen atomic.Uint32
+	// liveEnd is the latest end of a live phase that ended on its own, in
+	// Unix nanoseconds: an end given to the request (EndAt) is no earlier.
+	// An end now needs no such check: it comes after theirs.
+	liveEnd atomic.Int64
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -97,15 +104,23 @@ type nest struct {
 	// lastChild is the latest end of a part recorded inside it while it
 	// was open: it ends no earlier.
 	lastChild time.Time
+	// ending is when a live phase was closed: its span ends no earlier.
+	ending time.Time
+	// batch is the batch a live exec joined, nil when none.
+	batch *batchRef
 }
 
 // interval returns the nest's start and end; the end is zero while it is
-// open.
+// open. A live phase closed and still ending on another goroutine (or whose
+// span does not tell its end) ends no earlier than when it was closed.
 func (n *nest) interval() (time.Time, time.Time) {
 	start, end := spanStart(n.span, n.start), n.end
 	if n.closed && end.IsZero() {
 		if t, ok := n.span.(timed); ok {
 			end = t.EndTime()
+		}
+		if end.IsZero() {
+			end = n.ending
 		}
 	}
 	return start, end
@@ -160,7 +175,7 @@ func (a *startArgs) options(kind trace.SpanStartOption, n int, extra []attribute
 }
 
 func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (context.Context, *Request) {
-	stage := in.stageInfo(&info.Stage)
+	stage := in.stageInfo(&info.Stage, info.Stage.Type != "")
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
 	tbl := in.table(model, stage.Type)
@@ -194,13 +209,13 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 }
 
 func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (context.Context, *Request) {
-	stage := in.stageInfo(info)
+	stage := in.stageInfo(info, true)
 	if stage.Type == "" {
 		stage.Type = attrs.StageOther
 	}
 	start := info.Start
 	if !start.IsZero() {
-		start = in.startTime(start, "stage "+strconv.Itoa(stage.ID))
+		start = in.startTime(start, "stage "+strconv.Itoa(info.ID))
 	}
 	tbl := in.table(in.str(info.Model), stage.Type)
 
@@ -218,7 +233,7 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 	}
 	sctx, r := in.newScope(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
 	if r != noRequest {
-		r.id = "stage " + strconv.Itoa(stage.ID) + " " + stage.Name
+		r.id = "stage " + strconv.Itoa(info.ID) + " " + stage.Name
 	}
 	return sctx, r
 }
@@ -290,9 +305,29 @@ func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 }
 
 // SetUsage records the token counts (gen_ai.usage.input_tokens and
-// gen_ai.usage.output_tokens), once known.
+// gen_ai.usage.output_tokens), once known. A negative count is not
+// recorded, and is counted in Stats.Misuse.
 func (r *Request) SetUsage(inputTokens, outputTokens int) {
-	r.SetAttributes(attrs.InputTokens(inputTokens), attrs.OutputTokens(outputTokens))
+	if !r.recording() {
+		return
+	}
+	var kv [2]attribute.KeyValue
+	n := 0
+	for _, c := range [...]struct {
+		what string
+		v    int
+		kv   func(int) attribute.KeyValue
+	}{{"input tokens", inputTokens, attrs.InputTokens}, {"output tokens", outputTokens, attrs.OutputTokens}} {
+		if c.v < 0 {
+			_ = r.in.outOfRange(c.what, int64(c.v), 0, math.MaxInt, "not recorded", nil)
+			continue
+		}
+		kv[n] = c.kv(c.v)
+		n++
+	}
+	if n > 0 && r.span != nil {
+		r.span.SetAttributes(kv[:n]...)
+	}
 }
 
 // Span returns the request (or stage) span; a non-recording span when
@@ -309,9 +344,14 @@ func (r *Request) Span() trace.Span {
 // asked (an early exit). Called before exec ends, it also gives the exec
 // span its mean step duration (omni.diffusion.mean_step_duration: exec
 // divided by the steps run, a ratio of one span), and the exec-per-step
-// histogram uses it instead of the number asked.
+// histogram uses it instead of the number asked. A negative n is not
+// recorded, and is counted in Stats.Misuse; 0 is taken as not known.
 func (r *Request) SetStepsRun(n int) {
-	if !r.recording() || n <= 0 {
+	if !r.recording() || n == 0 {
+		return
+	}
+	if n < 0 {
+		_ = r.in.outOfRange("steps run", int64(n), 0, math.MaxInt, "not recorded", nil)
 		return
 	}
 	r.mu.Lock()

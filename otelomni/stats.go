@@ -27,8 +27,11 @@ type Stats struct {
 	Conflicts uint64
 	// Misuse counts calls that did nothing because the API was misused: a
 	// phase started or recorded on a request that had already ended, a
-	// request ended twice, an invalid phase, a nil function, a carrier that
-	// panicked (a nil carrier is simply ignored).
+	// request or batch ended twice, a member recorded in a batch that had
+	// ended, an invalid phase, a nil function, a carrier that panicked (a
+	// nil carrier is simply ignored), and each int out of its documented
+	// range (an output or step index, a stage id, a negative count or
+	// size), which is not recorded.
 	// (A nil context is not misuse: it is taken as context.Background().)
 	Misuse uint64
 	// ClockSkew counts parts computed across two hosts' clocks (a

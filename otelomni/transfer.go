@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -71,7 +72,9 @@ func (x Receive) End() error {
 // measured part. A part that was not measured makes no span. An in-flight
 // time that comes out negative across the two hosts' clocks is left out and
 // counted (Stats.ClockSkew), not reported as an error; any other bad part
-// makes no span and is reported.
+// makes no span and is reported. A stage out of its range (0 to 2^31-1),
+// or negative bytes, is left out of the span's attributes (and the bytes
+// of the size histogram), reported and counted in Stats.Misuse.
 func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	if !r.recording() {
 		return nil
@@ -90,6 +93,20 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 			bad = append(bad, e)
 		}
 	}
+	// Ints out of their range are left out of the spans, and reported.
+	from, to := rec.FromStage, rec.ToStage
+	for _, s := range [...]struct {
+		what string
+		v    *int
+	}{{"transfer from_stage", &from}, {"transfer to_stage", &to}} {
+		if badIndex(*s.v) {
+			bad = append(bad, r.in.outOfRange(s.what, int64(*s.v), 0, maxIndex, "not recorded", nil))
+			*s.v = -1
+		}
+	}
+	if rec.Bytes < 0 {
+		bad = append(bad, r.in.outOfRange("transfer bytes", rec.Bytes, 0, math.MaxInt64, "not recorded", nil))
+	}
 	connector := r.in.str(rec.Connector)
 	if r.met != nil && rec.Bytes > 0 {
 		r.met.size.Record(r.parent, rec.Bytes, r.tbl.rec.transfer(connector)...)
@@ -107,7 +124,13 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	tctx := r.parent
 	var span trace.Span
 	if r.span != nil {
-		kv := []attribute.KeyValue{attrs.TransferFromStage(rec.FromStage), attrs.TransferToStage(rec.ToStage)}
+		kv := make([]attribute.KeyValue, 0, 5)
+		if from >= 0 {
+			kv = append(kv, attrs.TransferFromStage(from))
+		}
+		if to >= 0 {
+			kv = append(kv, attrs.TransferToStage(to))
+		}
 		if rec.Bytes > 0 {
 			kv = append(kv, attrs.TransferBytes(rec.Bytes))
 		}

@@ -11,6 +11,7 @@
 package sanitize
 
 import (
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -31,7 +32,7 @@ func String(s string, max int) string {
 		return s
 	}
 	if !valid {
-		if max > 0 && len(s) > 4*max+4 {
+		if max > 0 && max < (math.MaxInt-4)/4 && len(s) > 4*max+4 {
 			// Repair only the head that can survive the cut: a 10 MB
 			// string must not cost a 10 MB repair.
 			s = s[:4*max+4]

@@ -1,6 +1,7 @@
 package sanitize_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -25,6 +26,8 @@ func TestString(t *testing.T) {
 		{"invalid bytes replaced, then cut", "\xff\xff\xff", 4, "\uFFFD"},
 		{"a huge invalid run costs only its head", strings.Repeat("\xff", 10<<20), 7, "\uFFFD"},
 		{"empty", "", 10, ""},
+		{"a bound so large that 4 times it overflows", "a\xffb", 1 << 61, "a\uFFFDb"},
+		{"the largest bound", "a\xffb", math.MaxInt, "a\uFFFDb"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
