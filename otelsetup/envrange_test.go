@@ -14,7 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,8 +178,8 @@ func TestNoValueCarriesANUL(t *testing.T) {
 }
 
 // TestTheDocumentedRangeIsTheChecked: every number of the table has its
-// range in the environment table of docs/reliability.md, and every
-// variable of the table is there.
+// range in the environment table of docs/reliability.md, every variable of
+// the table is there, and every variable there is in the table.
 func TestTheDocumentedRangeIsTheChecked(t *testing.T) {
 	b, err := os.ReadFile("../docs/reliability.md")
 	if err != nil {
@@ -189,6 +192,21 @@ func TestTheDocumentedRangeIsTheChecked(t *testing.T) {
 		t.Fatal("docs/reliability.md has no environment section")
 	}
 	rows := strings.Split(doc[start:start+1+end], "\n")
+	known := map[string]bool{"OTEL_TRACES_SAMPLER_ARG": true}
+	for _, v := range envVars {
+		known[v.name] = true
+	}
+	for _, r := range rows {
+		if !strings.HasPrefix(r, "| `OTEL_") {
+			continue
+		}
+		cell, _, _ := strings.Cut(r[1:], "|")
+		for _, n := range regexp.MustCompile("`(OTEL_[A-Z0-9_]+)`").FindAllStringSubmatch(cell, -1) {
+			if !known[n[1]] {
+				t.Errorf("docs/reliability.md documents %s, which is not in the table", n[1])
+			}
+		}
+	}
 	for _, v := range envVars {
 		var row string
 		for _, r := range rows {
@@ -852,4 +870,75 @@ func canceled() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// TestEveryVariableTheSDKReadsIsInTheTable reads the sources of every
+// OpenTelemetry package otelsetup links (go list -deps) and finds every
+// OTEL_* variable they read: named in full, by the OTLP exporters'
+// envconfig under OTEL_EXPORTER_OTLP_, or as an experimental OTEL_GO_X_
+// feature. Each must be in the table, so that a new SDK version cannot add
+// a variable that escapes the check.
+func TestEveryVariableTheSDKReadsIsInTheTable(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Dir}}", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v: no sources to read", err)
+	}
+	inTable := map[string]bool{
+		"OTEL_TRACES_SAMPLER_ARG": true, // checked with the sampler that reads it
+	}
+	for _, v := range envVars {
+		inTable[v.name] = true
+	}
+	full := regexp.MustCompile(`"(OTEL_[A-Z0-9_]*[A-Z0-9])"`)
+	otlp := regexp.MustCompile(`(?:envconfig\.With\w+|WithEnv\w+|withEnv\w+)\(\s*"([A-Z_]+)"`)
+	otlpPair := regexp.MustCompile(`envconfig\.WithClientCert\(\s*"([A-Z_]+)",\s*"([A-Z_]+)"`)
+	feature := regexp.MustCompile(`newFeature\(\s*\[\]string\{([^}]*)\}`)
+	quoted := regexp.MustCompile(`"([A-Z_]+)"`)
+	read, modules := map[string]string{}, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, dir, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(pkg, "go.opentelemetry.io/otel") && !strings.HasPrefix(pkg, "go.opentelemetry.io/contrib") {
+			continue
+		}
+		modules++
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range files {
+			if strings.HasSuffix(p, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, where := string(b), pkg+" "+filepath.Base(p)
+			for _, f := range full.FindAllStringSubmatch(src, -1) {
+				read[f[1]] = where
+			}
+			for _, f := range otlp.FindAllStringSubmatch(src, -1) {
+				read["OTEL_EXPORTER_OTLP_"+f[1]] = where
+			}
+			for _, f := range otlpPair.FindAllStringSubmatch(src, -1) {
+				read["OTEL_EXPORTER_OTLP_"+f[1]], read["OTEL_EXPORTER_OTLP_"+f[2]] = where, where
+			}
+			for _, f := range feature.FindAllStringSubmatch(src, -1) {
+				for _, q := range quoted.FindAllStringSubmatch(f[1], -1) {
+					read["OTEL_GO_X_"+q[1]] = where
+				}
+			}
+		}
+	}
+	if modules < 20 || len(read) < 40 {
+		t.Fatalf("read %d variables from %d packages: the scan finds nothing", len(read), modules)
+	}
+	for name, where := range read {
+		switch {
+		case name == "OTEL_GO_X_" || name == "OTEL_EXPORTER_OTLP":
+			// The prefixes the names above are built on.
+		case !inTable[name]:
+			t.Errorf("%s, read by %s, is not in the table", name, where)
+		}
+	}
 }
