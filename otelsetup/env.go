@@ -136,7 +136,9 @@ var envVars = func() []envVar {
 		number("OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", 1, maxLogQueue),
 		number("OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength),
 		number("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", 0, maxCount),
-		millis("OTEL_METRIC_EXPORT_INTERVAL", 1),
+		// Each export sends every series: more than ten a second is a
+		// core's work, and the collector's.
+		millis("OTEL_METRIC_EXPORT_INTERVAL", 100),
 		millis("OTEL_METRIC_EXPORT_TIMEOUT", 1),
 		{name: "OTEL_METRICS_EXEMPLAR_FILTER", check: anyCase("always_on", "always_off", "trace_based")},
 		number("OTEL_GO_X_CARDINALITY_LIMIT", 1, maxSeries),
@@ -317,6 +319,23 @@ func readEnv() (envValues, error) {
 			}
 		}
 	}
+	// Over gRPC an endpoint's path is not used: one given would be left out.
+	for _, s := range signals[1:] {
+		p := "OTEL_EXPORTER_OTLP_"
+		proto := os.Getenv(p + s + "PROTOCOL")
+		if proto == "" {
+			proto = os.Getenv(p + "PROTOCOL")
+		}
+		name := p + s + "ENDPOINT"
+		if os.Getenv(name) == "" {
+			name = p + "ENDPOINT"
+		}
+		if v := os.Getenv(name); proto == "grpc" && v != "" && !refused[name] {
+			if u, err := url.Parse(v); err == nil && u.Path != "" && u.Path != "/" {
+				bad(name, v, fmt.Errorf("a path, which the gRPC exporter of %s does not use", strings.ToLower(strings.TrimSuffix(s, "_"))))
+			}
+		}
+	}
 	// A client certificate is used only with its key.
 	for _, s := range signals {
 		p := "OTEL_EXPORTER_OTLP_" + s
@@ -475,6 +494,14 @@ func isEndpoint(v string) error {
 	}
 	if u.Hostname() == "" {
 		return errors.New("the URL has no host")
+	}
+	// The exporters send to the host and path only: a query or fragment
+	// would be silently left out.
+	switch {
+	case u.RawQuery != "" || u.ForceQuery:
+		return errors.New("a query, which the exporters do not send")
+	case u.Fragment != "" || strings.Contains(v, "#"):
+		return errors.New("a fragment, which the exporters do not send")
 	}
 	if p := u.Port(); p != "" {
 		if _, err := parseNumber(p, 1, 65535, false); err != nil {

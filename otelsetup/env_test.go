@@ -42,6 +42,10 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "0"},
 		{"OTEL_SPAN_EVENT_COUNT_LIMIT", "-3"},
 		{"OTEL_METRIC_EXPORT_INTERVAL", "0"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "99"},
+		// What the exporters would leave out of a URL.
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/v1/traces?tenant=a"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/#x"},
 		{"OTEL_EXPORTER_PROMETHEUS_PORT", "70000"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", strings.Repeat("x", 1<<20)},
 		{"OTEL_PROPAGATORS", "tracecontext,zipkin"},
@@ -292,5 +296,25 @@ func TestHeadersTheExportersWouldNotSendAreRefused(t *testing.T) {
 				t.Fatalf("CheckEnvironment = %v, want an *EnvError", err)
 			}
 		})
+	}
+}
+
+// TestAGRPCEndpointWithAPathIsRefused: the gRPC exporters send to the
+// host only, so a path would be left out; over HTTP it is used.
+func TestAGRPCEndpointWithAPathIsRefused(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317/otlp")
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		t.Fatalf("over HTTP, a base path is used: %v", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+	var envErr *otelsetup.EnvError
+	if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != "OTEL_EXPORTER_OTLP_ENDPOINT" ||
+		!strings.Contains(err.Error(), "traces") {
+		t.Errorf("CheckEnvironment = %v, want the endpoint's path refused for traces", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4317")
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		t.Errorf("traces have an endpoint of their own: %v", err)
 	}
 }
