@@ -495,6 +495,9 @@ func isEndpoint(v string) error {
 	if u.Hostname() == "" {
 		return errors.New("the URL has no host")
 	}
+	if len(u.Hostname()) > 253 {
+		return errors.New("a host name longer than 253 bytes, which no name server resolves")
+	}
 	// The exporters send to the host and path only: a query or fragment
 	// would be silently left out.
 	switch {

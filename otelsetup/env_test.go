@@ -46,6 +46,7 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		// What the exporters would leave out of a URL.
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/v1/traces?tenant=a"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/#x"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://" + strings.Repeat("a", 254) + ":4318"},
 		{"OTEL_EXPORTER_PROMETHEUS_PORT", "70000"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", strings.Repeat("x", 1<<20)},
 		{"OTEL_PROPAGATORS", "tracecontext,zipkin"},

@@ -942,3 +942,71 @@ func TestEveryVariableTheSDKReadsIsInTheTable(t *testing.T) {
 		}
 	}
 }
+
+// flaky is an exporter that fails every third export.
+type flaky struct{ n atomic.Int64 }
+
+func (f *flaky) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	if f.n.Add(1)%3 == 0 {
+		return errors.New("refused")
+	}
+	return nil
+}
+func (*flaky) Shutdown(context.Context) error { return nil }
+
+// TestEachLossIsReportedOnceWhileSpansRace: spans end on several
+// goroutines into a small queue, with exports failing and spans refused,
+// while ForceFlush runs again and again: the losses the flushes report add
+// up to exactly those counted, and every span is accounted for.
+func TestEachLossIsReportedOnceWhileSpansRace(t *testing.T) {
+	unsetOTel(t)
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "64")
+	rounds := 20000
+	if testing.Short() {
+		rounds = 2000
+	}
+	tel := setupT(t, WithSpanExporter(&flaky{}), WithShutdownTimeout(time.Minute))
+	tr := tel.TracerProvider().Tracer("t")
+	var reported atomic.Uint64
+	flush := func() {
+		var loss *LossError
+		if err := tel.ForceFlush(context.Background()); errors.As(err, &loss) {
+			reported.Add(loss.since.total())
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range rounds / 20 {
+			flush()
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range rounds / 4 {
+				var opts []trace.SpanStartOption
+				if i%97 == 0 {
+					opts = append(opts, trace.WithTimestamp(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)))
+				}
+				_, s := tr.Start(context.Background(), "s"+strconv.Itoa(g), opts...)
+				s.End()
+			}
+		})
+	}
+	wg.Wait()
+	<-done
+	flush()
+	c := tel.counts
+	lost := c.dropped.Load() + c.failed.Load() + c.refused.Load()
+	t.Logf("%d spans: %d dropped, %d failed, %d refused", rounds, c.dropped.Load(), c.failed.Load(), c.refused.Load())
+	if got := reported.Load(); got != lost || lost == 0 {
+		t.Errorf("the flushes reported %d lost, %d were (%d dropped, %d failed, %d refused)", got, lost,
+			c.dropped.Load(), c.failed.Load(), c.refused.Load())
+	}
+	_ = tel.Shutdown(context.Background())
+	if st := tel.ExportStats(); st.Ended != uint64(rounds) || st.Exported+st.Failed+st.Refused+st.Pending != st.Ended ||
+		st.Pending != c.dropped.Load() {
+		t.Errorf("stats %+v, %d dropped: every span accounted for", st, c.dropped.Load())
+	}
+}
