@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/http/httpguts"
 )
 
 // unsetOTel unsets every OTEL_* variable for the test.
@@ -1009,4 +1011,58 @@ func TestEachLossIsReportedOnceWhileSpansRace(t *testing.T) {
 		st.Pending != c.dropped.Load() {
 		t.Errorf("stats %+v, %d dropped: every span accounted for", st, c.dropped.Load())
 	}
+}
+
+// FuzzEnvironmentValue sets a variable of the table to any value: the
+// check never panics, a number it accepts is written as the table says
+// and is in range, and headers it accepts are ones HTTP and gRPC both
+// carry, as the exporters decode them. Run with
+// go test -fuzz FuzzEnvironmentValue ./otelsetup.
+func FuzzEnvironmentValue(f *testing.F) {
+	for i, v := range oddValues {
+		f.Add(uint16(i), v)
+	}
+	f.Add(uint16(0), "api-key=abc%20def, x=y")
+	f.Add(uint16(0), `"api-key"=x`)
+	f.Add(uint16(0), "a=%C3%A9")
+	f.Fuzz(func(t *testing.T, i uint16, v string) {
+		if v == "" || strings.IndexByte(v, 0) >= 0 {
+			return // unset; no variable can hold a NUL
+		}
+		unsetOTel(t)
+		for _, name := range []string{envVars[int(i)%len(envVars)].name, "OTEL_EXPORTER_OTLP_HEADERS"} {
+			os.Unsetenv("OTEL_EXPORTER_OTLP_HEADERS")
+			t.Setenv(name, v)
+			env, err := readEnv()
+			if err != nil {
+				continue
+			}
+			if n, ok := env.nums[name]; ok && strconv.FormatInt(n, 10) != v {
+				t.Fatalf("%s=%q accepted as %d", name, v, n)
+			}
+			if name != "OTEL_EXPORTER_OTLP_HEADERS" {
+				continue
+			}
+			// As the exporters decode it.
+			for _, pair := range strings.Split(v, ",") {
+				k, val, _ := strings.Cut(pair, "=")
+				k = strings.ToLower(strings.TrimSpace(k))
+				d, _ := url.PathUnescape(val)
+				d = strings.TrimSpace(d)
+				for _, c := range []byte(k) {
+					if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+						t.Fatalf("header name %q accepted: gRPC does not carry it", k)
+					}
+				}
+				if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(d) {
+					t.Fatalf("header %q: %q accepted: HTTP does not carry it", k, d)
+				}
+				for _, c := range []byte(d) {
+					if c < 0x20 || c > 0x7e {
+						t.Fatalf("header value %q accepted: gRPC does not carry it", d)
+					}
+				}
+			}
+		}
+	})
 }
