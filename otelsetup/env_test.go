@@ -220,11 +220,11 @@ func TestPropagatorRegisteredWithCapitalsIsFound(t *testing.T) {
 	}
 }
 
-// TestNumbersOutOfRangeOrPaddedAreRefused: each value here was once
-// accepted, and then panicked Setup, exhausted memory, spun a core, or was
-// silently replaced by the SDK's default. CheckEnvironment is asked
-// first: a value it accepted here would cost gigabytes or a panic in
-// Setup, so Setup is not called then.
+// TestNumbersOutOfRangeOrPaddedAreRefused: each value here, handed to the
+// SDK, would panic Setup, exhaust memory, spin a core, or be silently
+// replaced by the SDK's default. CheckEnvironment is asked first: a value
+// it accepted here would cost gigabytes or a panic in Setup, so Setup is
+// not called then.
 func TestNumbersOutOfRangeOrPaddedAreRefused(t *testing.T) {
 	cases := []struct{ name, value string }{
 		{"OTEL_BSP_MAX_QUEUE_SIZE", "9223372036854775807"}, // makechan: size out of range
@@ -275,10 +275,10 @@ func TestNumbersOutOfRangeOrPaddedAreRefused(t *testing.T) {
 	}
 }
 
-// TestHeadersTheExportersWouldNotSendAreRefused: each of these was
-// accepted, and then not sent over one protocol or both (a quoted name,
-// as an env file leaves it), or cost every span over gRPC (a value gRPC
-// cannot carry), reported only at Shutdown.
+// TestHeadersTheExportersWouldNotSendAreRefused: each of these, handed to
+// the exporters, would not be sent over one protocol or both (a quoted
+// name, as an env file leaves it), or would cost every span over gRPC (a
+// value gRPC cannot carry), reported only at Shutdown.
 func TestHeadersTheExportersWouldNotSendAreRefused(t *testing.T) {
 	for _, v := range []string{
 		`"api-key"=x`, `"api-key=x"`, `'api-key'=x`,

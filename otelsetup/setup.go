@@ -21,8 +21,10 @@ import (
 	"github.com/otelomni/otelomni/sanitize"
 )
 
-// DefaultAttributeValueLengthLimit bounds every string attribute value, in
-// bytes, when neither OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT nor
+// DefaultAttributeValueLengthLimit bounds every string attribute value of
+// spans and log records, in bytes, when neither
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT (for log records,
+// OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT) nor
 // OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT is set. The SDK's own default is no
 // limit, so one 10 MB value (a prompt, a base64 image) would cost a whole
 // export batch; 4 KiB keeps every id, model name and error message whole.
@@ -52,10 +54,11 @@ const DefaultShutdownTimeout = 5 * time.Second
 // sampler comes from OTEL_TRACES_SAMPLER, read by the SDK; the batch
 // processors' settings (OTEL_BSP_*, OTEL_BLRP_*) and the span and log
 // limits are read by Setup and handed to the SDK as options.
-// OTEL_SDK_DISABLED=true makes everything a no-op. The resource carries service.name
-// (OTEL_SERVICE_NAME), service.instance.id, the SDK's and otelomni's name
-// and version, the host, and the process id and executable, but never the
-// command-line arguments, which can hold secrets.
+// OTEL_SDK_DISABLED=true makes everything a no-op. The resource carries
+// service.name (OTEL_SERVICE_NAME), service.instance.id, the SDK's and
+// otelomni's name and version, the host, and the process id and
+// executable, but never the command-line arguments, which can hold
+// secrets.
 //
 // Every variable is checked first, each number against its range (see
 // docs/reliability.md). A value that is not well formed (an unknown
