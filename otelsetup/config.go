@@ -93,8 +93,11 @@ func WithSpanProcessor(p sdktrace.SpanProcessor) Option {
 }
 
 // WithBatchOptions tunes the exporter's batch processor (queue size, batch
-// size, timeouts). Where no option sets them, the SDK reads the OTEL_BSP_*
-// variables, and uses its own defaults where those are unset.
+// size, timeouts, blocking). The options apply over the OTEL_BSP_*
+// variables, which apply over the SDK's defaults. A queue or batch of no
+// span, a batch larger than its queue, or a batch timeout of 0 or less is
+// replaced by the SDK's default, and logged through the OpenTelemetry
+// error handler.
 func WithBatchOptions(opts ...sdktrace.BatchSpanProcessorOption) Option {
 	return optionFunc(func(c *config) { c.batchOptions = append(c.batchOptions, opts...) })
 }

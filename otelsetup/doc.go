@@ -7,9 +7,11 @@
 //
 // It adds what the SDK leaves to the program:
 //
-//   - every variable is checked first: a malformed one is an error naming
-//     it ([*EnvError]) and a no-op Telemetry, never a panic, a spinning
-//     core or a silent default;
+//   - every variable is checked first, every number against a range: a
+//     malformed one is an error naming it ([*EnvError]) and a no-op
+//     Telemetry, never a panic, a spinning core, an allocation out of
+//     bounds or a silent default, and what is accepted is what takes
+//     effect;
 //   - every span handed to the exporter is accounted for
 //     ([Telemetry.ExportStats]), and [Telemetry.Shutdown] and
 //     [Telemetry.ForceFlush] report spans that did not reach the collector

@@ -42,6 +42,11 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "0"},
 		{"OTEL_SPAN_EVENT_COUNT_LIMIT", "-3"},
 		{"OTEL_METRIC_EXPORT_INTERVAL", "0"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "99"},
+		// What the exporters would leave out of a URL.
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/v1/traces?tenant=a"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/#x"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://" + strings.Repeat("a", 254) + ":4318"},
 		{"OTEL_EXPORTER_PROMETHEUS_PORT", "70000"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", strings.Repeat("x", 1<<20)},
 		{"OTEL_PROPAGATORS", "tracecontext,zipkin"},
@@ -212,5 +217,105 @@ func TestPropagatorRegisteredWithCapitalsIsFound(t *testing.T) {
 	t.Setenv("OTEL_PROPAGATORS", "tracecontext,ZipKin")
 	if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err == nil || !strings.Contains(err.Error(), `"ZipKin"`) {
 		t.Errorf("Setup = %v, want the unknown name as written", err)
+	}
+}
+
+// TestNumbersOutOfRangeOrPaddedAreRefused: each value here, handed to the
+// SDK, would panic Setup, exhaust memory, spin a core, or be silently
+// replaced by the SDK's default. CheckEnvironment is asked first: a value
+// it accepted here would cost gigabytes or a panic in Setup, so Setup is
+// not called then.
+func TestNumbersOutOfRangeOrPaddedAreRefused(t *testing.T) {
+	cases := []struct{ name, value string }{
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "9223372036854775807"}, // makechan: size out of range
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "100000000000"},        // out of memory
+		{"OTEL_BSP_SCHEDULE_DELAY", "9223372036855"},       // overflows to a negative delay: a core spins
+		{"OTEL_BSP_EXPORT_TIMEOUT", "9223372036855"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "9223372036855"},
+		{"OTEL_METRIC_EXPORT_TIMEOUT", "9223372036855"},
+		{"OTEL_EXPORTER_OTLP_TIMEOUT", "9223372036855"},
+		{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "9223372036855"},
+		{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "9223372036855"},
+		{"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "9223372036855"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "100000 "}, // the SDK, which does not trim, would use 2048
+		{"OTEL_BSP_MAX_QUEUE_SIZE", " 100000"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "+5"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "0x10"},
+		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100 "},
+		{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100\u00a0"},
+		{"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "5 "},
+		{"OTEL_ATTRIBUTE_COUNT_LIMIT", "-1"},     // no limit, to the SDK
+		{"OTEL_BLRP_MAX_QUEUE_SIZE", "20000000"}, // 12 GiB and 104 s inside Setup
+		{"OTEL_BLRP_SCHEDULE_DELAY", "soon"},     // the SDK's default, silently
+		{"OTEL_BLRP_EXPORT_TIMEOUT", "0"},
+		{"OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", "-1"},
+		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096"}, // more than the default queue of 2048
+		{"OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "-1"},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", "GZIP"}, // the exporters compare it as written: no compression
+		{"OTEL_TRACES_EXPORTER", " otlp"},          // autoexport looks it up as written
+		{"OTEL_METRICS_EXEMPLAR_FILTER", "sometimes"},
+		{"OTEL_EXPORTER_PROMETHEUS_HOST", "0x10"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			clearOTelEnv(t)
+			t.Setenv(tc.name, tc.value)
+			var envErr *otelsetup.EnvError
+			if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != tc.name {
+				t.Fatalf("CheckEnvironment = %v, want an *EnvError naming %s", err, tc.name)
+			}
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
+			if !errors.As(err, &envErr) || envErr.Name != tc.name {
+				t.Fatalf("Setup = %v, want an *EnvError naming %s", err, tc.name)
+			}
+			if tel == nil || tel.Enabled() || tel.LogHandler("x") != nil || tel.MetricsExporter() != "none" {
+				t.Fatal("want a no-op Telemetry")
+			}
+		})
+	}
+}
+
+// TestHeadersTheExportersWouldNotSendAreRefused: each of these, handed to
+// the exporters, would not be sent over one protocol or both (a quoted
+// name, as an env file leaves it), or would cost every span over gRPC (a
+// value gRPC cannot carry), reported only at Shutdown.
+func TestHeadersTheExportersWouldNotSendAreRefused(t *testing.T) {
+	for _, v := range []string{
+		`"api-key"=x`, `"api-key=x"`, `'api-key'=x`,
+		"api-key=%C3%A9", "api-key=caf\u00e9", "api-key=%00x", "api-key=%7F",
+		"api-key=a,API-Key=b",     // one header twice: HTTP keeps one of them, at random
+		"content-type=text/plain", // set by the exporters themselves
+		"grpc-timeout=1S", "user-agent=x", "te=trailers",
+		"api!key=x", "api key=x", "api:key=x", // gRPC carries letters, digits, '-', '_', '.' only
+		"=x", "api-key", "a=b,,c=d", "a=b,",
+	} {
+		t.Run(v, func(t *testing.T) {
+			clearOTelEnv(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", v)
+			var envErr *otelsetup.EnvError
+			if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != "OTEL_EXPORTER_OTLP_HEADERS" {
+				t.Fatalf("CheckEnvironment = %v, want an *EnvError", err)
+			}
+		})
+	}
+}
+
+// TestAGRPCEndpointWithAPathIsRefused: the gRPC exporters send to the
+// host only, so a path would be left out; over HTTP it is used.
+func TestAGRPCEndpointWithAPathIsRefused(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317/otlp")
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		t.Fatalf("over HTTP, a base path is used: %v", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+	var envErr *otelsetup.EnvError
+	if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != "OTEL_EXPORTER_OTLP_ENDPOINT" ||
+		!strings.Contains(err.Error(), "traces") {
+		t.Errorf("CheckEnvironment = %v, want the endpoint's path refused for traces", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4317")
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		t.Errorf("traces have an endpoint of their own: %v", err)
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ import (
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -284,5 +288,182 @@ func TestSpansWithTimesOTLPCannotCarryAreRefusedOrRepaired(t *testing.T) {
 	}
 	if st := tel.ExportStats(); st.Refused != 1 || st.Repaired != 1 || st.Exported != 2 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// headerCollector records the headers of the requests it gets.
+type headerCollector struct {
+	coltrace.UnimplementedTraceServiceServer
+	got chan map[string]string
+}
+
+func (c *headerCollector) Export(ctx context.Context, _ *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := map[string]string{}
+	for k, v := range md {
+		h[k] = v[0]
+	}
+	c.got <- h
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+func (c *headerCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := map[string]string{}
+	for k, v := range r.Header {
+		h[strings.ToLower(k)] = v[0]
+	}
+	c.got <- h
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+// TestAcceptedHeadersAreTheHeadersSent: what the check accepts is what
+// both exporters send, decoded and trimmed, with nothing left out.
+func TestAcceptedHeadersAreTheHeadersSent(t *testing.T) {
+	const value = " api-key = abc%20def , X-Tenant=t1,x-empty=,trace.id_v-2=%21x%7E%2C%3D, bin-bin=AAEC"
+	want := map[string]string{"api-key": "abc def", "x-tenant": "t1", "x-empty": "", "trace.id_v-2": "!x~,=", "bin-bin": "AAEC"}
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			clearOTelEnv(t)
+			c := &headerCollector{got: make(chan map[string]string, 16)}
+			var endpoint string
+			if protocol == "grpc" {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := grpc.NewServer()
+				coltrace.RegisterTraceServiceServer(srv, c)
+				go func() { _ = srv.Serve(l) }()
+				t.Cleanup(srv.Stop)
+				endpoint = "http://" + l.Addr().String()
+			} else {
+				srv := httptest.NewServer(c)
+				t.Cleanup(srv.Close)
+				endpoint = srv.URL
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", value)
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+			s.End()
+			if err := tel.ForceFlush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := <-c.got
+			for k, v := range want {
+				if g, ok := got[k]; !ok || g != v {
+					t.Errorf("header %s: got %q (sent: %v), want %q", k, g, ok, v)
+				}
+			}
+			_ = tel.Shutdown(context.Background())
+		})
+	}
+}
+
+// gatedCollector is a fake collector that answers only once its gate is
+// open: a collector that hangs, then recovers.
+type gatedCollector struct {
+	collector
+	gate chan struct{}
+}
+
+func (c *gatedCollector) Export(ctx context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.collector.Export(ctx, req)
+}
+
+func (c *gatedCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-c.gate:
+	case <-r.Context().Done():
+		return
+	}
+	c.collector.ServeHTTP(w, r)
+}
+
+// TestForceFlushReportsEveryLossSinceThePreviousFlush: spans dropped from
+// a full queue, refused for their times, or failed, are each reported by
+// the next ForceFlush, over gRPC and HTTP alike, and by no later one.
+func TestForceFlushReportsEveryLossSinceThePreviousFlush(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			clearOTelEnv(t)
+			c := &gatedCollector{gate: make(chan struct{})}
+			var once sync.Once
+			open := func() { once.Do(func() { close(c.gate) }) }
+			t.Cleanup(open)
+			var endpoint string
+			if protocol == "grpc" {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := grpc.NewServer()
+				coltrace.RegisterTraceServiceServer(srv, c)
+				go func() { _ = srv.Serve(l) }()
+				t.Cleanup(srv.Stop)
+				endpoint = "http://" + l.Addr().String()
+			} else {
+				srv := httptest.NewServer(c)
+				t.Cleanup(srv.Close)
+				endpoint = srv.URL
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			// No timer and no timeout decides anything below.
+			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "86400000")
+			t.Setenv("OTEL_BSP_EXPORT_TIMEOUT", "86400000")
+			t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "86400000")
+			t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "16") // and batches of 16
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
+			tr := tel.TracerProvider().Tracer("t")
+			// The collector hangs on the first batch: the path holds it and
+			// a queue of 16, and drops the other 169.
+			for i := 0; i < 201; i++ {
+				_, s := tr.Start(context.Background(), "s")
+				s.End()
+			}
+			open()
+			err = tel.ForceFlush(context.Background())
+			var loss *otelsetup.LossError
+			if !errors.As(err, &loss) || !errors.Is(err, otelsetup.ErrSpansLost) {
+				t.Errorf("ForceFlush = %v, want the 169 spans dropped reported", err)
+			}
+			if !strings.Contains(fmt.Sprint(err), "169 spans did not reach the collector since the previous flush (169 dropped") {
+				t.Errorf("ForceFlush = %v", err)
+			}
+			if st := tel.ExportStats(); st.Exported != 32 || st.Pending != 169 || c.spans.Load() != 32 {
+				t.Errorf("stats %+v, the collector got %d: want 32 exported, 169 dropped", st, c.spans.Load())
+			}
+			if err := tel.ForceFlush(context.Background()); err != nil {
+				t.Errorf("a second ForceFlush, with nothing lost since: %v", err)
+			}
+			// A span refused for its time, during the flush.
+			_, far := tr.Start(context.Background(), "year 9999", trace.WithTimestamp(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)))
+			far.End()
+			_, ok := tr.Start(context.Background(), "fine")
+			ok.End()
+			err = tel.ForceFlush(context.Background())
+			if !errors.Is(err, otelsetup.ErrSpansLost) || !strings.Contains(fmt.Sprint(err), "1 spans did not reach the collector since the previous flush (0 dropped: queue full, 0 failed to export, 1 refused") {
+				t.Errorf("ForceFlush = %v, want the refused span reported", err)
+			}
+			if err := tel.ForceFlush(context.Background()); err != nil {
+				t.Errorf("ForceFlush = %v, with nothing lost since", err)
+			}
+		})
 	}
 }

@@ -1,17 +1,13 @@
 package otelsetup
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// ExportStats accounts for every span the export path was handed. The batch
-// processor does not tell what it drops, so Setup counts around it: spans
-// that ended, spans the exporter accepted, spans whose export failed. What
-// is neither exported nor failed was dropped (its queue was full, or the
+// ExportStats accounts for every span the export path was handed: spans
+// that ended, spans the exporter accepted, spans whose export failed, spans
+// refused. What is none of these was dropped (its queue was full, or the
 // shutdown deadline passed with it still queued) or is still queued.
 type ExportStats struct {
 	// Ended counts the sampled spans handed to the batch processor.
@@ -47,6 +43,10 @@ func (s ExportStats) describe() string {
 
 type exportCounts struct {
 	ended, exported, failed, repaired, refused atomic.Uint64
+	// dropped counts the spans the queue did not admit (see spanQueue).
+	dropped atomic.Uint64
+	// held counts the spans admitted and not yet through an export.
+	held atomic.Int64
 }
 
 func (c *exportCounts) stats() ExportStats {
@@ -60,18 +60,3 @@ func (c *exportCounts) stats() ExportStats {
 	}
 	return s
 }
-
-// countingProcessor counts the sampled spans that end. It is registered
-// before the batch processor, which it does not otherwise touch.
-type countingProcessor struct{ c *exportCounts }
-
-func (p countingProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-func (p countingProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
-	if s.SpanContext().IsSampled() {
-		p.c.ended.Add(1)
-	}
-}
-
-func (countingProcessor) Shutdown(context.Context) error   { return nil }
-func (countingProcessor) ForceFlush(context.Context) error { return nil }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +21,10 @@ import (
 	"github.com/otelomni/otelomni/sanitize"
 )
 
-// DefaultAttributeValueLengthLimit bounds every string attribute value, in
-// bytes, when neither OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT nor
+// DefaultAttributeValueLengthLimit bounds every string attribute value of
+// spans and log records, in bytes, when neither
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT (for log records,
+// OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT) nor
 // OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT is set. The SDK's own default is no
 // limit, so one 10 MB value (a prompt, a base64 image) would cost a whole
 // export batch; 4 KiB keeps every id, model name and error message whole.
@@ -50,18 +51,22 @@ const DefaultShutdownTimeout = 5 * time.Second
 // the OTLP exporter from OTEL_EXPORTER_OTLP_ENDPOINT,
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL (grpc
 // or http/protobuf), the metric reader from OTEL_METRICS_EXPORTER. The
-// sampler comes from OTEL_TRACES_SAMPLER, the batch processor's settings
-// from OTEL_BSP_*, both read by the SDK itself. OTEL_SDK_DISABLED=true makes
-// everything a no-op. The resource carries service.name
-// (OTEL_SERVICE_NAME), service.instance.id, the SDK's and otelomni's name
-// and version, the host, and the process id and executable, but never the
-// command-line arguments, which can hold secrets.
+// sampler comes from OTEL_TRACES_SAMPLER, read by the SDK; the batch
+// processors' settings (OTEL_BSP_*, OTEL_BLRP_*) and the span and log
+// limits are read by Setup and handed to the SDK as options.
+// OTEL_SDK_DISABLED=true makes everything a no-op. The resource carries
+// service.name (OTEL_SERVICE_NAME), service.instance.id, the SDK's and
+// otelomni's name and version, the host, and the process id and
+// executable, but never the command-line arguments, which can hold
+// secrets.
 //
-// Every variable is checked first. A value that is not well formed (an
-// unknown exporter or sampler, a negative queue size, a schedule delay of
-// 0, an endpoint that is not a URL, ...) makes Setup return an error that
-// names each bad variable ([*EnvError]), and a no-op Telemetry: the engine
-// logs the error and runs untraced, never with a setting nobody asked for.
+// Every variable is checked first, each number against its range (see
+// docs/reliability.md). A value that is not well formed (an unknown
+// exporter or sampler, a queue size out of range or padded with a space, a
+// schedule delay of 0, an endpoint that is not a URL, a header gRPC cannot
+// carry, ...) makes Setup return an error that names each bad variable
+// ([*EnvError]), and a no-op Telemetry: the engine logs the error and runs
+// untraced, never with a setting nobody asked for.
 //
 // Setup never dials the collector: an unreachable one neither fails nor
 // delays the engine's start, and exports never block a request (the batch
@@ -76,7 +81,8 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := checkEnv(); err != nil {
+	env, err := readEnv()
+	if err != nil {
 		return &Telemetry{}, err
 	}
 	// OTEL_SDK_DISABLED leaves propagation as OTEL_PROPAGATORS says: a
@@ -122,20 +128,16 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		otel.Handle(fmt.Errorf("otelsetup: detecting the resource: %w", err))
 	}
 	if exp != nil || len(cfg.processors) > 0 {
-		limits := sdktrace.NewSpanLimits()
-		if limits.AttributeValueLengthLimit < 0 {
-			limits.AttributeValueLengthLimit = DefaultAttributeValueLengthLimit
-		}
+		limits := spanLimits(env)
 		tpOpts := []sdktrace.TracerProviderOption{
 			sdktrace.WithResource(res),
 			sdktrace.WithRawSpanLimits(limits),
 		}
 		if exp != nil {
 			t.counts = &exportCounts{}
-			tpOpts = append(tpOpts,
-				sdktrace.WithSpanProcessor(countingProcessor{t.counts}),
-				sdktrace.WithBatcher(&safeExporter{exp: exp, c: t.counts, maxValue: limits.AttributeValueLengthLimit},
-					cfg.batchOptions...))
+			t.queue = newSpanQueue(&safeExporter{exp: exp, c: t.counts, maxValue: limits.AttributeValueLengthLimit},
+				batchOptions(env, cfg.batchOptions))
+			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(t.queue))
 		}
 		for _, p := range cfg.processors {
 			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
@@ -153,8 +155,8 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		t.mp = sdkmetric.NewMeterProvider(mpOpts...)
 	}
 	if logExp != nil {
-		t.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(sdklog.NewBatchProcessor(logExp)))
-		t.logs = strings.ToLower(firstEnv("OTEL_LOGS_EXPORTER"))
+		t.lp, _ = newLoggerProvider(logExp, res, env)
+		t.logs = firstEnv("OTEL_LOGS_EXPORTER")
 	}
 	if !cfg.noGlobal {
 		if t.lp != nil {
@@ -172,7 +174,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 }
 
 // envPropagator is the propagator OTEL_PROPAGATORS names (checked by
-// checkEnv), or W3C trace context and baggage when it is unset.
+// readEnv), or W3C trace context and baggage when it is unset.
 func envPropagator() propagation.TextMapPropagator {
 	v := strings.TrimSpace(os.Getenv("OTEL_PROPAGATORS"))
 	if v == "" {
@@ -181,7 +183,7 @@ func envPropagator() propagation.TextMapPropagator {
 	names, _, ok := propagatorNames(v)
 	p, err := autoprop.TextMapPropagator(names...)
 	if !ok || err != nil || p == nil {
-		return defaultPropagator() // not reached: checkEnv refused the value
+		return defaultPropagator() // not reached: readEnv refused the value
 	}
 	return p
 }
@@ -257,9 +259,22 @@ var exporterVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT
 // metricVars are the variables that configure where metrics go.
 var metricVars = []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"}
 
-func sdkDisabled() bool {
-	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")))
-	return err == nil && v
+func sdkDisabled() bool { return strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") }
+
+// spanLimits are the SDK's span limits, from the variables readEnv read,
+// with otelsetup's default value length: the SDK's own reading of them
+// never takes effect.
+func spanLimits(env envValues) sdktrace.SpanLimits {
+	return sdktrace.SpanLimits{
+		AttributeValueLengthLimit: env.int(DefaultAttributeValueLengthLimit,
+			"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+		AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
+		AttributeCountLimit:         env.int(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
+		EventCountLimit:             env.int(sdktrace.DefaultEventCountLimit, "OTEL_SPAN_EVENT_COUNT_LIMIT"),
+		LinkCountLimit:              env.int(sdktrace.DefaultLinkCountLimit, "OTEL_SPAN_LINK_COUNT_LIMIT"),
+		AttributePerEventCountLimit: env.int(sdktrace.DefaultAttributePerEventCountLimit, "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT"),
+		AttributePerLinkCountLimit:  env.int(sdktrace.DefaultAttributePerLinkCountLimit, "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT"),
+	}
 }
 
 func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {

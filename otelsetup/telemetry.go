@@ -3,6 +3,7 @@ package otelsetup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 type Telemetry struct {
 	prop            propagation.TextMapPropagator
 	counts          *exportCounts
+	queue           *spanQueue
 	tp              *sdktrace.TracerProvider
 	mp              *sdkmetric.MeterProvider
 	lp              *sdklog.LoggerProvider
@@ -125,22 +127,32 @@ func (t *Telemetry) ExportStats() ExportStats {
 // a [*LossError] for the counts.
 var ErrSpansLost = errors.New("spans did not reach the collector")
 
-// LossError reports the spans that did not reach the collector.
+// LossError reports the spans that did not reach the collector. Its
+// ExportStats are the counts since Setup; from [Telemetry.ForceFlush], its
+// message also says what was lost since the previous ForceFlush.
 type LossError struct {
 	ExportStats
+	since *lossCounts // ForceFlush's: the losses since the previous one
 }
 
 func (e *LossError) Error() string {
-	return "otelsetup: " + e.describe()
+	if e.since == nil {
+		return "otelsetup: " + e.describe()
+	}
+	return fmt.Sprintf("otelsetup: %d spans did not reach the collector since the previous flush (%d dropped: queue full, %d failed to export, %d refused: times OTLP cannot carry); since the start, %s",
+		e.since.total(), e.since.dropped, e.since.failed, e.since.refused, e.describe())
 }
 
 // Unwrap returns ErrSpansLost.
 func (e *LossError) Unwrap() error { return ErrSpansLost }
 
-// ForceFlush exports every span and metric ended so far, waiting at most
-// until ctx is done. It returns an error wrapping [ErrSpansLost] when spans
-// failed to export during the flush, whether the exporter itself reported
-// it or not.
+// ForceFlush exports every span, metric and log record ended so far,
+// waiting at most until ctx is done. It returns an error wrapping
+// [ErrSpansLost] when spans did not reach the collector since the previous
+// ForceFlush (or since Setup): dropped because the queue was full, failed
+// to export, or refused for their times, whether the exporter itself
+// reported it or not, over gRPC and HTTP alike. Each loss is reported by
+// one ForceFlush, and again, in the total, by Shutdown.
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	if t == nil || (t.tp == nil && t.mp == nil && t.lp == nil) {
 		return nil
@@ -150,11 +162,9 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	}
 	var errs []error
 	if t.tp != nil {
-		before := t.ExportStats()
 		errs = append(errs, t.tp.ForceFlush(ctx))
-		after := t.ExportStats()
-		if lost := after.Failed - before.Failed; lost > 0 {
-			errs = append(errs, &LossError{after})
+		if t.queue != nil {
+			errs = append(errs, t.queue.lossSince())
 		}
 	}
 	if t.mp != nil {
@@ -187,7 +197,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		if t.tp != nil {
 			errs = append(errs, t.tp.Shutdown(ctx))
 			if s := t.ExportStats(); s.Lost() > 0 {
-				loss := &LossError{s}
+				loss := &LossError{ExportStats: s}
 				otel.Handle(loss)
 				errs = append(errs, loss)
 			}

@@ -1,0 +1,204 @@
+package otelsetup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// spanQueue is the exporter's batch processor: the SDK's, with the
+// accounting it does not give. The SDK drops a span that does not fit its
+// queue without saying so; spanQueue admits a span only while the export
+// path holds fewer than the queue's size plus one batch (the queue, and the
+// batch being exported), and counts each span it does not admit as
+// dropped. The SDK's channel has room for every span admitted and one
+// flush marker, so the SDK itself never drops one: the count is exact, and
+// so is what the path holds, whatever the collector does.
+type spanQueue struct {
+	bsp sdktrace.SpanProcessor
+	c   *exportCounts
+	// maxValue is the value limit, in bytes (see detached).
+	maxValue int
+	// limit is the number of spans the path may hold; 0 when the
+	// processor waits for room (WithBlocking) instead of dropping.
+	limit int64
+	// flush is held by ForceFlush, so that at most one flush marker is in
+	// the SDK's channel at a time, and by lossSince.
+	flush sync.Mutex
+	// reported are the losses ForceFlush has reported, under flush.
+	reported lossCounts
+}
+
+// lossCounts are the spans that did not reach the collector, by cause.
+type lossCounts struct{ dropped, failed, refused uint64 }
+
+func (l lossCounts) total() uint64 { return l.dropped + l.failed + l.refused }
+
+func newSpanQueue(exp *safeExporter, o sdktrace.BatchSpanProcessorOptions) *spanQueue {
+	q := &spanQueue{c: exp.c, maxValue: exp.maxValue}
+	sdk := o
+	if !o.BlockOnQueueFull {
+		q.limit = int64(o.MaxQueueSize) + int64(o.MaxExportBatchSize)
+		sdk.MaxQueueSize = int(q.limit) + 1
+	}
+	q.bsp = sdktrace.NewBatchSpanProcessor(exp, func(p *sdktrace.BatchSpanProcessorOptions) { *p = sdk })
+	return q
+}
+
+func (*spanQueue) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (q *spanQueue) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	q.c.ended.Add(1)
+	if q.limit > 0 && q.c.held.Add(1) > q.limit {
+		q.c.held.Add(-1)
+		q.c.dropped.Add(1)
+		return
+	}
+	q.bsp.OnEnd(detached(s, q.maxValue, q.c))
+}
+
+// detached returns s as the queue may hold it. The SDK cuts an attribute
+// value to the value limit without copying it, so a span would keep each
+// long original alive while it waits in the queue: a 10 MB value from any
+// instrumentation would cost 10 MB per queued span. A span holding such a
+// value, or a name, key or status longer than its bound, is held as a
+// copy (repaired, see repair) that shares no string at its bound with the
+// original. The check costs no allocation: the SDK hands OnEnd its own
+// snapshot.
+func detached(s sdktrace.ReadOnlySpan, maxValue int, c *exportCounts) sdktrace.ReadOnlySpan {
+	if !mayHoldOriginals(s, maxValue) {
+		return s
+	}
+	r := repair(s, maxValue).(*repairedSpan)
+	stub := tracetest.SpanStubFromReadOnlySpan(s)
+	stub.Name, stub.EndTime, stub.Status, stub.InstrumentationScope = r.name, r.end, r.status, r.scope
+	stub.Attributes = ownStrings(r.attrs, maxValue)
+	stub.Events, stub.Links = r.events, r.links
+	for i := range stub.Events {
+		stub.Events[i].Attributes = ownStrings(stub.Events[i].Attributes, maxValue)
+	}
+	for i := range stub.Links {
+		stub.Links[i].Attributes = ownStrings(stub.Links[i].Attributes, maxValue)
+	}
+	h := heldSpan{ReadOnlySpan: stub.Snapshot()}
+	if !spanOK(s, maxValue) || r.end != s.EndTime() {
+		h.counted = true
+		c.repaired.Add(1)
+	}
+	return h
+}
+
+// heldSpan is a span detached from its original; counted says it is
+// counted in ExportStats.Repaired already.
+type heldSpan struct {
+	sdktrace.ReadOnlySpan
+	counted bool
+}
+
+// mayHoldOriginals reports whether s holds a string the SDK may have cut
+// from a longer one, or one longer than otelsetup's bounds.
+func mayHoldOriginals(s sdktrace.ReadOnlySpan, maxValue int) bool {
+	if len(s.Name()) > maxKeyBytes || len(s.Status().Description) > maxValue || longValue(s.Attributes(), maxValue) {
+		return true
+	}
+	for _, ev := range s.Events() {
+		if len(ev.Name) > maxKeyBytes || longValue(ev.Attributes, maxValue) {
+			return true
+		}
+	}
+	for _, l := range s.Links() {
+		if longValue(l.Attributes, maxValue) {
+			return true
+		}
+	}
+	return false
+}
+
+// longValue reports whether longKV holds for one of kvs.
+func longValue(kvs []attribute.KeyValue, maxValue int) bool {
+	for _, kv := range kvs {
+		if longKV(kv, maxValue) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownStrings returns kvs with every string value of maxValue bytes or more
+// copied, in a new slice when any is.
+func ownStrings(kvs []attribute.KeyValue, maxValue int) []attribute.KeyValue {
+	if !longValue(kvs, maxValue) {
+		return kvs
+	}
+	out := make([]attribute.KeyValue, len(kvs))
+	for i, kv := range kvs {
+		out[i] = ownKV(kv, maxValue)
+	}
+	return out
+}
+
+func (q *spanQueue) Shutdown(ctx context.Context) error { return q.bsp.Shutdown(ctx) }
+
+func (q *spanQueue) ForceFlush(ctx context.Context) error {
+	q.flush.Lock()
+	defer q.flush.Unlock()
+	return q.bsp.ForceFlush(ctx)
+}
+
+// lossSince returns a *LossError for the spans lost since its previous
+// call, or nil when none was.
+func (q *spanQueue) lossSince() error {
+	q.flush.Lock()
+	defer q.flush.Unlock()
+	now := lossCounts{dropped: q.c.dropped.Load(), failed: q.c.failed.Load(), refused: q.c.refused.Load()}
+	if now.total() == q.reported.total() {
+		return nil
+	}
+	since := lossCounts{dropped: now.dropped - q.reported.dropped, failed: now.failed - q.reported.failed,
+		refused: now.refused - q.reported.refused}
+	q.reported = now
+	return &LossError{ExportStats: q.c.stats(), since: &since}
+}
+
+// batchOptions are the batch processor's settings: the SDK's defaults,
+// then the OTEL_BSP_* variables (read once, by readEnv), then the
+// program's options. A program's setting the SDK would misread (a queue
+// or batch of no span, a batch larger than its queue, a delay of 0, which
+// spins a core) gets the default instead, and is logged.
+func batchOptions(env envValues, opts []sdktrace.BatchSpanProcessorOption) sdktrace.BatchSpanProcessorOptions {
+	queue := env.int(sdktrace.DefaultMaxQueueSize, "OTEL_BSP_MAX_QUEUE_SIZE")
+	o := sdktrace.BatchSpanProcessorOptions{
+		BatchTimeout:       env.duration(sdktrace.DefaultScheduleDelay*time.Millisecond, "OTEL_BSP_SCHEDULE_DELAY"),
+		ExportTimeout:      env.duration(sdktrace.DefaultExportTimeout*time.Millisecond, "OTEL_BSP_EXPORT_TIMEOUT"),
+		MaxQueueSize:       queue,
+		MaxExportBatchSize: env.int(int64(min(sdktrace.DefaultMaxExportBatchSize, queue)), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.MaxQueueSize < 1 {
+		otel.Handle(fmt.Errorf("otelsetup: WithBatchOptions: a queue of %d spans; using %d", o.MaxQueueSize, sdktrace.DefaultMaxQueueSize))
+		o.MaxQueueSize = sdktrace.DefaultMaxQueueSize
+	}
+	if o.MaxExportBatchSize < 1 || o.MaxExportBatchSize > o.MaxQueueSize {
+		b := min(sdktrace.DefaultMaxExportBatchSize, o.MaxQueueSize)
+		otel.Handle(fmt.Errorf("otelsetup: WithBatchOptions: a batch of %d spans for a queue of %d; using %d", o.MaxExportBatchSize, o.MaxQueueSize, b))
+		o.MaxExportBatchSize = b
+	}
+	if o.BatchTimeout <= 0 {
+		otel.Handle(fmt.Errorf("otelsetup: WithBatchOptions: a batch timeout of %v; using %v", o.BatchTimeout, sdktrace.DefaultScheduleDelay*time.Millisecond))
+		o.BatchTimeout = sdktrace.DefaultScheduleDelay * time.Millisecond
+	}
+	return o
+}
