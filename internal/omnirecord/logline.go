@@ -14,9 +14,15 @@ var logLevels = []string{"INFO", "WARNING", "DEBUG", "ERROR", "CRITICAL", "WARN"
 // its logging.Formatter repeats that prefix on every line of a multi-line
 // message. The orchestrator's own log file writes "YYYY-MM-DD HH:MM:SS,mmm
 // [PID:n] LEVEL: message". A line with neither prefix continues the
-// message before it: ok is false. The year, which vLLM does not write, is
-// the one that puts the time at most a day after ref.
-func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool) {
+// message before it: msg is the whole line.
+//
+// Neither format writes a zone: the time is read in loc (see
+// [Options.Zone]), never in the importing machine's zone. vLLM writes no
+// year either: it is the one that puts the time at most a day after ref
+// (see withYear). A line whose level is followed by no date ("INFO
+// 05:10:44 [omni.py:310] …", "INFO [omni.py:310] …") is a line whose
+// message is read, without a time: dated is false.
+func splitLogLine(line string, ref time.Time, loc *time.Location) (t time.Time, dated bool, msg string) {
 	if strings.IndexByte(line, 0x1b) >= 0 {
 		line = stripANSI(line)
 	}
@@ -31,17 +37,26 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 			continue
 		}
 		rest := s[len(lv)+1:]
-		if len(rest) < 15 || rest[2] != '-' || rest[5] != ' ' || rest[8] != ':' || rest[11] != ':' {
-			return time.Time{}, "", false
-		}
-		stamp := rest[:14]
-		rest = rest[14:]
-		if strings.HasPrefix(rest, ".") { // milliseconds, in some formats
-			k := 1
-			for k < len(rest) && rest[k] >= '0' && rest[k] <= '9' {
-				k++
+		switch {
+		case isStamp(rest, "00-00 00:00:00"):
+			tm, err := time.ParseInLocation("01-02 15:04:05", rest[:14], loc)
+			if err == nil {
+				t, dated = withYear(tm, ref), true
 			}
-			rest = rest[k:]
+			rest = rest[14:]
+		case isStamp(rest, "0000-00-00 00:00:00"):
+			tm, err := time.ParseInLocation(time.DateTime, rest[:19], loc)
+			if err == nil {
+				t, dated = tm, true
+			}
+			rest = rest[19:]
+		case isStamp(rest, "00:00:00"):
+			rest = rest[8:] // a time without its date: no time at all
+		}
+		var frac time.Duration
+		frac, rest = fraction(rest)
+		if dated {
+			t = t.Add(frac)
 		}
 		rest = strings.TrimPrefix(rest, " ")
 		if strings.HasPrefix(rest, "[") {
@@ -51,20 +66,13 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 				rest = ""
 			}
 		}
-		tm, err := time.ParseInLocation("01-02 15:04:05", stamp, time.Local)
-		if err != nil {
-			return time.Time{}, "", false
-		}
-		return withYear(tm, ref), rest, true
+		return t, dated, rest
 	}
 	// The orchestrator's file format.
-	if len(s) > 24 && s[4] == '-' && s[7] == '-' && s[10] == ' ' && s[13] == ':' {
-		tm, err := time.ParseInLocation("2006-01-02 15:04:05", s[:19], time.Local)
+	if len(s) > 24 && isStamp(s, "0000-00-00 00:00:00") {
+		tm, err := time.ParseInLocation(time.DateTime, s[:19], loc)
 		if err == nil {
-			rest := s[19:]
-			if strings.HasPrefix(rest, ",") {
-				rest = strings.TrimLeft(rest[1:], "0123456789")
-			}
+			frac, rest := fraction(s[19:])
 			rest = strings.TrimPrefix(rest, " ")
 			if strings.HasPrefix(rest, "[PID:") {
 				if j := strings.Index(rest, "] "); j > 0 {
@@ -77,19 +85,57 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 					break
 				}
 			}
-			return tm, rest, true
+			return tm.Add(frac), true, rest
 		}
 	}
-	return time.Time{}, line, false
+	return time.Time{}, false, line
+}
+
+// isStamp reports whether s starts with a stamp shaped as pattern: a 0
+// stands for a digit, any other byte for itself.
+func isStamp(s, pattern string) bool {
+	if len(s) < len(pattern) {
+		return false
+	}
+	for i := 0; i < len(pattern); i++ {
+		if c := s[i]; pattern[i] == '0' {
+			if c < '0' || c > '9' {
+				return false
+			}
+		} else if c != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fraction reads the fraction of a second that may follow a stamp
+// (".123" or ",123"), and returns it with the rest of s.
+func fraction(s string) (time.Duration, string) {
+	if len(s) < 2 || (s[0] != '.' && s[0] != ',') || s[1] < '0' || s[1] > '9' {
+		return 0, s
+	}
+	var d time.Duration
+	unit := time.Second
+	k := 1
+	for ; k < len(s) && s[k] >= '0' && s[k] <= '9'; k++ {
+		if unit >= 10 {
+			unit /= 10
+			d += time.Duration(s[k]-'0') * unit
+		}
+	}
+	return d, s[k:]
 }
 
 // withYear gives a time read without a year the latest year that puts it
 // at most a day after ref (a log read after it was written) and in which
-// its date exists: 02-29 goes to a leap year, never to March 1st.
+// its date exists: 02-29 goes to a leap year, never to March 1st. The
+// years are counted in t's zone; ref is an instant, whatever its zone.
 func withYear(t, ref time.Time) time.Time {
 	if ref.IsZero() {
 		ref = time.Now()
 	}
+	ref = ref.In(t.Location())
 	year := ref.Year() + 1
 	for range 9 { // a leap year comes within eight years
 		y := time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, t.Location())
