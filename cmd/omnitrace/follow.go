@@ -293,8 +293,18 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 					break
 				}
 			}
+			if t.stream {
+				// What the pipe holds, not what a writer that never stops
+				// writes after: at most the largest pipe buffer.
+				t.limit = t.off + maxPipeBuffer
+			}
 			if err := t.drain(); err != nil {
 				return err
+			}
+			if t.stream && len(t.partial) > 0 && t.skipFrom < 0 {
+				// A pipe's last line, not ended, is all it will give of it.
+				t.in.Line(t.partial, t.off-int64(len(t.partial)))
+				t.partial = t.partial[:0]
 			}
 			switch {
 			case fl.checkpoint == "" || t.stream:
@@ -342,7 +352,12 @@ type tail struct {
 	// waiting (through raw), so that an interrupt is seen at the next look.
 	stream bool
 	raw    syscall.RawConn
+	// limit, when above 0, is the offset a drain stops at.
+	limit int64
 }
+
+// maxPipeBuffer is the most a pipe holds on Linux (fs.pipe-max-size).
+const maxPipeBuffer = 1 << 20
 
 // open opens the file without waiting: a named pipe no writer has opened
 // yet opens at once, and reads as ended until one does.
@@ -406,9 +421,16 @@ func (t *tail) drain() error {
 		t.buf = make([]byte, 256<<10)
 	}
 	for t.ctx == nil || t.ctx.Err() == nil {
-		n, err := t.read(t.buf)
+		buf := t.buf
+		if t.limit > 0 {
+			if t.off >= t.limit {
+				return nil
+			}
+			buf = buf[:min(int64(len(buf)), t.limit-t.off)]
+		}
+		n, err := t.read(buf)
 		if n > 0 {
-			t.feed(t.buf[:n])
+			t.feed(buf[:n])
 		}
 		if err == io.EOF || n == 0 {
 			return nil

@@ -308,14 +308,15 @@ type Joined struct {
 
 // Joiner holds the requests of vLLM-Omni's forms read from all inputs but
 // the last, until their other forms have been read (see MergeForms). It
-// holds at most max requests; beyond, the oldest is handed on as it is,
-// and a part of it read later is counted (Late) and dropped, not made into
-// a second trace of one request.
+// holds at most max of them (parts, each read from one input); beyond, the
+// request held longest is handed on as it is, and a part of it read later
+// is counted (Late) and dropped, not made into a second trace of one
+// request. What it remembers of a request handed on early is its key.
 type Joiner struct {
-	max   int
-	held  map[[16]byte]*list.Element // of *heldReq, in the order first held
-	order *list.List
-	early map[[16]byte]struct{}
+	max, parts int
+	held       map[[16]byte]*list.Element // of *heldReq, in the order first held
+	order      *list.List
+	early      map[[16]byte]struct{}
 	// Late counts the parts dropped because their request was handed on.
 	Late int
 }
@@ -349,16 +350,18 @@ func (j *Joiner) Hold(r *Request, anchor time.Time, name string) []Joined {
 		j.Late++
 		return nil
 	}
+	j.parts++
 	if e, ok := j.held[key]; ok {
 		h := e.Value.(*heldReq)
 		h.parts = append(h.parts, part{r, anchor, name})
-		return nil
+	} else {
+		j.held[key] = j.order.PushBack(&heldReq{key: key, parts: []part{{r, anchor, name}}})
 	}
-	j.held[key] = j.order.PushBack(&heldReq{key: key, parts: []part{{r, anchor, name}}})
 	var out []Joined
-	for j.order.Len() > j.max {
+	for j.parts > j.max {
 		h := j.order.Remove(j.order.Front()).(*heldReq)
 		delete(j.held, h.key)
+		j.parts -= len(h.parts)
 		j.early[h.key] = struct{}{}
 		out = append(out, join(h.parts))
 	}
@@ -379,6 +382,7 @@ func (j *Joiner) Take(r *Request, anchor time.Time, name string) (Joined, bool) 
 		h := e.Value.(*heldReq)
 		j.order.Remove(e)
 		delete(j.held, key)
+		j.parts -= len(h.parts)
 		parts = append(h.parts, parts...)
 	}
 	return join(parts), true
@@ -392,6 +396,7 @@ func (j *Joiner) Rest() []Joined {
 	}
 	j.order.Init()
 	clear(j.held)
+	j.parts = 0
 	return out
 }
 
