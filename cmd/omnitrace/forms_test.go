@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -294,9 +295,10 @@ func TestTheDocsExampleMakesOneTracePerRequest(t *testing.T) {
 
 // TestFollowOfAPipeEndsAtAnInterrupt: import -follow of a named pipe whose
 // writer stays open, and sends nothing more, ends when interrupted (SIGINT
-// or SIGTERM), exporting the requests it holds (a pipe cannot be read
-// again), and saves its checkpoint. Nothing bounds the wait but the
-// test's own deadline: the child is waited for.
+// or SIGTERM), exporting the requests it holds, the one of a line the
+// pipe left unended too (a pipe cannot be read again), and saves its
+// checkpoint. Nothing bounds the wait but the test's own deadline: the
+// child is waited for.
 func TestFollowOfAPipeEndsAtAnInterrupt(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -331,7 +333,7 @@ func TestFollowOfAPipeEndsAtAnInterrupt(t *testing.T) {
 				}
 			}
 			defer w.Close()
-			if _, err := w.WriteString(timingLine("a") + timingLine("b")); err != nil {
+			if _, err := w.WriteString(timingLine("a") + timingLine("b") + strings.TrimSuffix(timingLine("c"), "\n")); err != nil {
 				t.Fatal(err)
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
@@ -341,11 +343,11 @@ func TestFollowOfAPipeEndsAtAnInterrupt(t *testing.T) {
 				// Killed: by the test's deadline, or by the signal itself.
 				t.Fatalf("omnitrace did not end at %v by itself (%v)\n%s", sig, err, errb.String())
 			}
-			if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(errb.String(), "imported 2, skipped 0") {
+			if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(errb.String(), "imported 3, skipped 0") {
 				t.Errorf("exit %d:\n%s", code, errb.String())
 			}
-			if got := requestCounts(readTraces(t, out)); fmt.Sprint(got) != "map[a:1 b:1]" {
-				t.Errorf("exported %v, want a and b once each", got)
+			if got := requestCounts(readTraces(t, out)); fmt.Sprint(got) != "map[a:1 b:1 c:1]" {
+				t.Errorf("exported %v, want a, b and c once each", got)
 			}
 			var saved struct {
 				Stream bool
@@ -355,9 +357,44 @@ func TestFollowOfAPipeEndsAtAnInterrupt(t *testing.T) {
 			if err == nil {
 				err = json.Unmarshal(b, &saved)
 			}
-			if err != nil || !saved.Stream || len(saved.Done) != 2 {
-				t.Errorf("checkpoint %s (%v): want one of a pipe, naming the two requests exported", b, err)
+			if err != nil || !saved.Stream || len(saved.Done) != 3 {
+				t.Errorf("checkpoint %s (%v): want one of a pipe, naming the three requests exported", b, err)
 			}
 		})
+	}
+}
+
+// TestFollowOfADeviceThatNeverEndsEndsAtAnInterrupt: a file that never
+// stops giving bytes (/dev/zero, a writer that never pauses) is read up to
+// the interrupt, and no further than a pipe holds after it.
+func TestFollowOfADeviceThatNeverEndsEndsAtAnInterrupt(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip(err)
+	}
+	cmd := child(t, nil, "import", "-follow", "-out", filepath.Join(t.TempDir(), "out.json"), "/dev/zero")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Reading has begun once the first line too long is reported.
+	var errb bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(errb.String(), "longer than") {
+		n, err := stderr.Read(buf)
+		errb.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("%v before reading began:\n%s", err, errb.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stderr)
+	errb.Write(rest)
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 1 || !strings.Contains(errb.String(), "imported 0") {
+		t.Errorf("exit %d (%v):\n%s", cmd.ProcessState.ExitCode(), err, errb.String())
 	}
 }
