@@ -398,3 +398,21 @@ func TestFollowOfADeviceThatNeverEndsEndsAtAnInterrupt(t *testing.T) {
 		t.Errorf("exit %d (%v):\n%s", cmd.ProcessState.ExitCode(), err, errb.String())
 	}
 }
+
+// TestFormsHeldBeyondMaxPendingAreCountedNotDoubled: beyond -max-pending
+// requests held for their other forms, the one held longest is exported as
+// it is; its form in a later input is counted and left out, never made
+// into a second trace of the request.
+func TestFormsHeldBeyondMaxPendingAreCountedNotDoubled(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	files := runFixtures(t, dir, "summary.json", "vllm.log")
+	code, stderr, ss := importOut(t, "-max-pending", "1", files["vllm.log"], files["summary.json"])
+	if code != 1 || !strings.Contains(stderr, "omnitrace import: 2 requests of a later input were left out") || !strings.Contains(stderr, "imported 3,") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+	roles(t, "held beyond -max-pending", ss) // each request in one trace
+	if n := len(traceview.ByTrace(ss)); n != 3 {
+		t.Errorf("%d traces, want 3", n)
+	}
+}

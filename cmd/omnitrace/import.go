@@ -99,7 +99,11 @@ func parseZone(s string) (*time.Location, error) {
 		return nil, bad("the machine's own zone is never assumed: name it")
 	}
 	if s[0] == '+' || s[0] == '-' {
-		digits := strings.ReplaceAll(s[1:], ":", "")
+		// ±HH, ±HHMM or ±HH:MM.
+		digits := s[1:]
+		if len(digits) == 5 && digits[2] == ':' {
+			digits = digits[:2] + digits[3:]
+		}
 		if len(digits) != 2 && len(digits) != 4 || strings.Trim(digits, "0123456789") != "" {
 			return nil, bad("not an offset")
 		}
@@ -108,7 +112,10 @@ func parseZone(s string) (*time.Location, error) {
 		if len(digits) == 4 {
 			m, _ = strconv.Atoi(digits[2:])
 		}
-		if h > 14 || m > 59 {
+		if m > 59 {
+			return nil, bad("not an offset")
+		}
+		if h*60+m > 14*60 {
 			return nil, bad("an offset beyond ±14:00")
 		}
 		sec := (h*60 + m) * 60
@@ -290,7 +297,11 @@ func inputOrder(names []string, stderr io.Writer) []string {
 		fi, err := os.Stat(name)
 		if err == nil {
 			if j := slices.IndexFunc(ins, func(x in) bool { return x.fi != nil && os.SameFile(x.fi, fi) }); j >= 0 {
-				fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", traceview.Display(name, 256), traceview.Display(ins[j].name, 256))
+				if ins[j].name == name {
+					fmt.Fprintf(stderr, "omnitrace import: %s is named twice: read once\n", traceview.Display(name, 256))
+				} else {
+					fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", traceview.Display(name, 256), traceview.Display(ins[j].name, 256))
+				}
 				continue
 			}
 		}

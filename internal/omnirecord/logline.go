@@ -21,8 +21,15 @@ var logLevels = []string{"INFO", "WARNING", "DEBUG", "ERROR", "CRITICAL", "WARN"
 // year either: it is the one that puts the time at most a day after ref
 // (see withYear). A line whose level is followed by no date ("INFO
 // 05:10:44 [omni.py:310] …", "INFO [omni.py:310] …") is a line whose
-// message is read, without a time: dated is false.
-func splitLogLine(line string, ref time.Time, loc *time.Location) (t time.Time, dated bool, msg string) {
+// message is read, without a time: its stamp is not dated.
+func splitLogLine(line string, ref time.Time, loc *time.Location) (st stamp, msg string) {
+	var t time.Time
+	var dated bool
+	defer func() {
+		if dated {
+			st = stampOf(t)
+		}
+	}()
 	if strings.IndexByte(line, 0x1b) >= 0 {
 		line = stripANSI(line)
 	}
@@ -66,7 +73,7 @@ func splitLogLine(line string, ref time.Time, loc *time.Location) (t time.Time, 
 				rest = ""
 			}
 		}
-		return t, dated, rest
+		return st, rest
 	}
 	// The orchestrator's file format.
 	if len(s) > 24 && isStamp(s, "0000-00-00 00:00:00") {
@@ -85,10 +92,55 @@ func splitLogLine(line string, ref time.Time, loc *time.Location) (t time.Time, 
 					break
 				}
 			}
-			return tm.Add(frac), true, rest
+			t, dated = tm.Add(frac), true
+			return st, rest
 		}
 	}
-	return time.Time{}, false, line
+	return st, line
+}
+
+// stamp is the time of a log line: t, or alt too when the line's wall
+// clock shows twice (the hour repeated when clocks go back), t being the
+// first of the two.
+type stamp struct {
+	t, alt time.Time
+	dated  bool
+}
+
+// stampOf returns the stamp of a time as time.Date made it, which picks
+// one of the two instants of a wall clock shown twice.
+func stampOf(t time.Time) stamp {
+	st := stamp{t: t, dated: true}
+	_, off := t.Zone()
+	start, end := t.ZoneBounds()
+	var other time.Time
+	if !start.IsZero() {
+		if _, prev := start.Add(-time.Nanosecond).Zone(); prev > off {
+			other = t.Add(-time.Duration(prev-off) * time.Second) // before the clocks went back
+		}
+	}
+	if !end.IsZero() && other.IsZero() {
+		if _, next := end.Zone(); next < off {
+			other = t.Add(time.Duration(off-next) * time.Second) // after they go back
+		}
+	}
+	if other.IsZero() || !sameWallClock(other, t) {
+		return st
+	}
+	if other.Before(t) {
+		st.t, st.alt = other, t
+	} else {
+		st.alt = other
+	}
+	return st
+}
+
+func sameWallClock(a, b time.Time) bool {
+	a = a.In(b.Location())
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() &&
+		a.Second() == b.Second() && a.Nanosecond() == b.Nanosecond()
 }
 
 // isStamp reports whether s starts with a stamp shaped as pattern: a 0

@@ -88,8 +88,14 @@ func (s *logScanner) line(line string, offset int64, n int) {
 		s.dropOpen(fmt.Sprintf("left unfinished for %d lines", maxOpenGap))
 	}
 	line = strings.TrimRight(line, "\r")
-	t, dated, msg := splitLogLine(line, s.ref, s.zone)
-	if dated {
+	st, msg := splitLogLine(line, s.ref, s.zone)
+	t := st.t
+	if st.dated {
+		if !st.alt.IsZero() && t.Before(s.last) && !st.alt.Before(s.last) {
+			// A wall clock shown twice: the second time, when the first
+			// would go back before the line before it.
+			t = st.alt
+		}
 		s.last = t
 	} else {
 		// A line that continues a message, or one written without a date,

@@ -92,3 +92,37 @@ func TestAReusedIDIsCountedAlikeInEveryForm(t *testing.T) {
 		t.Errorf("the summary's keys %q, the log's %q", summary, log)
 	}
 }
+
+// TestAnHourShownTwiceIsReadInTheLogsOrder: in a zone with daylight
+// saving, a wall clock of the hour repeated when the clocks go back is
+// its first occurrence, unless that would go back before the line before
+// it; one of the hour skipped when they go forward is an hour later.
+func TestAnHourShownTwiceIsReadInTheLogsOrder(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip(err)
+	}
+	line := func(stamp, id string) string {
+		return "INFO " + stamp + " [omni.py:310] [OmniTiming] req=" + id + " total=1.00s engine=1.00s stages=[0:1.00s]"
+	}
+	log := strings.Join([]string{
+		line("10-25 01:59:59", "a"), // CEST
+		line("10-25 02:30:00", "b"), // CEST, the first 02:30
+		line("10-25 02:10:00", "c"), // CET: the clocks went back
+		line("10-25 03:00:01", "d"), // CET
+		line("03-29 02:30:00", "e"), // skipped by the clocks: 03:30 CEST
+	}, "\n")
+	c := readAll(t, []byte(log), Options{Zone: berlin, Settle: -1})
+	want := map[string]time.Time{
+		"a": time.Date(2026, 10, 24, 23, 59, 59, 0, time.UTC),
+		"b": time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC),
+		"c": time.Date(2026, 10, 25, 1, 10, 0, 0, time.UTC),
+		"d": time.Date(2026, 10, 25, 2, 0, 1, 0, time.UTC),
+		"e": time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC),
+	}
+	for id, w := range want {
+		if got := c.byID(t, id).End; !got.Equal(w) {
+			t.Errorf("request %s ends at %v, want %v", id, got.UTC(), w)
+		}
+	}
+}
