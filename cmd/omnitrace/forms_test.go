@@ -134,7 +134,7 @@ func roles(t *testing.T, what string, ss []traceview.Span) map[string]placed {
 		case spans.RequestSpanName:
 			r += fmt.Sprintf("[%s]", s.Str(string(attrs.RequestIDKey)))
 		case spans.StageSpanName:
-			r += fmt.Sprintf("[%s]", s.Attrs[string(attrs.StageIDKey)].Emit())
+			r += fmt.Sprintf("[%s]", s.Attrs[string(attrs.StageIDKey)].String())
 		}
 		if p, ok := byID[s.TraceID+s.ParentID]; ok && depth < 16 {
 			r = role(p, depth+1) + " > " + r

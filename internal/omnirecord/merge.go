@@ -235,7 +235,7 @@ func (m *merger) attrs(p *Request, where string, dst, src []attribute.KeyValue) 
 		case i < 0:
 			dst = append(dst, kv)
 		case !sameAttr(dst[i].Value, kv.Value):
-			m.note(p, "%s%s %s and %s", where, kv.Key, clip(dst[i].Value.Emit()), clip(kv.Value.Emit()))
+			m.note(p, "%s%s %s and %s", where, kv.Key, clip(dst[i].Value.String()), clip(kv.Value.String()))
 		}
 	}
 	return dst
@@ -258,7 +258,7 @@ func sameAttr(a, b attribute.Value) bool {
 			return x == y || (math.IsNaN(x) && math.IsNaN(y))
 		}
 	}
-	return a.Type() == b.Type() && a.Emit() == b.Emit()
+	return a.Type() == b.Type() && a.String() == b.String()
 }
 
 // settleUnmeasured drops from a merged stage's "not measured" list the
