@@ -163,6 +163,16 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			}
 		}
 	}
+	if err == nil && fl.checkpoint != "" {
+		// Saving the checkpoint would replace the file followed, or -out.
+		if cp, serr := os.Stat(fl.checkpoint); serr == nil {
+			for _, name := range append(fs.Args(), fl.out) {
+				if other, serr := os.Stat(name); name != "" && serr == nil && os.SameFile(cp, other) {
+					err = usageError{fmt.Sprintf("-checkpoint %s is the file followed, or -out", traceview.Display(fl.checkpoint, 256))}
+				}
+			}
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace import: %v\n%s", err, usage)
 		return 2
