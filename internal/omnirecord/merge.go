@@ -87,10 +87,7 @@ func (m *merger) note(p *Request, format string, a ...any) {
 }
 
 func (m *merger) merge(p *Request) {
-	r := m.r
-	if p.Line > 0 && (r.Line == 0 || p.Line < r.Line) {
-		r.Line = p.Line
-	}
+	r := m.r // its Line stays the first part's: the input it is reported by
 	m.text(p, "model", &r.Model, p.Model)
 	m.text(p, "modality", &r.Modality, p.Modality)
 	if !p.Arrival.IsZero() && (r.Arrival.IsZero() || p.Arrival.Before(r.Arrival)) {
@@ -299,8 +296,8 @@ type Joined struct {
 	// Anchor places it when none of its parts has times: the earliest of
 	// its parts' anchors.
 	Anchor time.Time
-	// Name is the input it is reported by (its first part's in the merge
-	// order).
+	// Name is the input it is reported by, at R.Line: its first part's in
+	// the merge order.
 	Name string
 	// Notes are the disagreements of its parts (see MergeForms).
 	Notes []string
