@@ -265,6 +265,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		} else if rotated {
 			continue
 		}
+		in.SetNow(time.Now())
 		if err := t.drain(); err != nil {
 			return err
 		}

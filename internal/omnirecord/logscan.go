@@ -374,3 +374,8 @@ func (s *logScanner) end() {
 		s.bad(s.litRec.lineNo, errors.New("the input ends inside a dict"))
 	}
 }
+
+// SetNow tells a followed log (or stdin) what time it is: a line's year is
+// the one that puts it at most a day after that, so that a log followed
+// across a New Year gets the new year's lines right.
+func (in *Input) SetNow(now time.Time) { in.scan.ref = now }

@@ -126,3 +126,19 @@ func TestAnHourShownTwiceIsReadInTheLogsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAFollowedLogGetsTheNewYearRight: a log followed since December gets
+// the year of its January lines from the time they are read.
+func TestAFollowedLogGetsTheNewYearRight(t *testing.T) {
+	c := &collected{}
+	in, err := NewInput(time.Date(2026, 12, 30, 12, 0, 0, 0, time.UTC), Options{Settle: -1}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.SetNow(time.Date(2027, 1, 3, 6, 0, 0, 0, time.UTC))
+	in.Line([]byte("INFO 01-03 05:00:00 [omni.py:310] [OmniTiming] req=a total=1.00s engine=1.00s stages=[0:1.00s]"), 0)
+	in.End()
+	if len(c.reqs) != 1 || c.reqs[0].End.Year() != 2027 {
+		t.Errorf("requests %v", c.reqs)
+	}
+}
