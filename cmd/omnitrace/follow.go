@@ -204,7 +204,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 			opts.Format = cp.Format
 		}
 	}
-	in, err := omnirecord.NewInput(time.Now(), opts, im)
+	in, err := omnirecord.NewInput(time.Now().UTC(), opts, im)
 	if err != nil {
 		return err
 	}

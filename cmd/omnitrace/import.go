@@ -575,7 +575,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	im.name, im.problems = sanitize.String(name, 256), 0
 	im.mu.Unlock()
 	var r io.Reader = stdin
-	ref := time.Now()
+	ref := time.Now().UTC()
 	if name == "-" {
 		im.mu.Lock()
 		im.name = "stdin"
@@ -587,7 +587,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err == nil {
-			ref = st.ModTime()
+			ref = st.ModTime().UTC()
 		}
 		r = f
 	}

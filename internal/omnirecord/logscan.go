@@ -96,6 +96,7 @@ func (s *logScanner) line(line string, offset int64, n int) {
 			// would go back before the line before it.
 			t = st.alt
 		}
+		t = t.UTC() // an instant: how it prints depends on no zone
 		s.last = t
 	} else {
 		// A line that continues a message, or one written without a date,
