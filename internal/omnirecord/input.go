@@ -280,7 +280,7 @@ func (in *Input) logRecord(rec logRecord) {
 			}
 		})
 	case rec.summary:
-		reqs, _, err := summaryRows(rec.value, func(err error) { in.problem(rec.lineNo, err) })
+		reqs, err := summaryRows(rec.value, func(err error) { in.problem(rec.lineNo, err) })
 		if errors.Is(err, ErrNotSummary) {
 			return // an older summary of the whole run: no request in it
 		}
@@ -377,7 +377,7 @@ func (in *Input) summaryLine(line []byte, offset int64) {
 		in.problem(first, fmt.Errorf("%w: %v", ErrNotJSON, err))
 		return
 	}
-	reqs, _, err := summaryRows(&v, func(err error) { in.problem(first, err) })
+	reqs, err := summaryRows(&v, func(err error) { in.problem(first, err) })
 	if err != nil {
 		in.problem(first, err)
 		return
