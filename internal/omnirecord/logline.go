@@ -22,7 +22,9 @@ var logLevels = []string{"INFO", "WARNING", "DEBUG", "ERROR", "CRITICAL", "WARN"
 // (see withYear). A line whose level is followed by no date ("INFO
 // 05:10:44 [omni.py:310] …", "INFO [omni.py:310] …") is a line whose
 // message is read, without a time: its stamp is not dated.
-func splitLogLine(line string, ref time.Time, loc *time.Location) (st stamp, msg string) {
+// The lines of a log share their stamp with the line before more often
+// than not: c, when not nil, keeps the last one read.
+func splitLogLine(line string, ref time.Time, loc *time.Location, c *stampCache) (st stamp, msg string) {
 	var t time.Time
 	var dated bool
 	defer func() {
@@ -46,16 +48,10 @@ func splitLogLine(line string, ref time.Time, loc *time.Location) (st stamp, msg
 		rest := s[len(lv)+1:]
 		switch {
 		case isStamp(rest, "00-00 00:00:00"):
-			tm, err := time.ParseInLocation("01-02 15:04:05", rest[:14], loc)
-			if err == nil {
-				t, dated = withYear(tm, ref), true
-			}
+			t, dated = c.parse("01-02 15:04:05", rest[:14], ref, loc)
 			rest = rest[14:]
 		case isStamp(rest, "0000-00-00 00:00:00"):
-			tm, err := time.ParseInLocation(time.DateTime, rest[:19], loc)
-			if err == nil {
-				t, dated = tm, true
-			}
+			t, dated = c.parse(time.DateTime, rest[:19], ref, loc)
 			rest = rest[19:]
 		case isStamp(rest, "00:00:00"):
 			rest = rest[8:] // a time without its date: no time at all
@@ -77,8 +73,7 @@ func splitLogLine(line string, ref time.Time, loc *time.Location) (st stamp, msg
 	}
 	// The orchestrator's file format.
 	if len(s) > 24 && isStamp(s, "0000-00-00 00:00:00") {
-		tm, err := time.ParseInLocation(time.DateTime, s[:19], loc)
-		if err == nil {
+		if tm, ok := c.parse(time.DateTime, s[:19], ref, loc); ok {
 			frac, rest := fraction(s[19:])
 			rest = strings.TrimPrefix(rest, " ")
 			if strings.HasPrefix(rest, "[PID:") {
@@ -141,6 +136,32 @@ func sameWallClock(a, b time.Time) bool {
 	by, bm, bd := b.Date()
 	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() &&
 		a.Second() == b.Second() && a.Nanosecond() == b.Nanosecond()
+}
+
+// stampCache keeps the last stamp read, and the time it is.
+type stampCache struct {
+	text string
+	ref  time.Time
+	loc  *time.Location
+	t    time.Time
+	ok   bool
+}
+
+// parse reads text, laid out as layout, in loc; a stamp without a year
+// gets the year withYear gives it from ref.
+func (c *stampCache) parse(layout, text string, ref time.Time, loc *time.Location) (time.Time, bool) {
+	if c != nil && c.text == text && c.loc == loc && c.ref.Equal(ref) {
+		return c.t, c.ok
+	}
+	t, err := time.ParseInLocation(layout, text, loc)
+	ok := err == nil
+	if ok && layout == "01-02 15:04:05" {
+		t = withYear(t, ref)
+	}
+	if c != nil {
+		*c = stampCache{text: strings.Clone(text), ref: ref, loc: loc, t: t, ok: ok}
+	}
+	return t, ok
 }
 
 // isStamp reports whether s starts with a stamp shaped as pattern: a 0

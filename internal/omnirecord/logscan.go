@@ -63,6 +63,7 @@ type logScanner struct {
 
 	// undated: a record was read with no date before it, and said so.
 	undated bool
+	stamps  stampCache
 
 	lit      strings.Builder
 	litOpen  bool
@@ -88,7 +89,7 @@ func (s *logScanner) line(line string, offset int64, n int) {
 		s.dropOpen(fmt.Sprintf("left unfinished for %d lines", maxOpenGap))
 	}
 	line = strings.TrimRight(line, "\r")
-	st, msg := splitLogLine(line, s.ref, s.zone)
+	st, msg := splitLogLine(line, s.ref, s.zone, &s.stamps)
 	t := st.t
 	if st.dated {
 		if !st.alt.IsZero() && t.Before(s.last) && !st.alt.Before(s.last) {
