@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -414,5 +416,54 @@ func TestFormsHeldBeyondMaxPendingAreCountedNotDoubled(t *testing.T) {
 	roles(t, "held beyond -max-pending", ss) // each request in one trace
 	if n := len(traceview.ByTrace(ss)); n != 3 {
 		t.Errorf("%d traces, want 3", n)
+	}
+}
+
+// cancelOnRead is a stdin that interrupts the import at its first read,
+// and ends.
+type cancelOnRead struct{ cancel context.CancelFunc }
+
+func (c cancelOnRead) Read([]byte) (int, error) { c.cancel(); return 0, io.EOF }
+
+// TestAnInterruptHandsOnTheRequestsHeldForTheirOtherForms: requests held
+// for their other forms when an import is interrupted were read: they are
+// handed on as anything read, and the import waits for them as for the
+// exporter (here one that never answers: said so), never taking them for
+// a read that is stuck.
+func TestAnInterruptHandsOnTheRequestsHeldForTheirOtherForms(t *testing.T) {
+	clearEnv(t)
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	// More spans than the export queue holds: the workers wait on the
+	// collector, and the hand-off waits on them.
+	const n = 12000
+	var doc strings.Builder
+	doc.WriteString(`{"stage_table": [`)
+	for i := range n {
+		if i > 0 {
+			doc.WriteString(",\n")
+		}
+		fmt.Fprintf(&doc, `{"request_id": "r%d", "stages": [{"stage_id": 0, "stage_gen_time_ms": 5, "diffusion_engine_exec_time_ms": 4}]}`, i)
+	}
+	doc.WriteString("]}\n")
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	if err := os.WriteFile(summary, []byte(doc.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errb bytes.Buffer
+	code := run(ctx, []string{"import", "-max-pending", "100000", summary, "-"}, cancelOnRead{cancel}, io.Discard, &errb)
+	if code != 1 || strings.Contains(errb.String(), "interrupted while reading") || !strings.Contains(errb.String(), "the exporter did not finish") {
+		t.Errorf("exit %d:\n%s", code, errb.String())
 	}
 }

@@ -221,7 +221,6 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				im.mu.Unlock()
 			}
 		}
-		im.joinRest()
 		readDone <- nil
 	}()
 	select {
@@ -240,6 +239,12 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			fmt.Fprintln(stderr, "omnitrace import: interrupted while reading: the rest of the input is not read, and what was not yet exported is lost")
 			return 1
 		}
+	}
+	if !fl.follow {
+		// The reading is over (or given up on above): what is held for
+		// other forms is handed on, as anything read, even at an
+		// interrupt (bounded: see hand).
+		im.joinRest()
 	}
 	readErr := err != nil
 	if readErr {
