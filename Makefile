@@ -16,7 +16,8 @@ demo:
 	$(GO) run ./examples/diffusion
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
-## fuzz runs of the record parser, the import's readers of every form, the
+## fuzz runs of the record parser, the import's readers of every form and
+## its merge of several forms of one request, the
 ## OTLP/JSON reader, the trace-tree builders, the string bounding and the
 ## import's OTLP encoder.
 test: lint unit fuzz
@@ -42,6 +43,7 @@ FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
 	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/omnirecord
 	$(GO) test -run '^$$' -fuzz '^FuzzParseOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize

@@ -38,6 +38,10 @@ type checkpoint struct {
 	// and made again may take the old one's inode, and is not the old one.
 	Head    string `json:"head,omitempty"`
 	HeadLen int64  `json:"head_len,omitempty"`
+	// Stream: the file is a pipe (or another file that is no regular
+	// one), which cannot be read again: no offset is kept, and the
+	// requests it names, exported already, match no record read again.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // headLen is how much of the file's head its fingerprint covers.
@@ -131,10 +135,44 @@ func (cp checkpoint) save(path string) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync() // on disk before it replaces the old one
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// checkpointError ends a -follow whose checkpoint could not be saved: the
+// requests it held are not exported (a restart reads them again from the
+// last checkpoint saved), and it says how many, with those exported since
+// that checkpoint, which a restart exports again.
+type checkpointError struct {
+	path      string
+	err       error
+	held      int
+	sinceSave int
+}
+
+func (e *checkpointError) Error() string {
+	return fmt.Sprintf("stopped: the checkpoint %s cannot be saved: %v", e.path, e.err)
+}
+
+// report says what the stop left undone.
+func (e *checkpointError) report(w io.Writer) {
+	fmt.Fprintf(w, "omnitrace import: requests held, not exported: %d; exported since the last checkpoint saved: %d (a restart from that checkpoint, or from the file's start with none, reads the first again, and exports the second again)\n", e.held, e.sinceSave)
 }
 
 func fileID(fi os.FileInfo) (uint64, uint64) {
@@ -166,7 +204,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 			opts.Format = cp.Format
 		}
 	}
-	in, err := omnirecord.NewInput(time.Now(), opts, im)
+	in, err := omnirecord.NewInput(time.Now().UTC(), opts, im)
 	if err != nil {
 		return err
 	}
@@ -178,13 +216,29 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		return err
 	}
 	defer func() { t.f.Close() }()
+	if fl.checkpoint != "" {
+		// Where the checkpoint cannot be saved, nothing is read: a
+		// follower that could not say where it stopped would export again,
+		// after a restart, what it exported.
+		probe := cp
+		if probe.Version == 0 {
+			probe = checkpoint{Dev: t.dev, Ino: t.ino, Stream: t.stream}
+		}
+		if err := probe.save(fl.checkpoint); err != nil {
+			return fmt.Errorf("the checkpoint %s cannot be saved: %w: nothing was read", traceview.Display(fl.checkpoint, 256), err)
+		}
+	}
 	if cp.Version != 0 {
-		same := cp.Dev == t.dev && cp.Ino == t.ino && cp.Offset <= t.size()
-		if same && cp.HeadLen > 0 {
+		same := cp.Dev == t.dev && cp.Ino == t.ino && cp.Stream == t.stream && (t.stream || cp.Offset <= t.size())
+		if same && cp.HeadLen > 0 && !t.stream {
 			h, err := head(t.f, cp.HeadLen)
 			same = err == nil && h == cp.Head
 		}
-		if same {
+		if same && t.stream {
+			// What a pipe held is gone: its exported requests are
+			// remembered, to tell late records and to count reused ids.
+			in.Resume(cp.Done, 0, 0)
+		} else if same {
 			if _, err := t.f.Seek(cp.Offset, io.SeekStart); err != nil {
 				return err
 			}
@@ -196,7 +250,11 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 			fmt.Fprintf(im.stderr, "omnitrace import: %s is not the file the checkpoint was saved for (rotated, replaced or truncated while stopped): reading it from its start; what the old one held after the checkpoint is not read\n", traceview.Display(path, 256))
 		}
 	}
-	saved := time.Now()
+	saved, handedAtSave := time.Now(), im.handedOn()
+	stopped := func(err error) error {
+		im.noteStats(in)
+		return &checkpointError{path: traceview.Display(fl.checkpoint, 256), err: err, held: in.Held(), sinceSave: im.handedOn() - handedAtSave}
+	}
 	tick := time.NewTicker(fl.poll)
 	defer tick.Stop()
 	for {
@@ -207,15 +265,23 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		} else if rotated {
 			continue
 		}
+		in.SetNow(time.Now())
 		if err := t.drain(); err != nil {
 			return err
 		}
 		in.Tick(time.Now(), fl.idle)
 		if time.Since(saved) >= time.Second {
 			if err := t.checkpoint().save(fl.checkpoint); err != nil {
-				return err
+				// Stopped, holding what it held: the last checkpoint saved
+				// names where those requests' records begin.
+				if t.stream {
+					in.End() // a pipe's records cannot be read again
+				} else {
+					in.Stop()
+				}
+				return stopped(err)
 			}
-			saved = time.Now()
+			saved, handedAtSave = time.Now(), im.handedOn()
 		}
 		select {
 		case <-ctx.Done():
@@ -228,19 +294,34 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 					break
 				}
 			}
+			if t.stream {
+				// What the pipe holds, not what a writer that never stops
+				// writes after: at most the largest pipe buffer.
+				t.limit = t.off + maxPipeBuffer
+			}
 			if err := t.drain(); err != nil {
 				return err
 			}
-			if fl.checkpoint == "" {
-				// Nowhere to resume from: export what is held.
+			if t.stream && len(t.partial) > 0 && t.skipFrom < 0 {
+				// A pipe's last line, not ended, is all it will give of it.
+				t.in.Line(t.partial, t.off-int64(len(t.partial)))
+				t.partial = t.partial[:0]
+			}
+			switch {
+			case fl.checkpoint == "" || t.stream:
+				// Nowhere to resume from (no checkpoint, or a pipe, which
+				// cannot be read again): export what is held.
 				in.End()
-			} else {
+			default:
 				// Every request held, finished or not, is read again from
 				// the checkpoint after a restart, and exported whole then.
 				in.Stop()
 			}
+			if err := t.checkpoint().save(fl.checkpoint); err != nil {
+				return stopped(err)
+			}
 			im.noteStats(in)
-			return t.checkpoint().save(fl.checkpoint)
+			return nil
 		case <-tick.C:
 		}
 	}
@@ -267,10 +348,22 @@ type tail struct {
 	// is told by its head, not its size.
 	headSum string
 	headN   int64
+	// stream: the file is no regular file (a named pipe, a device): it
+	// has no size or head, cannot be read again, and is read without ever
+	// waiting (through raw), so that an interrupt is seen at the next look.
+	stream bool
+	raw    syscall.RawConn
+	// limit, when above 0, is the offset a drain stops at.
+	limit int64
 }
 
+// maxPipeBuffer is the most a pipe holds on Linux (fs.pipe-max-size).
+const maxPipeBuffer = 1 << 20
+
+// open opens the file without waiting: a named pipe no writer has opened
+// yet opens at once, and reads as ended until one does.
 func (t *tail) open() error {
-	f, err := os.Open(t.path)
+	f, err := os.OpenFile(t.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -279,9 +372,40 @@ func (t *tail) open() error {
 		f.Close()
 		return err
 	}
+	t.stream, t.raw = !fi.Mode().IsRegular(), nil
+	if t.stream {
+		if t.raw, err = f.SyscallConn(); err != nil {
+			f.Close()
+			return err
+		}
+	}
 	t.f, t.off, t.partial, t.skipFrom, t.headN = f, 0, t.partial[:0], -1, 0
 	t.dev, t.ino = fileID(fi)
 	return nil
+}
+
+// read reads what the file holds now. A regular file never waits; a
+// stream is read once, without waiting for more (io.EOF: no writer).
+func (t *tail) read(buf []byte) (int, error) {
+	if !t.stream {
+		return t.f.Read(buf)
+	}
+	n, rerr := 0, error(nil)
+	err := t.raw.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Read(int(fd), buf)
+		return true // one attempt: the follow loop looks again after -poll
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
+		return 0, nil // nothing now
+	case rerr != nil:
+		return 0, rerr
+	case n <= 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 func (t *tail) size() int64 {
@@ -298,9 +422,16 @@ func (t *tail) drain() error {
 		t.buf = make([]byte, 256<<10)
 	}
 	for t.ctx == nil || t.ctx.Err() == nil {
-		n, err := t.f.Read(t.buf)
+		buf := t.buf
+		if t.limit > 0 {
+			if t.off >= t.limit {
+				return nil
+			}
+			buf = buf[:min(int64(len(buf)), t.limit-t.off)]
+		}
+		n, err := t.read(buf)
 		if n > 0 {
-			t.feed(t.buf[:n])
+			t.feed(buf[:n])
 		}
 		if err == io.EOF || n == 0 {
 			return nil
@@ -377,6 +508,8 @@ func (t *tail) rotated() (bool, error) {
 		t.f.Close()
 		t.in.Rotated()
 		return true, t.open()
+	case t.stream:
+		return false, nil // no size, no head: nothing else to tell
 	case fi.Size() < t.off || t.headChanged():
 		if _, err := t.f.Seek(0, io.SeekStart); err != nil {
 			return false, err
@@ -411,6 +544,14 @@ func (t *tail) checkpoint() checkpoint {
 		next = t.skipFrom // the long line is read, and skipped, again
 	}
 	off, line, done := t.in.Checkpoint(next)
+	if t.stream {
+		// A pipe is never read again: no offset, and no record of the
+		// requests exported will come again.
+		for i := range done {
+			done[i].First, done[i].Last = -1, -1
+		}
+		return checkpoint{Dev: t.dev, Ino: t.ino, Stream: true, Done: done, Format: t.in.Format()}
+	}
 	cp := checkpoint{Dev: t.dev, Ino: t.ino, Offset: off, Next: next, Done: done, Format: t.in.Format(), Line: line}
 	if n := min(off, headLen); n > 0 {
 		if h, err := head(t.f, n); err == nil {

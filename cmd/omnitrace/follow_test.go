@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,70 @@ func TestACheckpointIsUntrustedInput(t *testing.T) {
 		if _, err := loadCheckpoint(path); err == nil || !strings.Contains(err.Error(), "not one this version wrote") {
 			t.Errorf("%s: %v, want it refused", body, err)
 		}
+	}
+}
+
+// TestACheckpointThatCannotBeSavedStopsBeforeReading: where the checkpoint
+// cannot be written, -follow says so and reads nothing: it would export
+// requests that a restart, without a checkpoint, exports again.
+func TestACheckpointThatCannotBeSavedStopsBeforeReading(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	log, cp, out := filepath.Join(dir, "vllm.log"), filepath.Join(dir, "cp.json"), filepath.Join(dir, "out.json")
+	appendTo(t, log, timingLine("x"))
+	if err := os.Mkdir(cp+".tmp", 0o700); err != nil { // where the new checkpoint is written first
+		t.Fatal(err)
+	}
+	f := startFollow(t, "-out", out, "-checkpoint", cp, "-settle", "0", log)
+	<-f.done // it ends by itself
+	if f.code != 1 || !strings.Contains(f.stderr, "cannot be saved") || !strings.Contains(f.stderr, "nothing was read") || !strings.Contains(f.stderr, "imported 0") {
+		t.Errorf("exit %d:\n%s", f.code, f.stderr)
+	}
+	if got := requestCounts(readTraces(t, out)); len(got) != 0 {
+		t.Errorf("exported %v", got)
+	}
+}
+
+// TestAFailedCheckpointSaysWhatItImportedAndWhatItHeld: a checkpoint that
+// cannot be saved once -follow has exported some requests, and holds
+// another, ends it (exit 1), counting truthfully what it exported, what it
+// held and did not export (a restart reads it again from the last
+// checkpoint saved), and what it exported since that checkpoint.
+func TestAFailedCheckpointSaysWhatItImportedAndWhatItHeld(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	log, cp, out := filepath.Join(dir, "vllm.log"), filepath.Join(dir, "cp.json"), filepath.Join(dir, "out.json")
+	// x and y are finished; z's table came, its [OmniTiming] line not yet.
+	appendTo(t, log, timingLine("x")+timingLine("y")+strings.Join([]string{
+		"INFO 11-30 05:10:44 [stats.py:560] [StageRequestStats [request_id=z]]",
+		"INFO 11-30 05:10:44 [stats.py:560] +-------------------+-------+",
+		"INFO 11-30 05:10:44 [stats.py:560] | Field             |     0 |",
+		"INFO 11-30 05:10:44 [stats.py:560] +-------------------+-------+",
+		"INFO 11-30 05:10:44 [stats.py:560] | stage_gen_time_ms | 5.000 |",
+		"INFO 11-30 05:10:44 [stats.py:560] +-------------------+-------+",
+		""}, "\n"))
+	f := startFollow(t, "-out", out, "-checkpoint", cp, "-settle", "0", "-idle", "1h", log)
+	// Once a checkpoint names x and y as exported, saving fails.
+	for {
+		b, _ := os.ReadFile(cp)
+		if strings.Contains(string(b), `"id":"x"`) && strings.Contains(string(b), `"id":"y"`) {
+			break
+		}
+		select {
+		case <-f.done:
+			t.Fatalf("ended before its checkpoint named x and y:\n%s", f.stderr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := os.Mkdir(cp+".tmp", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.stop()
+	if f.code != 1 || !strings.Contains(f.stderr, "cannot be saved") || !strings.Contains(f.stderr, "imported 2,") ||
+		!strings.Contains(f.stderr, "requests held, not exported: 1; exported since the last checkpoint saved: 0") {
+		t.Errorf("exit %d:\n%s", f.code, f.stderr)
+	}
+	if got := requestCounts(readTraces(t, out)); fmt.Sprint(got) != "map[x:1 y:1]" {
+		t.Errorf("exported %v, want x and y", got)
 	}
 }

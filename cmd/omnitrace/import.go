@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -10,9 +11,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	_ "time/tzdata" // -tz names a zone even where the system has no database
 
 	"go.opentelemetry.io/otel"
 
@@ -32,10 +37,10 @@ const maxProblemLines = 100
 
 // importFlags are import's options.
 type importFlags struct {
-	out, format, start, run, checkpoint string
-	follow                              bool
-	idle, poll                          time.Duration
-	settle, maxPending                  int
+	out, format, start, run, checkpoint, tz string
+	follow                                  bool
+	idle, poll                              time.Duration
+	settle, maxPending                      int
 }
 
 func (f *importFlags) register(fs *flag.FlagSet) {
@@ -43,12 +48,13 @@ func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", omnirecord.FormatAuto, fmt.Sprintf("the input's form, one of %v (auto tells it by content)", omnirecord.Formats))
 	fs.StringVar(&f.start, "start", "", "place requests whose input has no time (a summary) from this RFC 3339 time (default: the file's modification time)")
 	fs.StringVar(&f.run, "run", "", "a name for the run the input belongs to; it enters every trace id, so that runs reusing request ids stay apart")
+	fs.StringVar(&f.tz, "tz", "UTC", "the time zone a log's times are read in, which its lines do not say: an IANA name (Asia/Tokyo), UTC, or an offset (+09:00)")
 	fs.BoolVar(&f.follow, "follow", false, "keep reading FILE as it grows, across rotation, exporting each request once complete")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "with -follow: resume from and save the position in this file")
 	fs.DurationVar(&f.idle, "idle", 10*time.Second, "with -follow: export a request once no record of it came for this long")
 	fs.DurationVar(&f.poll, "poll", 200*time.Millisecond, "with -follow: how often to look for more input")
 	fs.IntVar(&f.settle, "settle", omnirecord.DefaultSettle, "records a finished request of a log waits for before it is exported")
-	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once; beyond, the oldest is exported, or dropped if unfinished")
+	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once, and of inputs held for their other forms; beyond, the oldest is exported, or dropped if unfinished")
 }
 
 func (f *importFlags) options() (omnirecord.Options, error) {
@@ -60,6 +66,11 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 		}
 		o.Start = t
 	}
+	zone, err := parseZone(f.tz)
+	if err != nil {
+		return o, usageError{err.Error()}
+	}
+	o.Zone = zone
 	if f.settle < 0 || f.maxPending < 0 {
 		return o, usageError{"-settle and -max-pending are not negative"}
 	}
@@ -70,6 +81,57 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 		return o, usageError{"-poll and -idle are longer than 0"}
 	}
 	return o, nil
+}
+
+// parseZone reads -tz: UTC, an offset from it ("+09:00", "-0530"), or a
+// name of the time zone database ("Asia/Tokyo"). "Local", the machine's
+// own zone, is refused: an import must not depend on where it runs.
+func parseZone(s string) (*time.Location, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("-tz %q: %s (an IANA name such as Asia/Tokyo, UTC, or an offset such as +09:00)", traceview.Display(s, 64), why)
+	}
+	switch s {
+	case "":
+		return nil, bad("no zone")
+	case "UTC", "Z":
+		return time.UTC, nil
+	case "Local":
+		return nil, bad("the machine's own zone is never assumed: name it")
+	}
+	if s[0] == '+' || s[0] == '-' {
+		// ±HH, ±HHMM or ±HH:MM.
+		digits := s[1:]
+		if len(digits) == 5 && digits[2] == ':' {
+			digits = digits[:2] + digits[3:]
+		}
+		if len(digits) != 2 && len(digits) != 4 || strings.Trim(digits, "0123456789") != "" {
+			return nil, bad("not an offset")
+		}
+		h, _ := strconv.Atoi(digits[:2])
+		m := 0
+		if len(digits) == 4 {
+			m, _ = strconv.Atoi(digits[2:])
+		}
+		if m > 59 {
+			return nil, bad("not an offset")
+		}
+		if h*60+m > 14*60 {
+			return nil, bad("an offset beyond ±14:00")
+		}
+		sec := (h*60 + m) * 60
+		if s[0] == '-' {
+			sec = -sec
+		}
+		return time.FixedZone(s, sec), nil
+	}
+	if len(s) > 64 {
+		return nil, bad("not a zone name")
+	}
+	loc, err := time.LoadLocation(s)
+	if err != nil {
+		return nil, bad("not a zone of the time zone database")
+	}
+	return loc, nil
 }
 
 func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderrW io.Writer) int {
@@ -97,6 +159,16 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			for _, name := range fs.Args() {
 				if in, serr := os.Stat(name); serr == nil && os.SameFile(in, out) {
 					err = usageError{fmt.Sprintf("-out %s is one of the inputs", traceview.Display(fl.out, 256))}
+				}
+			}
+		}
+	}
+	if err == nil && fl.checkpoint != "" {
+		// Saving the checkpoint would replace the file followed, or -out.
+		if cp, serr := os.Stat(fl.checkpoint); serr == nil {
+			for _, name := range append(fs.Args(), fl.out) {
+				if other, serr := os.Stat(name); name != "" && serr == nil && os.SameFile(cp, other) {
+					err = usageError{fmt.Sprintf("-checkpoint %s is the file followed, or -out", traceview.Display(fl.checkpoint, 256))}
 				}
 			}
 		}
@@ -131,14 +203,17 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			readDone <- follow(ctx, fs.Arg(0), fl, opts, im)
 			return
 		}
-		names := fs.Args()
-		if len(names) == 0 {
-			names = []string{"-"}
+		names := inputOrder(fs.Args(), stderr)
+		if len(names) > 1 {
+			// The forms of one run, in several inputs, make one trace of
+			// each request: see omnirecord.MergeForms.
+			im.join = omnirecord.NewJoiner(cmp.Or(fl.maxPending, omnirecord.DefaultMaxPending))
 		}
-		for _, name := range names {
+		for i, name := range names {
 			if ctx.Err() != nil {
 				break
 			}
+			im.lastInput = i == len(names)-1
 			if err := im.readFile(name, stdin, opts); err != nil {
 				fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
 				im.mu.Lock()
@@ -165,6 +240,21 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return 1
 		}
 	}
+	if !fl.follow {
+		// The reading is over (or given up on above): what is held for
+		// other forms is handed on, as anything read, even at an
+		// interrupt (bounded: see hand).
+		im.joinRest()
+	}
+	readErr := err != nil
+	if readErr {
+		// Said before the counts, which it explains.
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+		var stop *checkpointError
+		if errors.As(err, &stop) {
+			stop.report(stderr)
+		}
+	}
 	finished := make(chan int, 1)
 	go func() { finished <- im.finish(dest) }()
 	var status int
@@ -182,8 +272,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "omnitrace import: interrupted: the rest of the input was not read")
 		status = 1
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+	if readErr {
 		return 1
 	}
 	if !fl.follow && im.imported == 0 && im.skipped == 0 {
@@ -193,6 +282,59 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 1
 	}
 	return status
+}
+
+// inputOrder returns the inputs to read (stdin when none is named), each
+// once: a file named twice, or stdin named twice, is read once, and said
+// so. The smallest files are read first and stdin last: the requests of
+// every input but the last are held until their other forms are read, and
+// the largest input is then the one not held. What an import makes does
+// not depend on the order (see omnirecord.MergeForms).
+func inputOrder(names []string, stderr io.Writer) []string {
+	if len(names) == 0 {
+		return []string{"-"}
+	}
+	type in struct {
+		name string
+		size int64
+		fi   os.FileInfo
+	}
+	var ins []in
+	stdin := false
+	for _, name := range names {
+		if name == "-" {
+			if stdin {
+				fmt.Fprintln(stderr, "omnitrace import: stdin (-) is named twice: read once")
+			}
+			stdin = true
+			continue
+		}
+		fi, err := os.Stat(name)
+		if err == nil {
+			if j := slices.IndexFunc(ins, func(x in) bool { return x.fi != nil && os.SameFile(x.fi, fi) }); j >= 0 {
+				if ins[j].name == name {
+					fmt.Fprintf(stderr, "omnitrace import: %s is named twice: read once\n", traceview.Display(name, 256))
+				} else {
+					fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", traceview.Display(name, 256), traceview.Display(ins[j].name, 256))
+				}
+				continue
+			}
+		}
+		x := in{name: name, fi: fi}
+		if fi != nil {
+			x.size = fi.Size()
+		}
+		ins = append(ins, x)
+	}
+	slices.SortStableFunc(ins, func(a, b in) int { return cmp.Compare(a.size, b.size) })
+	out := make([]string, 0, len(ins)+1)
+	for _, x := range ins {
+		out = append(out, x.name)
+	}
+	if stdin {
+		out = append(out, "-")
+	}
+	return out
 }
 
 // closingWriter writes to w until closed, then drops what comes.
@@ -253,6 +395,12 @@ type importer struct {
 	work    chan emitJob
 	workers sync.WaitGroup
 
+	// join merges the forms of one request read from several inputs; nil
+	// with one input. lastInput: the input being read is the last. Both
+	// are the reading goroutine's.
+	join      *omnirecord.Joiner
+	lastInput bool
+
 	mu       sync.Mutex // guards what follows, written by the workers too
 	name     string
 	problems int
@@ -260,10 +408,15 @@ type importer struct {
 	skipped  int
 	late     int
 	dropped  int
-	leftOut  int
+	// lateForms counts the parts of requests, in a later input, that came
+	// after their request was handed on (more than -max-pending held).
+	lateForms int
+	leftOut   int
 	// notSent counts requests dropped at an interrupt, and givenUp says
 	// the workers were given up on.
 	notSent int
+	// handed counts the requests handed to the workers.
+	handed  int
 	givenUp atomic.Bool
 }
 
@@ -288,12 +441,67 @@ func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer
 	return im
 }
 
-// Request hands one request to the workers.
+// Request hands one request to the workers, once its other forms, in the
+// other inputs, are read.
 func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
 	im.mu.Lock()
 	name := im.name
 	im.mu.Unlock()
-	j := emitJob{r, anchor, name}
+	if im.join != nil && omnirecord.Joins(r) {
+		if !im.lastInput {
+			for _, j := range im.join.Hold(r, anchor, name) {
+				im.joined(j)
+			}
+			return
+		}
+		if j, ok := im.join.Take(r, anchor, name); ok {
+			im.joined(j)
+		}
+		return
+	}
+	im.hand(emitJob{r, anchor, name})
+}
+
+// joined reports what the forms of a merged request disagree on, and
+// hands it to the workers.
+func (im *importer) joined(j omnirecord.Joined) {
+	if len(j.Notes) > 0 {
+		im.mu.Lock()
+		for _, n := range j.Notes {
+			im.leftOut++
+			im.reportAtLocked(j.Name, j.R.Line, fmt.Errorf("request %q: %s", sanitize.String(j.R.ID, 128), n), "")
+		}
+		im.mu.Unlock()
+	}
+	im.hand(emitJob{j.R, j.Anchor, j.Name})
+}
+
+// joinRest hands on the requests still held for their other forms, once
+// every input is read (or the reading was interrupted).
+func (im *importer) joinRest() {
+	if im.join == nil {
+		return
+	}
+	for _, j := range im.join.Rest() {
+		im.joined(j)
+	}
+	im.mu.Lock()
+	im.lateForms = im.join.Late
+	im.mu.Unlock()
+}
+
+// handedOn returns how many requests were handed to the workers.
+func (im *importer) handedOn() int {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return im.handed
+}
+
+// hand hands one request to the workers.
+func (im *importer) hand(j emitJob) {
+	im.mu.Lock()
+	im.handed++
+	im.mu.Unlock()
 	select {
 	case im.work <- j:
 		return
@@ -372,7 +580,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	im.name, im.problems = sanitize.String(name, 256), 0
 	im.mu.Unlock()
 	var r io.Reader = stdin
-	ref := time.Now()
+	ref := time.Now().UTC()
 	if name == "-" {
 		im.mu.Lock()
 		im.name = "stdin"
@@ -384,7 +592,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err == nil {
-			ref = st.ModTime()
+			ref = st.ModTime().UTC()
 		}
 		r = f
 	}
@@ -432,6 +640,10 @@ func (im *importer) finish(dest string) int {
 	status := 0
 	if im.late > 0 || im.dropped > 0 {
 		fmt.Fprintf(im.stderr, "omnitrace import: %d records came after their request was exported (raise -settle), %d unfinished requests dropped (more than -max-pending held, or more than 64 MiB of their attributes)\n", im.late, im.dropped)
+		status = 1
+	}
+	if im.lateForms > 0 {
+		fmt.Fprintf(im.stderr, "omnitrace import: %d requests of a later input were left out: the same request of an earlier input was exported without them, more than -max-pending being held for their other forms (raise -max-pending)\n", im.lateForms)
 		status = 1
 	}
 	if err := im.tel.Shutdown(context.WithoutCancel(im.ctx)); err != nil {

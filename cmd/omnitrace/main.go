@@ -1,7 +1,7 @@
 // Command omnitrace brings the timing that engines already write into
 // traces, and reads traces back as the tables people read in a terminal.
 //
-//	omnitrace import [-out FILE] [-format F] [-start T] [-run NAME] [FILE ...]
+//	omnitrace import [-out FILE] [-format F] [-start T] [-run NAME] [-tz ZONE] [FILE ...]
 //	omnitrace import -follow [-checkpoint FILE] [-idle D] FILE
 //	omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
 //	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
@@ -9,7 +9,8 @@
 // import reads what vLLM-Omni writes (its orchestrator's summary dicts, the
 // [OmniTiming] lines and per-request tables of its log, its older event
 // dicts) or this project's JSON-lines records, tells the form by content,
-// and makes one trace per request. It exports through the standard OTEL_*
+// and makes one trace per request, the forms of one run given together
+// merged into it. It exports through the standard OTEL_*
 // variables (to the console when none names an exporter or endpoint), or
 // writes an OTLP/JSON file with -out, as it goes. Ids are derived from the
 // input: importing it again stores nothing twice. A bad record is
@@ -44,7 +45,7 @@ import (
 )
 
 const usage = `usage:
-  omnitrace import [-out FILE] [-format auto|jsonl|summary|log] [-start T] [-run NAME] [FILE ...]
+  omnitrace import [-out FILE] [-format auto|jsonl|summary|log] [-start T] [-run NAME] [-tz UTC] [FILE ...]
                                                       vLLM-Omni's summaries, logs or records to traces (stdin when no FILE)
   omnitrace import -follow [-checkpoint FILE] [-idle 10s] FILE
                                                       the same, as the engine appends to FILE

@@ -335,7 +335,8 @@ func TestAnInterruptEndsAnImportStuckOnItsInputOrItsCollector(t *testing.T) {
 }
 
 // TestOutIsNeverAnInput: -out naming an input would empty it before it is
-// read: a usage error, and the input is left whole.
+// read, and -checkpoint naming the file followed (or -out) would replace it:
+// a usage error, and the input is left whole.
 func TestOutIsNeverAnInput(t *testing.T) {
 	clearEnv(t)
 	path := filepath.Join(t.TempDir(), "records.jsonl")
@@ -345,5 +346,16 @@ func TestOutIsNeverAnInput(t *testing.T) {
 	code, _, stderr := runCmd(t, "", "import", "-out", path, path)
 	if b, _ := os.ReadFile(path); code != 2 || string(b) != goodLine+"\n" {
 		t.Errorf("exit %d (%s), input now %d bytes", code, stderr, len(b))
+	}
+	// Nor may -checkpoint, which -follow writes before reading.
+	out := filepath.Join(t.TempDir(), "out.json")
+	if err := os.WriteFile(out, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range []string{path, out} {
+		code, _, stderr = runCmd(t, "", "import", "-follow", "-out", out, "-checkpoint", cp, path)
+		if b, _ := os.ReadFile(path); code != 2 || string(b) != goodLine+"\n" {
+			t.Errorf("-checkpoint %s: exit %d (%s), input now %d bytes", cp, code, stderr, len(b))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -43,6 +44,9 @@ type collector struct {
 	// for the checkpoint, and to tell a late record from a new request.
 	recent    *list.List // of Done
 	recentIDs map[string]int
+	// lastNth is, for each id remembered, the Nth of the latest request
+	// with it: which of the requests with that id the next one is.
+	lastNth map[string]int
 
 	// resumed are requests handed on before a restart, and resumedUntil
 	// the offset up to which their records are read again.
@@ -58,11 +62,13 @@ type collector struct {
 	late, dropped int
 }
 
-// Done is a request handed on: the key of its id (see doneKey), and the
-// offsets of its first and last records.
+// Done is a request handed on: the key of its id (see doneKey), the
+// offsets of its first and last records, and which of the requests with
+// that id of the input it was (Nth: 1 for the first, 0 when not counted).
 type Done struct {
 	Key         string `json:"id"`
 	First, Last int64
+	Nth         int `json:"nth,omitempty"`
 }
 
 type pendingReq struct {
@@ -87,7 +93,8 @@ func newCollector(settle, maxPending int, ready func(*builder)) *collector {
 		settle = 0
 	}
 	return &collector{settle: settle, maxPending: maxPending, ready: ready,
-		pending: map[string]*pendingReq{}, queue: list.New(), done: list.New(), recent: list.New(), recentIDs: map[string]int{}}
+		pending: map[string]*pendingReq{}, queue: list.New(), done: list.New(), recent: list.New(), recentIDs: map[string]int{},
+		lastNth: map[string]int{}}
 }
 
 // add applies one record of request id to its builder. once says the
@@ -111,7 +118,7 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 			c.late++
 			return
 		}
-		p = &pendingReq{b: newBuilder(id, source, "log:"+at.UTC().Format(time.RFC3339)), firstOff: offset}
+		p = &pendingReq{b: newBuilder(id, source, ""), firstOff: offset}
 		// The id is held too, whole (it tells requests apart): it counts.
 		p.b.bytes += len(id)
 		p.b.line = c.line
@@ -193,19 +200,47 @@ func (c *collector) finish(p *pendingReq) {
 	c.remove(p)
 	switch {
 	case !p.rotated:
-		c.remember(Done{Key: DoneKey(p.b.r.ID), First: p.firstOff, Last: p.lastOff})
+		p.b.r.Run = c.count(p.b.r.ID, p.firstOff, p.lastOff)
 	case p.newFirst >= 0:
 		// Only its records in the new file can be read again.
-		c.remember(Done{Key: DoneKey(p.b.r.ID), First: p.newFirst, Last: p.lastOff})
+		p.b.r.Run = c.count(p.b.r.ID, p.newFirst, p.lastOff)
+	default:
+		// No record of it can be read again: remembered all the same, to
+		// be counted, and to tell a late record of it.
+		p.b.r.Run = c.count(p.b.r.ID, -1, -1)
 	}
 	c.ready(p.b)
 }
 
-// remember keeps a request handed on: for the checkpoint, and to tell a
-// late record of it from a new request.
+// count remembers a request of id handed on, whose records lie from
+// first to last, and returns its run (see [Request.Run]): which of the
+// requests with that id it is, counted over the requests remembered.
+func (c *collector) count(id string, first, last int64) string {
+	key := DoneKey(id)
+	n := c.lastNth[key] + 1
+	c.remember(Done{Key: key, First: first, Last: last, Nth: n})
+	return runOf(n)
+}
+
+// handedOn counts a request handed on outside the collector (a summary's):
+// see count.
+func (c *collector) handedOn(id string, first, last int64) string {
+	run := c.count(id, first, last)
+	c.trim()
+	return run
+}
+
+// runOf is the run of the nth request with one id: "#1" for the first.
+func runOf(n int) string { return "#" + strconv.Itoa(n) }
+
+// remember keeps a request handed on: for the checkpoint, to tell a late
+// record of it from a new request, and to count the requests with its id.
 func (c *collector) remember(d Done) {
 	c.recent.PushBack(d)
 	c.recentIDs[d.Key]++
+	if d.Nth > c.lastNth[d.Key] {
+		c.lastNth[d.Key] = d.Nth
+	}
 }
 
 // trim forgets the oldest requests handed on beyond recentExported. A
@@ -218,6 +253,7 @@ func (c *collector) trim() {
 		old := c.recent.Remove(c.recent.Front()).(Done)
 		if c.recentIDs[old.Key]--; c.recentIDs[old.Key] <= 0 {
 			delete(c.recentIDs, old.Key)
+			delete(c.lastNth, old.Key)
 		}
 		for c.queue.Len() > 0 && c.queue.Front().Value.(*pendingReq).firstOff <= old.Last {
 			c.evictOldest()
@@ -321,3 +357,6 @@ func (c *collector) markDone(done []Done, until int64) {
 	c.resumedUntil = until
 	c.trim()
 }
+
+// Held returns how many requests the input holds, not yet handed on.
+func (in *Input) Held() int { return in.coll.queue.Len() }

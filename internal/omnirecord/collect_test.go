@@ -95,7 +95,7 @@ func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
 	coll.flush()
 	off, _ := coll.checkpoint(40, 0, 40, 0)
 	done := coll.remembered()
-	if off != 40 || fmt.Sprint(done) != "[{a 10 30} {b 20 20}]" {
+	if off != 40 || fmt.Sprint(done) != "[{a 10 30 1} {b 20 20 1}]" {
 		t.Errorf("with nothing held, checkpoint at %d (done %v), want 40, and a and b with where their records lie", off, done)
 	}
 	// Every request remembered is named with where its records lie, so
@@ -106,7 +106,7 @@ func TestCheckpointNamesTheOldestHeldRecord(t *testing.T) {
 	coll.add("e", "log", at, 70, false, func(*builder) {})
 	off, _ = coll.checkpoint(80, 0, 80, 0)
 	done = coll.remembered()
-	if off != 70 || fmt.Sprint(done) != "[{a 10 30} {b 20 20} {c 50 50} {d 60 60}]" {
+	if off != 70 || fmt.Sprint(done) != "[{a 10 30 1} {b 20 20 1} {c 50 50 1} {d 60 60 1}]" {
 		t.Errorf("checkpoint at %d, done %v: want 70 and a, b, c, d", off, done)
 	}
 	if off, _ = coll.checkpoint(55, 0, 80, 0); off != 55 {
@@ -191,7 +191,7 @@ func TestARotatedRequestIsRememberedByItsNewRecords(t *testing.T) {
 	coll.add("a", "log", at, 30, false, func(*builder) {})
 	coll.add("a", "log", at, 40, false, func(*builder) {})
 	coll.stop()
-	if done := coll.remembered(); fmt.Sprint(done) != "[{a 30 40}]" {
+	if done := coll.remembered(); fmt.Sprint(done) != "[{a 30 40 1}]" {
 		t.Errorf("remembered %v, want a by its records in the new file, 30 to 40", done)
 	}
 }

@@ -27,7 +27,7 @@ type Emitter struct {
 // NewEmitter returns an emitter whose spans go to tp. An import makes no
 // metrics: its requests ran long ago.
 func NewEmitter(tp trace.TracerProvider) *Emitter {
-	return &Emitter{in: otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithMeterProvider(metricnoop.NewMeterProvider()))}
+	return &Emitter{in: otelomni.New(otelomni.WithTracerProvider(withSpanNames(tp)), otelomni.WithMeterProvider(metricnoop.NewMeterProvider()))}
 }
 
 // Emit makes r's trace (see [Request.Emit]).
@@ -134,14 +134,15 @@ func (r *Request) EndTime(anchor time.Time) time.Time {
 // multi-stage trace otherwise. Times the input lacks are placed (see
 // placeTimes) from anchor. The trace and span ids come from
 // [IDGenerator] when the tracer provider uses it: the same request read
-// twice makes the same ids. A request with a time outside what OTLP
+// twice makes the same ids, and each span's id says what the span is (see
+// idState), whichever other spans the request has. A request with a time outside what OTLP
 // carries makes no span at all.
 func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor time.Time) error {
 	placed, end, err := r.plan(anchor)
 	if err != nil {
 		return err
 	}
-	ctx = withIDs(ctx, r.Key())
+	ctx, ids := withIDs(ctx, r.Key())
 	info := otelomni.RequestInfo{
 		ID: r.ID, Model: r.Model, Modality: r.Modality, NumInferenceSteps: r.Steps, GuidanceScale: r.Guidance,
 		Height: r.Height, Width: r.Width, NumFrames: r.Frames, Start: r.Arrival,
@@ -179,6 +180,7 @@ func (r *Request) Emit(ctx context.Context, in *otelomni.Instrumenter, anchor ti
 	for i := range placed {
 		ps := &placed[i]
 		st := ps.st
+		ids.stage = int64(st.ID)
 		_, stage := in.StartStage(rctx, otelomni.StageInfo{ID: st.ID, Name: st.Name, Type: stageType(st), Model: r.Model, Start: st.Submit})
 		switch {
 		case ps.p.HasTransfer && (i > 0 || st.RxFrom != nil):

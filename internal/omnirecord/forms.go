@@ -21,13 +21,12 @@ type summaryRequest struct {
 var ErrNotSummary = errors.New("not a summary dict (no stage_table, trans_table or e2e_table)")
 
 // summaryRows groups a summary dict's tables by request, in the order
-// requests first appear, and returns the run it describes: a digest of
-// its overall_summary and final_stage_id, figures of that run alone. An
-// entry without a usable request_id, and a second entry of one request in
-// one table (its writer writes one), are skipped and reported through bad.
-func summaryRows(doc *Value, bad func(error)) ([]summaryRequest, string, error) {
+// requests first appear. An entry without a usable request_id, and a
+// second entry of one request in one table (its writer writes one), are
+// skipped and reported through bad.
+func summaryRows(doc *Value, bad func(error)) ([]summaryRequest, error) {
 	if doc.Kind != Object {
-		return nil, "", ErrNotSummary
+		return nil, ErrNotSummary
 	}
 	byID := map[string]int{}
 	var out []summaryRequest
@@ -48,7 +47,7 @@ func summaryRows(doc *Value, bad func(error)) ([]summaryRequest, string, error) 
 		}
 		found = true
 		if tv.Kind != Array {
-			return nil, "", fmt.Errorf("%w: %s is not a list", ErrBadField, t.table)
+			return nil, fmt.Errorf("%w: %s is not a list", ErrBadField, t.table)
 		}
 		seen := map[string]bool{}
 		for i := range tv.Items {
@@ -85,16 +84,9 @@ func summaryRows(doc *Value, bad func(error)) ([]summaryRequest, string, error) 
 		}
 	}
 	if !found {
-		return nil, "", ErrNotSummary
+		return nil, ErrNotSummary
 	}
-	h := newBuilder("", "", "")
-	for _, k := range []string{"overall_summary", "final_stage_id"} {
-		if v, ok := doc.Get(k); ok {
-			h.mix(k)
-			h.mix(string(appendJSON(nil, v, 1<<20)))
-		}
-	}
-	return out, fmt.Sprintf("summary:%016x", h.digest), nil
+	return out, nil
 }
 
 // build makes the request of one summary entry.

@@ -37,7 +37,7 @@ func (c *collected) byID(t *testing.T, id string) *Request {
 func readAll(t *testing.T, data []byte, opts Options) *collected {
 	t.Helper()
 	c := &collected{}
-	in, err := NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local), opts, c)
+	in, err := NewInput(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), opts, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestVLLMLog(t *testing.T) {
 	if r.Total == nil || r.Total.D != ms(3321.75) || r.Total.Resolution != time.Microsecond {
 		t.Errorf("total %+v: the table's is finer than the [OmniTiming] line's", r.Total)
 	}
-	want := time.Date(2026, 11, 30, 5, 10, 44, 0, time.Local)
+	want := time.Date(2026, 11, 30, 5, 10, 44, 0, time.UTC)
 	if !r.End.Equal(want) {
 		t.Errorf("end %v, want the line's time %v", r.End, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,6 +86,82 @@ func (h *fuzzHandler) Request(r *Request, anchor time.Time) {
 	for _, s := range h.rec.Ended() {
 		if s.EndTime().Before(s.StartTime()) || s.StartTime().Before(minTime) || s.EndTime().After(maxTime) {
 			h.t.Fatalf("%s: %v..%v", s.Name(), s.StartTime(), s.EndTime())
+		}
+	}
+}
+
+// FuzzMergeForms reads two arbitrary inputs, each in some form, and merges
+// the requests they share in both orders: the merge must never panic,
+// must not depend on the order, and must make spans within what OTLP
+// carries, each with its own id.
+func FuzzMergeForms(f *testing.F) {
+	for _, pair := range [][2]string{{"run/summary.json", "run/vllm.log"}, {"run/events.log", "run/events.jsonl"}} {
+		a, err := os.ReadFile("testdata/" + pair[0])
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, err := os.ReadFile("testdata/" + pair[1])
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(a, b, uint8(0), uint8(0))
+	}
+	rec := tracetest.NewSpanRecorder()
+	em := NewEmitter(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(IDGenerator())))
+	f.Fuzz(func(t *testing.T, a, b []byte, fa, fb uint8) { mergeForms(t, em, rec, a, b, fa, fb) })
+}
+
+func mergeForms(t *testing.T, em *Emitter, rec *tracetest.SpanRecorder, a, b []byte, fa, fb uint8) {
+	{
+		read := func() map[[16]byte][]*Request {
+			out := map[[16]byte][]*Request{}
+			for _, x := range []struct {
+				data []byte
+				form uint8
+			}{{a, fa}, {b, fb}} {
+				c := &collected{}
+				input, err := NewInput(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), Options{Format: Formats[int(x.form)%len(Formats)], Settle: 2, MaxPending: 4}, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var off int64
+				for _, line := range bytes.Split(x.data, []byte("\n")) {
+					input.Line(line, off)
+					off += int64(len(line)) + 1
+				}
+				input.End()
+				for _, r := range c.reqs {
+					if Joins(r) {
+						out[r.Key()] = append(out[r.Key()], r)
+					}
+				}
+			}
+			return out
+		}
+		ab, ba := read(), read()
+		for key, parts := range ab {
+			rev := ba[key]
+			slices.Reverse(rev)
+			x, nx := MergeForms(parts)
+			y, ny := MergeForms(rev)
+			if !reflect.DeepEqual(x, y) || !slices.Equal(nx, ny) {
+				t.Fatalf("request %q merges differently in the other order:\n%+v %q\n%+v %q", x.ID, x, nx, y, ny)
+			}
+			rec.Reset()
+			if err := em.Emit(context.Background(), x, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+				continue
+			}
+			ids := map[[8]byte]bool{}
+			for _, s := range rec.Ended() {
+				if s.EndTime().Before(s.StartTime()) || s.StartTime().Before(minTime) || s.EndTime().After(maxTime) {
+					t.Fatalf("%s: %v..%v", s.Name(), s.StartTime(), s.EndTime())
+				}
+				if id := s.SpanContext().SpanID(); ids[id] {
+					t.Fatalf("span id %s twice", id)
+				} else {
+					ids[id] = true
+				}
+			}
 		}
 	}
 }

@@ -5,23 +5,27 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"sync/atomic"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // idVersion changes the ids of every import when the way they are derived
 // changes, so that a new derivation never collides with an old one.
-const idVersion = "omnitrace-ids/1"
+const idVersion = "omnitrace-ids/2"
 
 // Key returns the request's identity, from which its trace and span ids
-// are derived: the run it belongs to (as its input tells it, and the
-// user's -run name), its id, and a digest of what was read for it. The
-// same input gives the same key, so importing a file twice, or resuming a
-// followed log, gives every span the ids it had; two runs that reuse a
-// request id differ in their run (an arrival time, a log line's time, a
-// summary's own figures), and -run names a run explicitly.
+// are derived: the user's -run name, the request's id and its run, as its
+// input tells it (see [Request.Run]). For vLLM-Omni's forms (a summary, a
+// log, events) the run is which of the requests with that id of its input
+// it is, which every form of one run tells alike: the same request gives
+// the same key whichever of its forms are imported, in whatever order,
+// under whatever time zone. A JSON-lines record is whole in itself: its
+// run is its arrival time, and a digest of the record enters its key too.
+// The same input gives the same key, so importing a file twice, or
+// resuming a followed log, gives every span the ids it had.
 func (r *Request) Key() [16]byte {
 	h := sha256.New()
 	for _, s := range []string{idVersion, r.RunName, r.Run, r.ID} {
@@ -30,9 +34,11 @@ func (r *Request) Key() [16]byte {
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	var d [8]byte
-	binary.BigEndian.PutUint64(d[:], r.Digest)
-	h.Write(d[:])
+	if r.Source == sourceJSONL {
+		var d [8]byte
+		binary.BigEndian.PutUint64(d[:], r.Digest)
+		h.Write(d[:])
+	}
 	var k [16]byte
 	copy(k[:], h.Sum(nil))
 	if k == ([16]byte{}) {
@@ -41,35 +47,87 @@ func (r *Request) Key() [16]byte {
 	return k
 }
 
+// sourceJSONL is the Source of this project's JSON-lines records.
+const sourceJSONL = "jsonl"
+
 type idsKey struct{}
 
-// idState hands out the ids of one request's spans, in the order the
-// spans start: the order of emission is fixed, so the ids are too.
+// idState hands out the ids of one request's spans. A span's id is derived
+// from what the span is, never from the order spans are made in: the
+// request's key, its parent's id, its name and, for a stage's span, the
+// stage's id. A span that one form of a request has and another lacks
+// (a phase measured as 0 in a summary, hidden in the log's table) changes
+// no other span's id.
 type idState struct {
 	trace trace.TraceID
 	seed  uint64
-	n     atomic.Uint64
+	// name is the name of the span being started (see idTracer), stage
+	// the stage being emitted, -1 outside a stage.
+	name  string
+	stage int64
+	// used holds the ids handed out, so that two spans never share one.
+	used map[trace.SpanID]struct{}
+	few  [16]trace.SpanID
+	n    int
 }
 
-func withIDs(ctx context.Context, key [16]byte) context.Context {
-	st := &idState{trace: trace.TraceID(key)}
+func withIDs(ctx context.Context, key [16]byte) (context.Context, *idState) {
+	st := &idState{trace: trace.TraceID(key), stage: -1}
 	st.seed = binary.BigEndian.Uint64(key[8:])
-	return context.WithValue(ctx, idsKey{}, st)
+	return context.WithValue(ctx, idsKey{}, st), st
 }
 
-func (s *idState) next() trace.SpanID {
-	var id trace.SpanID
-	x := splitmix64(s.seed + s.n.Add(1)*0x9e3779b97f4a7c15)
-	if x == 0 {
-		x = 1
+// next returns the id of the span being started under parent.
+func (s *idState) next(parent trace.SpanID) trace.SpanID {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s.name); i++ {
+		h ^= uint64(s.name[i])
+		h *= 1099511628211
 	}
-	binary.BigEndian.PutUint64(id[:], x)
-	return id
+	x := splitmix64(s.seed ^ h)
+	x = splitmix64(x ^ binary.BigEndian.Uint64(parent[:]))
+	x = splitmix64(x ^ uint64(s.stage+1))
+	for {
+		if x == 0 {
+			x = 1
+		}
+		var id trace.SpanID
+		binary.BigEndian.PutUint64(id[:], x)
+		if !s.taken(id) {
+			return id
+		}
+		x = splitmix64(x + 0x9e3779b97f4a7c15)
+	}
 }
 
-// splitmix64 is a bijection on 64 bits: distinct counters give distinct
-// span ids within a trace.
+// taken reports whether id was handed out already, and keeps it.
+func (s *idState) taken(id trace.SpanID) bool {
+	if s.used == nil {
+		for _, u := range s.few[:s.n] {
+			if u == id {
+				return true
+			}
+		}
+		if s.n < len(s.few) {
+			s.few[s.n] = id
+			s.n++
+			return false
+		}
+		s.used = make(map[trace.SpanID]struct{}, 2*len(s.few))
+		for _, u := range s.few {
+			s.used[u] = struct{}{}
+		}
+	}
+	if _, ok := s.used[id]; ok {
+		return true
+	}
+	s.used[id] = struct{}{}
+	return false
+}
+
+// splitmix64 is a bijection on 64 bits, mixing every bit of its input.
 func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -78,15 +136,15 @@ func splitmix64(x uint64) uint64 {
 }
 
 // IDGenerator derives trace and span ids from the request being emitted
-// (see [Request.Key]); for spans made outside [Request.Emit] it draws
-// random ids.
+// (see [Request.Key] and idState); for spans made outside [Request.Emit]
+// it draws random ids.
 func IDGenerator() sdktrace.IDGenerator { return idGenerator{} }
 
 type idGenerator struct{}
 
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if st, ok := ctx.Value(idsKey{}).(*idState); ok {
-		return st.trace, st.next()
+		return st.trace, st.next(trace.SpanID{})
 	}
 	var tid trace.TraceID
 	var sid trace.SpanID
@@ -97,9 +155,42 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 
 func (idGenerator) NewSpanID(ctx context.Context, tid trace.TraceID) trace.SpanID {
 	if st, ok := ctx.Value(idsKey{}).(*idState); ok && st.trace == tid {
-		return st.next()
+		return st.next(trace.SpanContextFromContext(ctx).SpanID())
 	}
 	var sid trace.SpanID
 	_, _ = rand.Read(sid[:])
 	return sid
+}
+
+// namingProvider hands out tracers that tell the request's idState the
+// name of each span they start, before the SDK asks for its id.
+type namingProvider struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+// withSpanNames wraps tp (see namingProvider); a no-op provider is kept
+// as it is, so that nothing is started at all.
+func withSpanNames(tp trace.TracerProvider) trace.TracerProvider {
+	switch tp.(type) {
+	case noop.TracerProvider, *noop.TracerProvider:
+		return tp
+	}
+	return namingProvider{tp: tp}
+}
+
+func (p namingProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return namingTracer{t: p.tp.Tracer(name, opts...)}
+}
+
+type namingTracer struct {
+	embedded.Tracer
+	t trace.Tracer
+}
+
+func (t namingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if st, ok := ctx.Value(idsKey{}).(*idState); ok {
+		st.name = name
+	}
+	return t.t.Start(ctx, name, opts...)
 }

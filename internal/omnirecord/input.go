@@ -27,6 +27,9 @@ type Options struct {
 	Start time.Time
 	// RunName names the run the input belongs to; it enters every id.
 	RunName string
+	// Zone is the zone a log's times are read in: its lines carry none.
+	// Nil means UTC; never the importing machine's own zone.
+	Zone *time.Location
 	// Settle and MaxPending tune the gathering of a log's records (see
 	// DefaultSettle and DefaultMaxPending); 0 means the default. A
 	// negative Settle means none: a finished request is handed on at once.
@@ -78,6 +81,9 @@ func NewInput(ref time.Time, opts Options, h Handler) (*Input, error) {
 	}
 	in.coll = newCollector(settle, opts.MaxPending, in.ready)
 	in.scan = newLogScanner(ref, in.logRecord, in.problem)
+	if opts.Zone != nil {
+		in.scan.zone = opts.Zone
+	}
 	return in, nil
 }
 
@@ -274,7 +280,7 @@ func (in *Input) logRecord(rec logRecord) {
 			}
 		})
 	case rec.summary:
-		reqs, _, err := summaryRows(rec.value, func(err error) { in.problem(rec.lineNo, err) })
+		reqs, err := summaryRows(rec.value, func(err error) { in.problem(rec.lineNo, err) })
 		if errors.Is(err, ErrNotSummary) {
 			return // an older summary of the whole run: no request in it
 		}
@@ -364,20 +370,20 @@ func (in *Input) summaryLine(line []byte, offset int64) {
 	if !in.doc.scan(line) {
 		return
 	}
-	doc, first := in.doc.buf, in.doc.first
+	doc, first, firstOff := in.doc.buf, in.doc.first, in.doc.firstOff
 	in.doc = docBuffer{}
 	v, err := parseJSON(doc, max(len(doc)/2, 64))
 	if err != nil {
 		in.problem(first, fmt.Errorf("%w: %v", ErrNotJSON, err))
 		return
 	}
-	reqs, run, err := summaryRows(&v, func(err error) { in.problem(first, err) })
+	reqs, err := summaryRows(&v, func(err error) { in.problem(first, err) })
 	if err != nil {
 		in.problem(first, err)
 		return
 	}
 	for i := range reqs {
-		in.handOn(reqs[i].build("summary", run), first)
+		in.handOn(reqs[i].build("summary", in.coll.handedOn(reqs[i].id, firstOff, offset)), first)
 	}
 }
 

@@ -14,9 +14,24 @@ var logLevels = []string{"INFO", "WARNING", "DEBUG", "ERROR", "CRITICAL", "WARN"
 // its logging.Formatter repeats that prefix on every line of a multi-line
 // message. The orchestrator's own log file writes "YYYY-MM-DD HH:MM:SS,mmm
 // [PID:n] LEVEL: message". A line with neither prefix continues the
-// message before it: ok is false. The year, which vLLM does not write, is
-// the one that puts the time at most a day after ref.
-func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool) {
+// message before it: msg is the whole line.
+//
+// Neither format writes a zone: the time is read in loc (see
+// [Options.Zone]), never in the importing machine's zone. vLLM writes no
+// year either: it is the one that puts the time at most a day after ref
+// (see withYear). A line whose level is followed by no date ("INFO
+// 05:10:44 [omni.py:310] …", "INFO [omni.py:310] …") is a line whose
+// message is read, without a time: its stamp is not dated.
+// The lines of a log share their stamp with the line before more often
+// than not: c, when not nil, keeps the last one read.
+func splitLogLine(line string, ref time.Time, loc *time.Location, c *stampCache) (st stamp, msg string) {
+	var t time.Time
+	var dated bool
+	defer func() {
+		if dated {
+			st = stampOf(t)
+		}
+	}()
 	if strings.IndexByte(line, 0x1b) >= 0 {
 		line = stripANSI(line)
 	}
@@ -31,17 +46,20 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 			continue
 		}
 		rest := s[len(lv)+1:]
-		if len(rest) < 15 || rest[2] != '-' || rest[5] != ' ' || rest[8] != ':' || rest[11] != ':' {
-			return time.Time{}, "", false
+		switch {
+		case isStamp(rest, "00-00 00:00:00"):
+			t, dated = c.parse("01-02 15:04:05", rest[:14], ref, loc)
+			rest = rest[14:]
+		case isStamp(rest, "0000-00-00 00:00:00"):
+			t, dated = c.parse(time.DateTime, rest[:19], ref, loc)
+			rest = rest[19:]
+		case isStamp(rest, "00:00:00"):
+			rest = rest[8:] // a time without its date: no time at all
 		}
-		stamp := rest[:14]
-		rest = rest[14:]
-		if strings.HasPrefix(rest, ".") { // milliseconds, in some formats
-			k := 1
-			for k < len(rest) && rest[k] >= '0' && rest[k] <= '9' {
-				k++
-			}
-			rest = rest[k:]
+		var frac time.Duration
+		frac, rest = fraction(rest)
+		if dated {
+			t = t.Add(frac)
 		}
 		rest = strings.TrimPrefix(rest, " ")
 		if strings.HasPrefix(rest, "[") {
@@ -51,20 +69,12 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 				rest = ""
 			}
 		}
-		tm, err := time.ParseInLocation("01-02 15:04:05", stamp, time.Local)
-		if err != nil {
-			return time.Time{}, "", false
-		}
-		return withYear(tm, ref), rest, true
+		return st, rest
 	}
 	// The orchestrator's file format.
-	if len(s) > 24 && s[4] == '-' && s[7] == '-' && s[10] == ' ' && s[13] == ':' {
-		tm, err := time.ParseInLocation("2006-01-02 15:04:05", s[:19], time.Local)
-		if err == nil {
-			rest := s[19:]
-			if strings.HasPrefix(rest, ",") {
-				rest = strings.TrimLeft(rest[1:], "0123456789")
-			}
+	if len(s) > 24 && isStamp(s, "0000-00-00 00:00:00") {
+		if tm, ok := c.parse(time.DateTime, s[:19], ref, loc); ok {
+			frac, rest := fraction(s[19:])
 			rest = strings.TrimPrefix(rest, " ")
 			if strings.HasPrefix(rest, "[PID:") {
 				if j := strings.Index(rest, "] "); j > 0 {
@@ -77,19 +87,128 @@ func splitLogLine(line string, ref time.Time) (t time.Time, msg string, ok bool)
 					break
 				}
 			}
-			return tm, rest, true
+			t, dated = tm.Add(frac), true
+			return st, rest
 		}
 	}
-	return time.Time{}, line, false
+	return st, line
+}
+
+// stamp is the time of a log line: t, or alt too when the line's wall
+// clock shows twice (the hour repeated when clocks go back), t being the
+// first of the two.
+type stamp struct {
+	t, alt time.Time
+	dated  bool
+}
+
+// stampOf returns the stamp of a time as time.Date made it, which picks
+// one of the two instants of a wall clock shown twice.
+func stampOf(t time.Time) stamp {
+	st := stamp{t: t, dated: true}
+	_, off := t.Zone()
+	start, end := t.ZoneBounds()
+	var other time.Time
+	if !start.IsZero() {
+		if _, prev := start.Add(-time.Nanosecond).Zone(); prev > off {
+			other = t.Add(-time.Duration(prev-off) * time.Second) // before the clocks went back
+		}
+	}
+	if !end.IsZero() && other.IsZero() {
+		if _, next := end.Zone(); next < off {
+			other = t.Add(time.Duration(off-next) * time.Second) // after they go back
+		}
+	}
+	if other.IsZero() || !sameWallClock(other, t) {
+		return st
+	}
+	if other.Before(t) {
+		st.t, st.alt = other, t
+	} else {
+		st.alt = other
+	}
+	return st
+}
+
+func sameWallClock(a, b time.Time) bool {
+	a = a.In(b.Location())
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute() &&
+		a.Second() == b.Second() && a.Nanosecond() == b.Nanosecond()
+}
+
+// stampCache keeps the last stamp read, and the time it is.
+type stampCache struct {
+	text string
+	ref  time.Time
+	loc  *time.Location
+	t    time.Time
+	ok   bool
+}
+
+// parse reads text, laid out as layout, in loc; a stamp without a year
+// gets the year withYear gives it from ref.
+func (c *stampCache) parse(layout, text string, ref time.Time, loc *time.Location) (time.Time, bool) {
+	if c != nil && c.text == text && c.loc == loc && c.ref.Equal(ref) {
+		return c.t, c.ok
+	}
+	t, err := time.ParseInLocation(layout, text, loc)
+	ok := err == nil
+	if ok && layout == "01-02 15:04:05" {
+		t = withYear(t, ref)
+	}
+	if c != nil {
+		*c = stampCache{text: strings.Clone(text), ref: ref, loc: loc, t: t, ok: ok}
+	}
+	return t, ok
+}
+
+// isStamp reports whether s starts with a stamp shaped as pattern: a 0
+// stands for a digit, any other byte for itself.
+func isStamp(s, pattern string) bool {
+	if len(s) < len(pattern) {
+		return false
+	}
+	for i := 0; i < len(pattern); i++ {
+		if c := s[i]; pattern[i] == '0' {
+			if c < '0' || c > '9' {
+				return false
+			}
+		} else if c != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fraction reads the fraction of a second that may follow a stamp
+// (".123" or ",123"), and returns it with the rest of s.
+func fraction(s string) (time.Duration, string) {
+	if len(s) < 2 || (s[0] != '.' && s[0] != ',') || s[1] < '0' || s[1] > '9' {
+		return 0, s
+	}
+	var d time.Duration
+	unit := time.Second
+	k := 1
+	for ; k < len(s) && s[k] >= '0' && s[k] <= '9'; k++ {
+		if unit >= 10 {
+			unit /= 10
+			d += time.Duration(s[k]-'0') * unit
+		}
+	}
+	return d, s[k:]
 }
 
 // withYear gives a time read without a year the latest year that puts it
 // at most a day after ref (a log read after it was written) and in which
-// its date exists: 02-29 goes to a leap year, never to March 1st.
+// its date exists: 02-29 goes to a leap year, never to March 1st. The
+// years are counted in t's zone; ref is an instant, whatever its zone.
 func withYear(t, ref time.Time) time.Time {
 	if ref.IsZero() {
 		ref = time.Now()
 	}
+	ref = ref.In(t.Location())
 	year := ref.Year() + 1
 	for range 9 { // a leap year comes within eight years
 		y := time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, t.Location())

@@ -47,7 +47,9 @@ const (
 // one open table (of at most maxTableBytes) and one open literal: memory is
 // bounded by the largest record, never by the log's length.
 type logScanner struct {
-	ref  time.Time
+	ref time.Time
+	// zone is the zone the log's times are read in (see Options.Zone).
+	zone *time.Location
 	emit func(logRecord)
 	bad  func(lineNo int, err error)
 	last time.Time
@@ -59,6 +61,10 @@ type logScanner struct {
 	// continued.
 	gap int
 
+	// undated: a record was read with no date before it, and said so.
+	undated bool
+	stamps  stampCache
+
 	lit      strings.Builder
 	litOpen  bool
 	litDepth int
@@ -67,7 +73,7 @@ type logScanner struct {
 }
 
 func newLogScanner(ref time.Time, emit func(logRecord), bad func(int, error)) *logScanner {
-	return &logScanner{ref: ref, emit: emit, bad: bad, tables: map[string]*boxTable{}, tabAt: map[string]logRecord{}}
+	return &logScanner{ref: ref, zone: time.UTC, emit: emit, bad: bad, tables: map[string]*boxTable{}, tabAt: map[string]logRecord{}}
 }
 
 // maxOpenGap is how many lines of other messages a table or dict may stay
@@ -83,10 +89,19 @@ func (s *logScanner) line(line string, offset int64, n int) {
 		s.dropOpen(fmt.Sprintf("left unfinished for %d lines", maxOpenGap))
 	}
 	line = strings.TrimRight(line, "\r")
-	t, msg, ok := splitLogLine(line, s.ref)
-	if ok {
+	st, msg := splitLogLine(line, s.ref, s.zone, &s.stamps)
+	t := st.t
+	if st.dated {
+		if !st.alt.IsZero() && t.Before(s.last) && !st.alt.Before(s.last) {
+			// A wall clock shown twice: the second time, when the first
+			// would go back before the line before it.
+			t = st.alt
+		}
+		t = t.UTC() // an instant: how it prints depends on no zone
 		s.last = t
 	} else {
+		// A line that continues a message, or one written without a date,
+		// is as old as the last dated line.
 		t = s.last
 	}
 	if s.litOpen && strings.HasPrefix(msg, " ") {
@@ -110,7 +125,7 @@ func (s *logScanner) line(line string, offset int64, n int) {
 			s.bad(n, fmt.Errorf("[OmniTiming]: %w", err))
 			return
 		}
-		s.emit(logRecord{at: t, offset: offset, lineNo: n, text: trimmed, timing: tm})
+		s.record(logRecord{at: t, offset: offset, lineNo: n, text: trimmed, timing: tm})
 		return
 	case c == '[':
 		if kind, id, ok := tableTitle(trimmed); ok {
@@ -134,6 +149,17 @@ func (s *logScanner) line(line string, offset int64, n int) {
 	case c == '{':
 		s.openLiteral(trimmed, logRecord{at: t, offset: offset, lineNo: n})
 	}
+}
+
+// record hands on one record. A record with no dated line at or before
+// it has no time: its request is placed as a summary's is, and the input
+// says so once.
+func (s *logScanner) record(rec logRecord) {
+	if rec.at.IsZero() && !s.undated {
+		s.undated = true
+		s.bad(rec.lineNo, fmt.Errorf("a record of a line without a date (and no dated line before it): its request is placed from -start or the input's modification time, and so is every such request of this input: %w", ErrLeftOut))
+	}
+	s.emit(rec)
 }
 
 // tableTitle reads "[StageRequestStats [request_id=ID]]".
@@ -174,7 +200,7 @@ func (s *logScanner) tableLine(msg string) {
 			rec := s.tabAt[kind]
 			rec.table = tb
 			rec.text = kind + "\x00" + tb.requestID + "\x00" + fmt.Sprint(tb.header, tb.rows)
-			s.emit(rec)
+			s.record(rec)
 		}
 		return
 	}
@@ -291,7 +317,7 @@ func (s *logScanner) literalLine(line string) {
 	}
 	rec := s.litRec
 	rec.value, rec.text = &v, text
-	s.emit(rec)
+	s.record(rec)
 }
 
 // rebase says the input moved to a new file: a record still open began in
@@ -350,3 +376,8 @@ func (s *logScanner) end() {
 		s.bad(s.litRec.lineNo, errors.New("the input ends inside a dict"))
 	}
 }
+
+// SetNow tells a followed log (or stdin) what time it is: a line's year is
+// the one that puts it at most a day after that, so that a log followed
+// across a New Year gets the new year's lines right.
+func (in *Input) SetNow(now time.Time) { in.scan.ref = now }

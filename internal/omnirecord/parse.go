@@ -54,7 +54,7 @@ func Parse(line []byte) (*Request, error) {
 }
 
 func fromRecord(top *Value) (*Request, error) {
-	r := &Request{Source: "jsonl"}
+	r := &Request{Source: sourceJSONL}
 	idv, _ := top.Get("request_id")
 	var err error
 	if r.ID, err = idOf(idv, "request_id"); err != nil {

@@ -40,13 +40,19 @@ type Request struct {
 	Extra  []attribute.KeyValue
 	Stages []Stage
 	// Source names the form the request was read from: "jsonl", "summary",
-	// "log" or "events".
+	// "log" or "events"; the forms merged, joined by "+", for a request
+	// read from several (see [MergeForms]).
 	Source string
 	// Run is what tells this request apart from another with the same ID
-	// in another run of the engine (see [Request.Key]); RunName is the
-	// user's name for the run (-run), empty by default.
+	// in another run of the engine (see [Request.Key]): in vLLM-Omni's
+	// forms, which of the requests with that ID of its input it is ("#1"
+	// for the first), which every form of one run tells alike; in a
+	// JSON-lines record, its arrival time. RunName is the user's name for
+	// the run (-run), empty by default.
 	Run, RunName string
-	// Digest is a digest of the input read for this request.
+	// Digest is a digest of the input read for this request: it tells two
+	// identical forms of a request (see [MergeForms]), and enters the key
+	// of a JSON-lines record.
 	Digest uint64
 	// Line is the input line of its first record, for what is reported
 	// of it; 0 when unknown.
