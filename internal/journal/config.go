@@ -23,7 +23,7 @@ const DefaultValueLimit = 4096
 
 // Bounds of the options.
 const (
-	minSize      = 1 << 20
+	minSize      = 2 << 20
 	maxSize      = 1 << 30
 	minInterval  = 10 * time.Millisecond
 	maxInterval  = time.Hour
@@ -48,7 +48,7 @@ type config struct {
 	allocate func(fd uintptr, size int64) error
 }
 
-// WithSize sets the size of the journal file in bytes, from 1 MiB to
+// WithSize sets the size of the journal file in bytes, from 2 MiB to
 // 1 GiB ([DefaultSize] unless given). The file holds a header, a 64th for
 // resources and scopes, and segments of 256 KiB to 8 MiB.
 func WithSize(bytes int) Option {

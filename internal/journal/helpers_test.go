@@ -2,13 +2,18 @@ package journal
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // memExporter keeps what it is given, or refuses it while failing is set.
@@ -86,4 +91,29 @@ func sortedNames(ss tracetest.SpanStubs) []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// fakeSpan is a span for calling the processor directly.
+type fakeSpan struct {
+	trace.Span
+	sdktrace.ReadOnlySpan
+}
+
+func (f fakeSpan) SpanContext() trace.SpanContext { return f.ReadOnlySpan.SpanContext() }
+
+// newFakeSpan returns a sampled span with span id n, started and ended.
+func newFakeSpan(n uint64) fakeSpan {
+	return fakeSpanOf(tracetest.SpanStub{
+		Name: "fake",
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: trace.TraceID{1}, SpanID: trace.SpanID(binary.BigEndian.AppendUint64(nil, n)), TraceFlags: trace.FlagsSampled,
+		}),
+		StartTime:  time.Unix(100, 0),
+		EndTime:    time.Unix(101, 0),
+		Attributes: []attribute.KeyValue{attribute.String("omni.phase", "exec")},
+	})
+}
+
+func fakeSpanOf(s tracetest.SpanStub) fakeSpan {
+	return fakeSpan{Span: noop.Span{}, ReadOnlySpan: s.Snapshot()}
 }

@@ -34,13 +34,13 @@ type Journal struct {
 	mem        []byte
 	maxPayload int
 
-	// mu guards the write head and the segments' states.
-	mu   sync.Mutex
-	cur  int // the segment records go to, or -1 when none is free
-	off  int // the next free byte in it
-	gen  uint64
-	free []int
-	segs []segment
+	// mu guards the write heads and the segments' states.
+	mu    sync.Mutex
+	head  head // where spans' records go
+	carry head // where compaction copies records still needed
+	gen   uint64
+	free  []int
+	segs  []segment
 
 	shards [nShards]shard
 
@@ -79,6 +79,12 @@ type segment struct {
 	gen     uint64       // under mu
 	state   int          // under mu
 	used    int          // bytes used when it stopped being current; under mu
+}
+
+// head is a place records are appended: a segment and its next free byte.
+type head struct {
+	cur int // -1: none
+	off int
 }
 
 // spanKey identifies a span: trace id and span id.
@@ -191,7 +197,7 @@ func (j *Journal) warn(kind int, err error) {
 // init sets up the in-memory state over a freshly mapped file.
 func (j *Journal) init() {
 	j.maxPayload = j.geo.maxPayload()
-	j.cur = -1
+	j.head.cur, j.carry.cur = -1, -1
 	j.gen = firstGen - 1
 	j.segs = make([]segment, j.geo.segCount)
 	j.free = make([]int, 0, j.geo.segCount)
@@ -267,42 +273,49 @@ func (j *Journal) fault(r any) {
 	}
 }
 
-// reserve takes room for a record of n payload bytes in the current
-// segment, moving to a free one when it is full. It never waits for room:
-// with no free segment it returns false.
+// reserve takes room for a record of n payload bytes at the writers'
+// head, moving to a free segment when its segment is full. It never waits
+// for room: with no free segment it returns false. The last free segment
+// is kept for compaction, which then always has room to carry records.
 func (j *Journal) reserve(n int) (loc int, gen uint32, ok bool) {
+	return j.reserveAt(&j.head, 1, n)
+}
+
+func (j *Journal) reserveAt(h *head, keep, n int) (loc int, gen uint32, ok bool) {
 	size := recordSize(n)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.cur < 0 || j.off+size > j.geo.segSize {
-		if !j.nextSegmentLocked() {
+	if h.cur < 0 || h.off+size > j.geo.segSize {
+		if !j.nextSegmentLocked(h, keep) {
 			return 0, 0, false
 		}
 	}
-	s := &j.segs[j.cur]
-	loc = j.geo.segOff(j.cur) + j.off
-	j.off += size
+	s := &j.segs[h.cur]
+	loc = j.geo.segOff(h.cur) + h.off
+	h.off += size
 	s.live.Add(1)
 	s.writers.Add(1)
 	return loc, uint32(s.gen), true
 }
 
-func (j *Journal) spare() int { return min(2, j.geo.segCount-1) }
+// spare is how many free segments compaction keeps: one for the writers
+// to move to, one to carry records into.
+const spare = 2
 
-func (j *Journal) nextSegmentLocked() bool {
-	if j.cur >= 0 {
-		s := &j.segs[j.cur]
+func (j *Journal) nextSegmentLocked(h *head, keep int) bool {
+	if h.cur >= 0 {
+		s := &j.segs[h.cur]
 		s.state = segFull
-		s.used = j.off
+		s.used = h.off
 		if s.live.Load() == 0 {
-			j.freeLocked(j.cur)
+			j.freeLocked(h.cur)
 		}
-		j.cur = -1
+		h.cur = -1
 	}
-	if len(j.free) < j.spare()+1 {
+	if len(j.free) <= spare {
 		j.poke()
 	}
-	if len(j.free) == 0 {
+	if len(j.free) <= keep {
 		return false
 	}
 	i := j.free[0]
@@ -314,7 +327,7 @@ func (j *Journal) nextSegmentLocked() bool {
 	base := j.geo.segOff(i)
 	binary.LittleEndian.PutUint32(j.mem[base:], segMagic)
 	atomic.StoreUint64(j.word64(base+segGenOff), j.gen)
-	j.cur, j.off = i, segHeaderSize
+	h.cur, h.off = i, segHeaderSize
 	return true
 }
 
@@ -539,13 +552,13 @@ func (j *Journal) guarded(f func()) {
 	f()
 }
 
-// maintain keeps a spare free segment or two by compacting the oldest
-// full one.
+// maintain keeps spare free segments by compacting the oldest full ones,
+// at most one pass over the ring at a time.
 func (j *Journal) maintain() {
-	for {
+	for range j.geo.segCount {
 		j.mu.Lock()
 		victim := -1
-		if len(j.free) < j.spare() {
+		if len(j.free) < spare {
 			for i := range j.segs {
 				s := &j.segs[i]
 				if s.state == segFull && s.writers.Load() == 0 && (victim < 0 || s.gen < j.segs[victim].gen) {
@@ -564,37 +577,48 @@ func (j *Journal) maintain() {
 	}
 }
 
-// compact frees segment i: it copies the records still needed forward
-// (open spans always; ended spans not yet confirmed while they take at
-// most half a segment, the rest evicted) and evicts what finds no room.
+// compact frees segment i. It copies forward the records still needed
+// while they take at most half a segment: open spans first, then ended
+// spans not yet confirmed; it evicts the rest, so each compaction frees
+// at least half a segment whatever the ring holds.
 func (j *Journal) compact(i int) {
 	base := j.geo.segOff(i)
 	j.mu.Lock()
 	used, gen := j.segs[i].used, uint32(j.segs[i].gen)
 	j.mu.Unlock()
 	le := binary.LittleEndian
-	liveBytes := 0
-	for pos := base + segHeaderSize; pos+recHeaderSize <= base+used; {
-		n := int(le.Uint32(j.mem[pos:]))
-		if le.Uint32(j.mem[pos+4:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
-			break
+	each := func(f func(pos, n int)) {
+		for pos := base + segHeaderSize; pos+recHeaderSize <= base+used; {
+			n := int(le.Uint32(j.mem[pos:]))
+			if le.Uint32(j.mem[pos+4:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
+				break
+			}
+			if j.isLive(pos) {
+				f(pos, n)
+			}
+			pos += recordSize(n)
 		}
-		if j.isLive(pos) {
-			liveBytes += recordSize(n)
-		}
-		pos += recordSize(n)
 	}
-	carryEnds := liveBytes <= j.geo.segSize/2
-	for pos := base + segHeaderSize; pos+recHeaderSize <= base+used; {
-		n := int(le.Uint32(j.mem[pos:]))
-		if le.Uint32(j.mem[pos+4:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
-			break
+	budget := j.geo.segSize / 2
+	startBytes, endBytes := 0, 0
+	each(func(pos, n int) {
+		if j.mem[pos+recHeaderSize+pType] == recStart {
+			startBytes += recordSize(n)
+		} else {
+			endBytes += recordSize(n)
 		}
-		if j.isLive(pos) {
-			j.compactRecord(pos, n, carryEnds)
+	})
+	carryEnds := startBytes+endBytes <= budget
+	carried := 0
+	each(func(pos, n int) {
+		carry := j.mem[pos+recHeaderSize+pType] == recStart || carryEnds
+		if carry && carried+recordSize(n) > budget {
+			carry = false
 		}
-		pos += recordSize(n)
-	}
+		if j.compactRecord(pos, n, carry) {
+			carried += recordSize(n)
+		}
+	})
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if s := &j.segs[i]; s.live.Load() == 0 {
@@ -605,7 +629,9 @@ func (j *Journal) compact(i int) {
 	}
 }
 
-func (j *Journal) compactRecord(pos, n int, carryEnds bool) {
+// compactRecord carries the live record at pos forward, or evicts it; it
+// returns whether it carried it.
+func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	p := j.mem[pos+recHeaderSize : pos+recHeaderSize+n]
 	typ := p[pType]
 	k := recordKey(p)
@@ -613,16 +639,16 @@ func (j *Journal) compactRecord(pos, n int, carryEnds bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if !j.isLive(pos) {
-		return // its span ended or was confirmed meanwhile
+		return false // its span ended or was confirmed meanwhile
 	}
 	e, ok := sh.m[k]
 	if !ok || !(typ == recStart && int(e.start) == pos || typ == recEnd && int(e.end) == pos) {
 		j.markDone(pos)
 		j.warn(warnOrphan, fmt.Errorf("journal: %s: a record no span refers to was dropped", j.path))
-		return
+		return false
 	}
-	if typ == recStart || carryEnds {
-		if nl, gen, ok := j.reserve(n); ok {
+	if carry {
+		if nl, gen, ok := j.reserveAt(&j.carry, 0, n); ok {
 			copy(j.mem[nl+recHeaderSize:nl+recHeaderSize+n], p)
 			j.publish(nl, n, gen)
 			if typ == recStart {
@@ -634,7 +660,7 @@ func (j *Journal) compactRecord(pos, n int, carryEnds bool) {
 			j.linked(nl)
 			j.markDone(pos)
 			j.st.carried.Add(1)
-			return
+			return true
 		}
 	}
 	j.markDone(pos)
@@ -650,6 +676,7 @@ func (j *Journal) compactRecord(pos, n int, carryEnds bool) {
 	} else {
 		sh.m[k] = e
 	}
+	return false
 }
 
 // Close stops the journal after a clean shutdown; call it after the
