@@ -298,9 +298,10 @@ func (j *Journal) reserveAt(h *head, keep, n int) (loc int, gen uint32, ok bool)
 	return loc, uint32(s.gen), true
 }
 
-// spare is how many free segments compaction keeps: one for the writers
-// to move to, one to carry records into.
-const spare = 2
+// spare is how many free segments compaction keeps: one to carry records
+// into (the writers never take it) and two for the writers to move to,
+// so that they move on while compaction runs.
+const spare = 3
 
 func (j *Journal) nextSegmentLocked(h *head, keep int) bool {
 	if h.cur >= 0 {
