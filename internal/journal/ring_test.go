@@ -12,7 +12,7 @@ import (
 type discardExporter struct{}
 
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardExporter) Shutdown(context.Context) error                            { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // A ring full of spans that are never confirmed (no exporter at all)
 // drops or evicts what it cannot hold, counts it, and never waits: the
