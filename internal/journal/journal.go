@@ -75,6 +75,7 @@ const (
 
 type segment struct {
 	live    atomic.Int64 // records not yet done, written or being written
+	bytes   atomic.Int64 // the space they take
 	writers atomic.Int64 // records reserved whose span is not yet linked
 	gen     uint64       // under mu
 	state   int          // under mu
@@ -294,6 +295,7 @@ func (j *Journal) reserveAt(h *head, keep, n int) (loc int, gen uint32, ok bool)
 	loc = j.geo.segOff(h.cur) + h.off
 	h.off += size
 	s.live.Add(1)
+	s.bytes.Add(int64(size))
 	s.writers.Add(1)
 	return loc, uint32(s.gen), true
 }
@@ -350,6 +352,7 @@ func (j *Journal) poke() {
 func (j *Journal) markDone(loc int) {
 	atomic.StoreUint32(j.word32(loc+recState), stateDone)
 	i := j.geo.segOf(loc)
+	j.segs[i].bytes.Add(-int64(recordSize(int(binary.LittleEndian.Uint32(j.mem[loc:])))))
 	if j.segs[i].live.Add(-1) == 0 {
 		j.mu.Lock()
 		defer j.mu.Unlock()
@@ -553,8 +556,10 @@ func (j *Journal) guarded(f func()) {
 	f()
 }
 
-// maintain keeps spare free segments by compacting the oldest full ones,
-// at most one pass over the ring at a time.
+// maintain keeps spare free segments by compacting full ones, at most
+// one pass over the ring at a time. It picks the segment whose live
+// records take the least room (the oldest of equals): the cheapest to
+// free, so that a segment full of open spans is left while others will do.
 func (j *Journal) maintain() {
 	for range j.geo.segCount {
 		j.mu.Lock()
@@ -562,7 +567,15 @@ func (j *Journal) maintain() {
 		if len(j.free) < spare {
 			for i := range j.segs {
 				s := &j.segs[i]
-				if s.state == segFull && s.writers.Load() == 0 && (victim < 0 || s.gen < j.segs[victim].gen) {
+				if s.state != segFull || s.writers.Load() != 0 {
+					continue
+				}
+				if victim < 0 {
+					victim = i
+					continue
+				}
+				b, vb := s.bytes.Load(), j.segs[victim].bytes.Load()
+				if b < vb || b == vb && s.gen < j.segs[victim].gen {
 					victim = i
 				}
 			}
@@ -578,10 +591,11 @@ func (j *Journal) maintain() {
 	}
 }
 
-// compact frees segment i. It copies forward the records still needed
-// while they take at most half a segment: open spans first, then ended
-// spans not yet confirmed; it evicts the rest, so each compaction frees
-// at least half a segment whatever the ring holds.
+// compact frees segment i. When its live records take at most half a
+// segment it copies them all forward; otherwise the ring is full of
+// records still needed, and it copies the open spans' starts (up to half
+// a segment) and evicts the rest, so that each compaction frees at least
+// half a segment.
 func (j *Journal) compact(i int) {
 	base := j.geo.segOff(i)
 	j.mu.Lock()
@@ -601,18 +615,10 @@ func (j *Journal) compact(i int) {
 		}
 	}
 	budget := j.geo.segSize / 2
-	startBytes, endBytes := 0, 0
-	each(func(pos, n int) {
-		if j.mem[pos+recHeaderSize+pType] == recStart {
-			startBytes += recordSize(n)
-		} else {
-			endBytes += recordSize(n)
-		}
-	})
-	carryEnds := startBytes+endBytes <= budget
+	carryAll := j.segs[i].bytes.Load() <= int64(budget)
 	carried := 0
 	each(func(pos, n int) {
-		carry := j.mem[pos+recHeaderSize+pType] == recStart || carryEnds
+		carry := carryAll || j.mem[pos+recHeaderSize+pType] == recStart
 		if carry && carried+recordSize(n) > budget {
 			carry = false
 		}
