@@ -196,6 +196,8 @@ type spanRecord struct {
 	dropped    [3]int // attributes, events, links
 	children   int
 	scope, res uint32
+	// attrsAtStart: an end record whose attributes are its start record's.
+	attrsAtStart bool
 }
 
 func spanContextOf(tid trace.TraceID, sid trace.SpanID, flags byte, ts string, remote bool) (trace.SpanContext, bool) {
@@ -233,6 +235,7 @@ func decodeSpan(p []byte) (spanRecord, error) {
 	le := binary.LittleEndian
 	s.typ = p[pType]
 	flags := p[pFlags]
+	s.attrsAtStart = s.typ == recEnd && flags&flagAttrsAtStart != 0
 	s.kind = trace.SpanKind(p[pKind])
 	k := recordKey(p)
 	var parentID trace.SpanID

@@ -52,6 +52,10 @@ const (
 	// flagParentState: the parent's trace state differs from the span's
 	// and follows the status description.
 	flagParentState = 8
+	// flagAttrsAtStart: an end record without attributes, because the
+	// span's attributes are those its start record holds; the start
+	// record stays live until the end's export is confirmed.
+	flagAttrsAtStart = 16
 )
 
 // Attribute value types on disk (independent of attribute.Type's numbers).
@@ -106,6 +110,7 @@ type spanData struct {
 	droppedLinks  int
 	children      int
 	scope, res    uint32
+	attrsAtStart  bool // an end record leaves its attributes to the start record
 }
 
 // plan is the outcome of sizing a record: its payload size, how many of
@@ -250,6 +255,9 @@ func planSpan(d *spanData, value, limit int) plan {
 	}
 	p := plan{}
 	for i, kv := range d.attrs {
+		if d.attrsAtStart {
+			break
+		}
 		n := z.attr(kv, 0)
 		if size+n > limit {
 			break
@@ -278,44 +286,75 @@ func planSpan(d *spanData, value, limit int) plan {
 	return p
 }
 
-// enc writes a payload into b, which planSpan sized exactly.
+// enc writes a payload into b. A write that does not fit sets over and
+// writes nothing more: the live path encodes straight into the journal's
+// free space and learns the size as it goes, without sizing it first.
 type enc struct {
 	b     []byte
 	n     int
 	value int
+	over  bool
+	cut   int // strings cut to the value limit
+}
+
+func (w *enc) room(k int) bool {
+	if w.over || len(w.b)-w.n < k {
+		w.over = true
+		return false
+	}
+	return true
 }
 
 func (w *enc) u8(x byte) {
-	w.b[w.n] = x
-	w.n++
+	if w.room(1) {
+		w.b[w.n] = x
+		w.n++
+	}
 }
 
 func (w *enc) u32(x uint32) {
-	binary.LittleEndian.PutUint32(w.b[w.n:], x)
-	w.n += 4
+	if w.room(4) {
+		binary.LittleEndian.PutUint32(w.b[w.n:], x)
+		w.n += 4
+	}
 }
 
 func (w *enc) u64(x uint64) {
-	binary.LittleEndian.PutUint64(w.b[w.n:], x)
-	w.n += 8
+	if w.room(8) {
+		binary.LittleEndian.PutUint64(w.b[w.n:], x)
+		w.n += 8
+	}
 }
 
-func (w *enc) uvarint(x uint64) { w.n += binary.PutUvarint(w.b[w.n:], x) }
+func (w *enc) uvarint(x uint64) {
+	if len(w.b)-w.n >= binary.MaxVarintLen64 || w.room(uvarintLen(x)) {
+		w.n += binary.PutUvarint(w.b[w.n:], x)
+	}
+}
 
-func (w *enc) bytes(p []byte) { w.n += copy(w.b[w.n:], p) }
+func (w *enc) bytes(p []byte) {
+	if w.room(len(p)) {
+		w.n += copy(w.b[w.n:], p)
+	}
+}
 
 func (w *enc) str(s string) {
 	n := len(s)
 	if n > w.value {
 		n = cutLen(s, w.value)
+		w.cut++
 	}
 	w.uvarint(uint64(n))
-	w.n += copy(w.b[w.n:], s[:n])
+	if w.room(n) {
+		w.n += copy(w.b[w.n:], s[:n])
+	}
 }
 
 func (w *enc) raw(s string) {
 	w.uvarint(uint64(len(s)))
-	w.n += copy(w.b[w.n:], s)
+	if w.room(len(s)) {
+		w.n += copy(w.b[w.n:], s)
+	}
 }
 
 func (w *enc) time(t time.Time) {
@@ -324,8 +363,35 @@ func (w *enc) time(t time.Time) {
 }
 
 func (w *enc) attrs(kvs []attribute.KeyValue, depth int) {
-	for _, kv := range kvs {
-		w.str(string(kv.Key))
+	for i := range kvs {
+		kv := &kvs[i]
+		key := string(kv.Key)
+		// Short strings and integers, nearly every attribute, take one
+		// check of room for the whole attribute.
+		if len(key) < 0x80 && len(key) <= w.value && !w.over && len(w.b)-w.n >= len(key)+2+binary.MaxVarintLen64 {
+			switch kv.Value.Type() {
+			case attribute.STRING:
+				if v := kv.Value.AsString(); len(v) < 0x80 && len(v) <= w.value && len(w.b)-w.n >= len(key)+len(v)+3 {
+					b := w.b[w.n:]
+					b[0] = byte(len(key))
+					n := 1 + copy(b[1:], key)
+					b[n] = vString
+					b[n+1] = byte(len(v))
+					n += 2 + copy(b[n+2:], v)
+					w.n += n
+					continue
+				}
+			case attribute.INT64:
+				b := w.b[w.n:]
+				b[0] = byte(len(key))
+				n := 1 + copy(b[1:], key)
+				b[n] = vInt64
+				n++
+				w.n += n + binary.PutUvarint(b[n:], zigzag(kv.Value.AsInt64()))
+				continue
+			}
+		}
+		w.str(key)
 		w.value1(kv.Value, depth)
 	}
 }
@@ -424,8 +490,12 @@ func (w *enc) spanContext(sc trace.SpanContext) {
 	w.bytes(sid[:])
 }
 
-// span writes d's record as p planned it.
+// span writes d's record with the first p.nAttrs attributes, p.nLinks
+// links and p.nEvents events.
 func (w *enc) span(d *spanData, p *plan) {
+	if !w.room(prefixSize) {
+		return
+	}
 	b := w.b[:prefixSize]
 	clear(b)
 	b[pType] = d.typ
@@ -441,6 +511,9 @@ func (w *enc) span(d *spanData, p *plan) {
 	}
 	if d.pts != d.ts {
 		flags |= flagParentState
+	}
+	if d.attrsAtStart {
+		flags |= flagAttrsAtStart
 	}
 	b[pFlags] = flags
 	b[pKind] = byte(d.kind)
@@ -460,11 +533,17 @@ func (w *enc) span(d *spanData, p *plan) {
 		le.PutUint64(b[pEnd:], uint64(d.end.Unix()))
 		le.PutUint32(b[pEnd+8:], uint32(d.end.Nanosecond()))
 	}
-	le.PutUint32(b[pDroppedAttrs:], sat32(d.droppedAttrs+len(d.attrs)-p.nAttrs))
+	if d.attrsAtStart {
+		le.PutUint32(b[pDroppedAttrs:], sat32(d.droppedAttrs))
+	} else {
+		le.PutUint32(b[pDroppedAttrs:], sat32(d.droppedAttrs+len(d.attrs)-p.nAttrs))
+	}
 	le.PutUint32(b[pDroppedEvts:], sat32(d.droppedEvents+len(d.events)-p.nEvents))
 	le.PutUint32(b[pDroppedLinks:], sat32(d.droppedLinks+len(d.links)-p.nLinks))
 	le.PutUint32(b[pChildren:], sat32(d.children))
-	le.PutUint32(b[pNAttrs:], uint32(p.nAttrs))
+	if !d.attrsAtStart {
+		le.PutUint32(b[pNAttrs:], uint32(p.nAttrs))
+	}
 	le.PutUint32(b[pNLinks:], uint32(p.nLinks))
 	le.PutUint32(b[pNEvents:], uint32(p.nEvents))
 	w.n = prefixSize
@@ -474,7 +553,9 @@ func (w *enc) span(d *spanData, p *plan) {
 	if d.pts != d.ts {
 		w.raw(d.pts)
 	}
-	w.attrs(d.attrs[:p.nAttrs], 0)
+	if !d.attrsAtStart {
+		w.attrs(d.attrs[:p.nAttrs], 0)
+	}
 	for _, l := range d.links[:p.nLinks] {
 		w.spanContext(l.SpanContext)
 		w.u8(byte(l.SpanContext.TraceFlags()))

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -17,9 +16,14 @@ func (j *Journal) die() {
 	j.closed.Store(true)
 	close(j.stop)
 	<-j.done
-	for j.active.Load() != 0 {
-		runtime.Gosched()
+	for i := range j.shards {
+		j.shards[i].mu.Lock()
+		defer j.shards[i].mu.Unlock()
 	}
+	j.defsMu.Lock()
+	defer j.defsMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	_ = unmap(j.mem)
 	_ = j.f.Close()
 }

@@ -35,16 +35,18 @@ const (
 	segMagic      = 0x31474553 // "SEG1"
 	segGenOff     = 8          // u64, stored atomically
 
-	// A record: [len u32][gen u32][crc u32][state u32] then len payload
-	// bytes, padded to 8. The CRC covers len, gen and the payload, and is
-	// stored last: a record cut short by the death of its writer, or by a
-	// torn page after a power loss, fails it and is skipped. The state word
-	// lies outside the CRC: it turns from live to done, in place, when the
-	// record is no longer needed (its span ended, or its export was
-	// confirmed).
+	// A record: [crc u32][state u32][len u32][gen u32] then len payload
+	// bytes, padded to 8. The CRC covers len, gen and the payload (one run
+	// of bytes), and is stored last: a record cut short by the death of its
+	// writer, or by a torn page after a power loss, fails it and is
+	// skipped. The state word lies outside the CRC: it turns from live to
+	// done, in place, when the record is no longer needed (its span ended,
+	// or its export was confirmed).
 	recHeaderSize = 16
-	recCRC        = 8
-	recState      = 12
+	recCRC        = 0
+	recState      = 4
+	recLen        = 8
+	recGen        = 12
 
 	stateLive uint32 = 0x4556494c // "LIVE"
 	stateDone uint32 = 0x454e4f44 // "DONE"
@@ -57,10 +59,10 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// recordCRC is the checksum of a record: its length and generation words,
-// then its payload.
-func recordCRC(hdr, payload []byte) uint32 {
-	return crc32.Update(crc32.Update(0, castagnoli, hdr[:recCRC]), castagnoli, payload)
+// recordCRC is the checksum of the record at b[0:] with n payload bytes:
+// its length and generation words, then its payload.
+func recordCRC(b []byte, n int) uint32 {
+	return crc32.Update(0, castagnoli, b[recLen:recHeaderSize+n])
 }
 
 func align8(n int) int { return (n + 7) &^ 7 }
@@ -71,8 +73,8 @@ func recordSize(n int) int { return align8(recHeaderSize + n) }
 // putRecordHeader writes every header word of the record at b[0:] but the
 // CRC, which publishes the record and is stored by the caller last.
 func putRecordHeader(b []byte, n int, gen uint32) {
-	binary.LittleEndian.PutUint32(b[0:], uint32(n))
-	binary.LittleEndian.PutUint32(b[4:], gen)
+	binary.LittleEndian.PutUint32(b[recLen:], uint32(n))
+	binary.LittleEndian.PutUint32(b[recGen:], gen)
 	binary.LittleEndian.PutUint32(b[recState:], stateLive)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
@@ -51,7 +51,9 @@ type Journal struct {
 	res      atomic.Pointer[[]resDef]
 	defsFull bool
 
-	active atomic.Int64 // operations using mem; Close waits for none
+	// Every access to mem on a span's path happens under mu, a shard's
+	// lock or defsMu, each checking closed once taken: Close takes them
+	// all before it unmaps, so a span never waits on a counter of its own.
 	closed atomic.Bool
 	broken atomic.Bool // a fault stopped the journal
 
@@ -94,25 +96,43 @@ type spanKey struct {
 	s trace.SpanID
 }
 
-func keyOf(sc trace.SpanContext) spanKey { return spanKey{sc.TraceID(), sc.SpanID()} }
+// liveKey is the key of a span in the journal's map: its span id. Two
+// open spans with one span id (in different traces) are one to the
+// journal, which keeps the newer: span ids are random 64-bit numbers, so
+// this needs an id generator that repeats them.
+func liveKey(sc trace.SpanContext) uint64 {
+	sid := sc.SpanID()
+	return binary.LittleEndian.Uint64(sid[:])
+}
 
 // entry is where a span's live records lie (file offsets; 0 for none).
+// A start record stays live after the end while the end record leaves
+// the attributes to it.
 type entry struct {
 	start, end int32
 	// early: the export was confirmed before the end was journalled (the
 	// journal's processor was registered after the batcher).
 	early bool
+	// whole: the start record holds every attribute the span had at its
+	// start, whose slice begins at attrs and holds nAttrs. While the span
+	// keeps that slice (the SDK copies it at any change, once read), its
+	// end record needs no attributes of its own.
+	whole  bool
+	nAttrs int32
+	attrs  *attribute.KeyValue
+	scope  uint32
+	res    uint32
 }
 
 const nShards = 32
 
 type shard struct {
 	mu sync.Mutex
-	m  map[spanKey]entry
+	m  map[uint64]entry
 	_  [40]byte // keep shards on their own cache lines
 }
 
-func (j *Journal) shard(k spanKey) *shard { return &j.shards[k.s[7]&(nShards-1)] }
+func (j *Journal) shard(k uint64) *shard { return &j.shards[k>>56&(nShards-1)] }
 
 type scopeDef struct {
 	s  instrumentation.Scope
@@ -136,9 +156,9 @@ type Stats struct {
 	// goroutine had not yet made room), or after a fault stopped the
 	// journal. A span whose end was dropped is no longer journalled.
 	Dropped uint64
-	// Evicted: records still needed (a span still open, or ended and not
-	// yet confirmed) removed, oldest first, to make room: their spans are
-	// not recovered after a death.
+	// Evicted: spans still needed (still open, or ended and not yet
+	// confirmed) removed from the journal to make room, from the segment
+	// cheapest to free: they are not recovered after a death.
 	Evicted uint64
 	// Carried: records of open spans, and of ended spans not yet
 	// confirmed, copied forward so that their segment could be reused.
@@ -206,7 +226,7 @@ func (j *Journal) init() {
 		j.free = append(j.free, i)
 	}
 	for i := range j.shards {
-		j.shards[i].m = make(map[spanKey]entry)
+		j.shards[i].m = make(map[uint64]entry)
 	}
 	j.defsEnd = j.geo.defsOff()
 	j.nextDef = 1
@@ -237,15 +257,10 @@ func (j *Journal) beat(now time.Time) {
 	atomic.StoreUint64(j.word64(hdrHeartbeat), uint64(now.UnixNano()))
 }
 
-// enter starts an operation on the mapped file, or says the journal is
-// closed or stopped. Every enter that returns true is paired with exit.
+// enter says whether the journal takes an operation: not once closed or
+// stopped. An operation that entered defers exit.
 func (j *Journal) enter() bool {
-	j.active.Add(1)
-	if j.closed.Load() || j.broken.Load() {
-		j.active.Add(-1)
-		return false
-	}
-	return true
+	return !j.closed.Load() && !j.broken.Load()
 }
 
 // refused counts a span the journal did not take because it was closed.
@@ -264,7 +279,6 @@ func (j *Journal) exit(faults bool) {
 		j.fault(r)
 	}
 	debug.SetPanicOnFault(faults)
-	j.active.Add(-1)
 }
 
 func (j *Journal) fault(r any) {
@@ -283,9 +297,13 @@ func (j *Journal) reserve(n int) (loc int, gen uint32, ok bool) {
 }
 
 func (j *Journal) reserveAt(h *head, keep, n int) (loc int, gen uint32, ok bool) {
-	size := recordSize(n)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.reserveLocked(h, keep, n)
+}
+
+func (j *Journal) reserveLocked(h *head, keep, n int) (loc int, gen uint32, ok bool) {
+	size := recordSize(n)
 	if h.cur < 0 || h.off+size > j.geo.segSize {
 		if !j.nextSegmentLocked(h, keep) {
 			return 0, 0, false
@@ -352,7 +370,7 @@ func (j *Journal) poke() {
 func (j *Journal) markDone(loc int) {
 	atomic.StoreUint32(j.word32(loc+recState), stateDone)
 	i := j.geo.segOf(loc)
-	j.segs[i].bytes.Add(-int64(recordSize(int(binary.LittleEndian.Uint32(j.mem[loc:])))))
+	j.segs[i].bytes.Add(-int64(recordSize(int(binary.LittleEndian.Uint32(j.mem[loc+recLen:])))))
 	if j.segs[i].live.Add(-1) == 0 {
 		j.mu.Lock()
 		defer j.mu.Unlock()
@@ -371,34 +389,117 @@ func (j *Journal) isLive(loc int) bool {
 func (j *Journal) publish(loc, n int, gen uint32) {
 	b := j.mem[loc : loc+recHeaderSize+n]
 	putRecordHeader(b, n, gen)
-	atomic.StoreUint32(j.word32(loc+recCRC), recordCRC(b, b[recHeaderSize:]))
+	atomic.StoreUint32(j.word32(loc+recCRC), recordCRC(b, n))
 }
 
-// writeSpan journals d; it returns where, or false when it was dropped.
-// The caller links the record to its span and then calls linked.
-func (j *Journal) writeSpan(d *spanData) (int, bool) {
+// writeSpan journals d; it returns where, or false when it was dropped,
+// and whether the record holds all of d's attributes. The caller links
+// the record to its span and then calls linked.
+func (j *Journal) writeSpan(d *spanData) (loc int, whole, ok bool) {
+	loc, _, _, cut, res := j.appendSpan(d)
+	switch res {
+	case appendClosed:
+		return 0, false, false
+	case appendDropped:
+		j.drop()
+		return 0, false, false
+	case appendTooBig:
+		return j.writeCut(d)
+	}
+	if cut > 0 {
+		j.cutStrings(d, cut)
+	}
+	return loc, true, true
+}
+
+const (
+	appended = iota
+	appendDropped
+	appendTooBig
+	appendClosed
+)
+
+// appendSpan encodes d straight into the free space at the writers' head,
+// under mu: one pass, no sizing, no copy. A record that does not fit the
+// rest of the segment moves to the next one; one that does not fit the
+// record bound is left to writeCut.
+func (j *Journal) appendSpan(d *spanData) (loc, n int, gen uint32, cut, res int) {
+	p := plan{nAttrs: len(d.attrs), nLinks: len(d.links), nEvents: len(d.events)}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed.Load() {
+		return 0, 0, 0, 0, appendClosed
+	}
+	h := &j.head
+	for range 2 {
+		if h.cur < 0 && !j.nextSegmentLocked(h, 1) {
+			return 0, 0, 0, 0, appendDropped
+		}
+		limit := min(j.geo.segSize-h.off-recHeaderSize, j.maxPayload)
+		loc = j.geo.segOff(h.cur) + h.off
+		w := enc{value: j.cfg.value}
+		if limit > 0 {
+			w.b = j.mem[loc+recHeaderSize : loc+recHeaderSize+limit]
+		}
+		w.span(d, &p)
+		if !w.over {
+			s := &j.segs[h.cur]
+			size := recordSize(w.n)
+			h.off += size
+			s.live.Add(1)
+			s.bytes.Add(int64(size))
+			s.writers.Add(1)
+			j.publish(loc, w.n, uint32(s.gen))
+			return loc, w.n, uint32(s.gen), w.cut, appended
+		}
+		if limit == j.maxPayload {
+			return 0, 0, 0, 0, appendTooBig
+		}
+		if !j.nextSegmentLocked(h, 1) {
+			return 0, 0, 0, 0, appendDropped
+		}
+	}
+	return 0, 0, 0, 0, appendTooBig
+}
+
+// writeCut journals a span whose record would pass the record bound:
+// sized first, it keeps the attributes, links and events that fit.
+func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
 	p := planSpan(d, j.cfg.value, j.maxPayload)
 	if p.cut > 0 {
-		j.st.cutStrings.Add(uint64(p.cut))
-		j.warn(warnCut, fmt.Errorf("journal: span %q: a string was cut to %d bytes (counted in CutStrings)", cutForLog(d.name), j.cfg.value))
+		j.cutStrings(d, p.cut)
 	}
 	if left := len(d.attrs) - p.nAttrs + len(d.links) - p.nLinks + len(d.events) - p.nEvents; left > 0 {
 		j.st.cutItems.Add(uint64(left))
 		j.warn(warnCut, fmt.Errorf("journal: span %q: %d attributes, links or events left out of its record to keep it within %d bytes (counted in CutItems)", cutForLog(d.name), left, j.maxPayload))
 	}
-	loc, gen, ok := j.reserve(p.size)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed.Load() {
+		return 0, false, false
+	}
+	loc, gen, ok := j.reserveLocked(&j.head, 1, p.size)
 	if !ok {
-		j.st.dropped.Add(1)
-		j.warn(warnDropped, fmt.Errorf("journal: %s is full of records still needed: spans are not journalled until room is made (counted in Dropped)", j.path))
-		return 0, false
+		j.drop()
+		return 0, false, false
 	}
 	w := enc{b: j.mem[loc+recHeaderSize : loc+recHeaderSize+p.size], value: j.cfg.value}
 	w.span(d, &p)
-	if w.n != p.size {
+	if w.over || w.n != p.size {
 		panic(fmt.Sprintf("journal: record of %d bytes planned as %d", w.n, p.size))
 	}
 	j.publish(loc, p.size, gen)
-	return loc, true
+	return loc, p.nAttrs == len(d.attrs), true
+}
+
+func (j *Journal) drop() {
+	j.st.dropped.Add(1)
+	j.warn(warnDropped, fmt.Errorf("journal: %s is full of records still needed: spans are not journalled until room is made (counted in Dropped)", j.path))
+}
+
+func (j *Journal) cutStrings(d *spanData, n int) {
+	j.st.cutStrings.Add(uint64(n))
+	j.warn(warnCut, fmt.Errorf("journal: span %q: a string was cut to %d bytes (counted in CutStrings)", cutForLog(d.name), j.cfg.value))
 }
 
 // linked says the record at loc is now known to the span map, so that
@@ -418,12 +519,19 @@ func (j *Journal) scopeID(s instrumentation.Scope) uint32 {
 	if l := j.scopes.Load(); l != nil {
 		for i := range *l {
 			d := &(*l)[i]
-			if d.s.Name == s.Name && d.s.Version == s.Version && d.s.SchemaURL == s.SchemaURL && d.s.Attributes.Equivalent() == s.Attributes.Equivalent() {
+			if sameScopeAs(&d.s, &s) {
 				return d.id
 			}
 		}
 	}
 	return j.define(&definition{typ: recScope, name: s.Name, version: s.Version, schema: s.SchemaURL, attrs: s.Attributes.ToSlice()}, s, nil)
+}
+
+func sameScopeAs(a, b *instrumentation.Scope) bool {
+	if a.Name != b.Name || a.Version != b.Version || a.SchemaURL != b.SchemaURL || a.Attributes.Len() != b.Attributes.Len() {
+		return false
+	}
+	return a.Attributes.Len() == 0 || a.Attributes.Equivalent() == b.Attributes.Equivalent()
 }
 
 // resourceID returns the definition id of r, as scopeID does.
@@ -444,6 +552,9 @@ func (j *Journal) resourceID(r *resource.Resource) uint32 {
 func (j *Journal) define(d *definition, s instrumentation.Scope, r *resource.Resource) uint32 {
 	j.defsMu.Lock()
 	defer j.defsMu.Unlock()
+	if j.closed.Load() {
+		return 0
+	}
 	// Seen meanwhile?
 	if r != nil {
 		if l := j.res.Load(); l != nil {
@@ -455,7 +566,7 @@ func (j *Journal) define(d *definition, s instrumentation.Scope, r *resource.Res
 		}
 	} else if l := j.scopes.Load(); l != nil {
 		for _, e := range *l {
-			if e.s.Name == s.Name && e.s.Version == s.Version && e.s.SchemaURL == s.SchemaURL && e.s.Attributes.Equivalent() == s.Attributes.Equivalent() {
+			if sameScopeAs(&e.s, &s) {
 				return e.id
 			}
 		}
@@ -604,8 +715,8 @@ func (j *Journal) compact(i int) {
 	le := binary.LittleEndian
 	each := func(f func(pos, n int)) {
 		for pos := base + segHeaderSize; pos+recHeaderSize <= base+used; {
-			n := int(le.Uint32(j.mem[pos:]))
-			if le.Uint32(j.mem[pos+4:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
+			n := int(le.Uint32(j.mem[pos+recLen:]))
+			if le.Uint32(j.mem[pos+recGen:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
 				break
 			}
 			if j.isLive(pos) {
@@ -641,7 +752,7 @@ func (j *Journal) compact(i int) {
 func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	p := j.mem[pos+recHeaderSize : pos+recHeaderSize+n]
 	typ := p[pType]
-	k := recordKey(p)
+	k := binary.LittleEndian.Uint64(p[pSpanID:])
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -670,30 +781,26 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 			return true
 		}
 	}
-	j.markDone(pos)
+	// The span leaves the journal whole: an end record may leave its
+	// attributes to the start record, and a start record without its end
+	// would pass for an open span.
+	j.release(e)
+	delete(sh.m, k)
 	j.st.evicted.Add(1)
-	j.warn(warnEvicted, fmt.Errorf("journal: %s is full: the oldest records still needed are evicted, their spans would not be recovered after a death (counted in Evicted)", j.path))
-	if typ == recStart {
-		e.start = 0
-	} else {
-		e.end = 0
-	}
-	if e.start == 0 && e.end == 0 {
-		delete(sh.m, k)
-	} else {
-		sh.m[k] = e
-	}
+	j.warn(warnEvicted, fmt.Errorf("journal: %s is full: the oldest spans still needed are evicted, they would not be recovered after a death (counted in Evicted)", j.path))
 	return false
 }
 
 // Close stops the journal after a clean shutdown; call it after the
-// tracer provider's Shutdown, whose final export confirms the last spans.
+// tracer provider's Shutdown, whose final export confirms the last spans
+// (a span starting while Close runs may be left in the file as open).
 // Spans that never ended are no longer journalled (counted in
 // OpenAtClose). When every span the journal holds was confirmed, the file
 // is removed; otherwise it stays for [Recover] at the next start. Close
 // waits for operations in progress (a record's copy), never for I/O
 // beyond one msync with [WithSyncInterval]. Later calls return the first
-// call's result.
+// call's result; spans that start or end after it are not journalled
+// (counted in AfterClose).
 func (j *Journal) Close() error {
 	j.once.Do(func() { j.closeErr = j.close() })
 	return j.closeErr
@@ -703,9 +810,13 @@ func (j *Journal) close() error {
 	j.closed.Store(true)
 	close(j.stop)
 	<-j.done
-	for j.active.Load() != 0 {
-		runtime.Gosched()
+	// Once these are taken, no span is using the mapping, and none will.
+	for i := range j.shards {
+		j.shards[i].mu.Lock()
+		defer j.shards[i].mu.Unlock()
 	}
+	j.defsMu.Lock()
+	defer j.defsMu.Unlock()
 	var err error
 	live := int64(0)
 	func() {
@@ -721,20 +832,15 @@ func (j *Journal) close() error {
 		}
 		for i := range j.shards {
 			sh := &j.shards[i]
-			sh.mu.Lock()
 			for k, e := range sh.m {
-				if e.start != 0 {
-					j.markDone(int(e.start))
-					j.st.openAtClose.Add(1)
-					e.start = 0
-				}
 				if e.end == 0 {
+					if e.start != 0 {
+						j.markDone(int(e.start))
+						j.st.openAtClose.Add(1)
+					}
 					delete(sh.m, k)
-				} else {
-					sh.m[k] = e
 				}
 			}
-			sh.mu.Unlock()
 		}
 		for i := range j.segs {
 			live += j.segs[i].live.Load()
@@ -748,6 +854,8 @@ func (j *Journal) close() error {
 			}
 		}
 	}()
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if live == 0 && !j.broken.Load() {
 		if e := os.Remove(j.path); e != nil && err == nil {
 			err = fmt.Errorf("journal: removing %s: %w", j.path, e)

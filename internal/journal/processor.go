@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"runtime/debug"
+	"unsafe"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -49,20 +50,21 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		res:          j.resourceID(s.Resource()),
 	}
 	d.ts, d.pts = traceStates(sc, d.parent)
-	loc, ok := j.writeSpan(&d)
+	loc, whole, ok := j.writeSpan(&d)
 	if !ok {
 		return
 	}
-	k := keyOf(sc)
+	k := liveKey(sc)
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.m[k]; ok {
-		// Another span with the same ids (an id generator that repeats):
-		// the journal keeps the newer.
-		j.release(old)
+	if j.closed.Load() {
+		return
 	}
-	sh.m[k] = entry{start: int32(loc)}
+	// Another open span with the same span id (an id generator that
+	// repeats) is replaced: its records, no longer referred to, are
+	// dropped when compaction reaches them.
+	sh.m[k] = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
 	j.linked(loc)
 }
 
@@ -87,6 +89,21 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	defer j.exit(debug.SetPanicOnFault(true))
+	k := liveKey(sc)
+	sh := j.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if j.closed.Load() {
+		j.refused()
+		return
+	}
+	e := sh.m[k]
+	if e.early {
+		// Exported and confirmed already.
+		j.release(e)
+		delete(sh.m, k)
+		return
+	}
 	d := spanData{
 		typ:           recEnd,
 		sc:            sc,
@@ -103,37 +120,32 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		droppedEvents: s.DroppedEvents(),
 		droppedLinks:  s.DroppedLinks(),
 		children:      s.ChildSpanCount(),
-		scope:         j.scopeID(s.InstrumentationScope()),
-		res:           j.resourceID(s.Resource()),
+	}
+	if e.start != 0 && e.end == 0 {
+		d.scope, d.res = e.scope, e.res
+		d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
+	} else {
+		d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
 	}
 	d.ts, d.pts = traceStates(sc, d.parent)
 	// The end is written before the start is marked done: a death between
 	// the two leaves both, and recovery keeps the end.
-	loc, ok := j.writeSpan(&d)
-	k := keyOf(sc)
-	sh := j.shard(k)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[k]
-	if e.start != 0 {
-		j.markDone(int(e.start))
+	loc, _, ok := j.writeSpan(&d)
+	if e.end != 0 {
+		j.markDone(int(e.end)) // ended twice: the last end stands
 	}
-	switch {
-	case !ok:
-		if e.end != 0 {
-			j.markDone(int(e.end))
+	if !ok {
+		if e.start != 0 {
+			j.markDone(int(e.start))
 		}
 		delete(sh.m, k)
 		return
-	case e.early:
-		j.markDone(loc)
-		delete(sh.m, k)
-	default:
-		if e.end != 0 {
-			j.markDone(int(e.end)) // ended twice: keep the last
-		}
-		sh.m[k] = entry{end: int32(loc)}
 	}
+	if e.start != 0 && !d.attrsAtStart {
+		j.markDone(int(e.start))
+		e.start = 0
+	}
+	sh.m[k] = entry{start: e.start, end: int32(loc)}
 	j.linked(loc)
 }
 
@@ -181,19 +193,22 @@ func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 		if !sc.IsSampled() {
 			continue
 		}
-		j.confirmOne(keyOf(sc))
+		j.confirmOne(liveKey(sc))
 	}
 }
 
-func (j *Journal) confirmOne(k spanKey) {
+func (j *Journal) confirmOne(k uint64) {
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if j.closed.Load() {
+		return
+	}
 	e, ok := sh.m[k]
 	switch {
 	case !ok:
 	case e.end != 0:
-		j.markDone(int(e.end))
+		j.release(e)
 		delete(sh.m, k)
 	case e.start != 0:
 		e.early = true

@@ -216,9 +216,9 @@ func scan(b []byte, start int, gen uint32, maxPayload int, fn func(loc int, p []
 	le := binary.LittleEndian
 	gap := false
 	for pos := start; pos+recHeaderSize <= len(b); {
-		n := int(le.Uint32(b[pos:]))
-		if le.Uint32(b[pos+4:]) == gen && n > 0 && n <= maxPayload && n <= len(b)-pos-recHeaderSize &&
-			le.Uint32(b[pos+recCRC:]) == recordCRC(b[pos:], b[pos+recHeaderSize:pos+recHeaderSize+n]) {
+		n := int(le.Uint32(b[pos+recLen:]))
+		if le.Uint32(b[pos+recGen:]) == gen && n > 0 && n <= maxPayload && n <= len(b)-pos-recHeaderSize &&
+			le.Uint32(b[pos+recCRC:]) == recordCRC(b[pos:], n) {
 			if gap {
 				torn++
 				gap = false
@@ -322,22 +322,32 @@ func (r *recovery) spans(hb [2]time.Duration) error {
 				return
 			}
 			k := recordKey(p)
+			sl, started := starts[k]
 			if p[pType] == recStart {
-				if _, ended := ends[k]; ended || starts[k] != loc {
-					r.mark(loc) // its end, or an earlier copy, stands for it
+				if sl != loc {
+					r.mark(loc) // an earlier copy stands for it
 					return
+				}
+				if _, ended := ends[k]; ended {
+					return // marked with its end
 				}
 			} else if ends[k] != loc {
 				r.mark(loc)
 				return
 			}
 			sr, derr := decodeSpan(p)
+			if derr == nil && sr.attrsAtStart && started {
+				derr = r.startAttrs(&sr, sl, b, base)
+			}
 			if derr != nil {
 				r.rep.Corrupt++
 				r.mark(loc)
 				return
 			}
 			r.add(sr, loc)
+			if sr.typ == recEnd && started {
+				r.marks = append(r.marks, sl)
+			}
 			if len(r.batch) >= BatchSize {
 				err = r.flush()
 			}
@@ -347,6 +357,39 @@ func (r *recovery) spans(hb [2]time.Duration) error {
 		}
 	}
 	return r.flush()
+}
+
+// startAttrs gives an end record whose attributes are its start record's
+// those attributes, read from the start record at loc: in b (the segment
+// read at base) when it lies there, else from the file.
+func (r *recovery) startAttrs(s *spanRecord, loc int, b []byte, base int) error {
+	var rec []byte
+	if loc >= base && loc+recHeaderSize <= base+len(b) {
+		rec = b[loc-base:]
+	} else {
+		var h [recHeaderSize]byte
+		if n, _ := r.f.ReadAt(h[:], int64(loc)); n != recHeaderSize {
+			return errCorrupt
+		}
+		n := int(binary.LittleEndian.Uint32(h[recLen:]))
+		if n > r.geo.maxPayload() {
+			return errCorrupt
+		}
+		rec = make([]byte, recHeaderSize+n)
+		if m, _ := r.f.ReadAt(rec, int64(loc)); m != len(rec) {
+			return errCorrupt
+		}
+	}
+	n := int(binary.LittleEndian.Uint32(rec[recLen:]))
+	if n > len(rec)-recHeaderSize || binary.LittleEndian.Uint32(rec[recCRC:]) != recordCRC(rec, n) {
+		return errCorrupt
+	}
+	st, err := decodeSpan(rec[recHeaderSize : recHeaderSize+n])
+	if err != nil || st.typ != recStart {
+		return errCorrupt
+	}
+	s.attrs = st.attrs
+	return nil
 }
 
 // add turns a record into the span it stands for and adds it to the batch.

@@ -270,3 +270,41 @@ func TestOpenSpansAreRecoveredAsDiedAtTheLastHeartbeat(t *testing.T) {
 		t.Errorf("an ended span keeps its status: %+v %v", d.Status, d.Attributes)
 	}
 }
+
+// An end record leaves the attributes to the start record only while the
+// span still holds the attributes it started with: a value set again
+// after the start, even under the same key and count, is journalled at
+// the end.
+func TestAttributesChangedAfterTheStartAreJournalledAtTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	j := openT(t, dir)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(j.SpanProcessor()))
+	tr := tp.Tracer("t")
+	start := []attribute.KeyValue{attribute.Int("a", 1), attribute.String("b", "x")}
+	_, same := tr.Start(context.Background(), "same", trace.WithAttributes(start...))
+	same.End()
+	_, changed := tr.Start(context.Background(), "changed", trace.WithAttributes(start...))
+	changed.SetAttributes(attribute.Int("a", 2))
+	changed.End()
+	_, grown := tr.Start(context.Background(), "grown", trace.WithAttributes(start...))
+	grown.SetAttributes(attribute.Int("c", 3))
+	grown.End()
+	k := liveKey(same.SpanContext())
+	if e := j.shard(k).m[k]; e.start == 0 || e.end == 0 {
+		t.Fatalf("entry %+v: the unchanged span's end does not lean on its start", e)
+	}
+	j.die()
+	_, exp := recoverT(t, dir)
+	got := byID(t, exp.stubs())
+	want := map[trace.Span][]attribute.KeyValue{
+		same:    start,
+		changed: {attribute.Int("a", 2), attribute.String("b", "x")},
+		grown:   {attribute.Int("a", 1), attribute.String("b", "x"), attribute.Int("c", 3)},
+	}
+	for s, w := range want {
+		g := got[[8]byte(s.SpanContext().SpanID())]
+		if !sameAttrs(slices.DeleteFunc(slices.Clone(g.Attributes), func(kv attribute.KeyValue) bool { return kv.Key == RecoveredKey }), w) {
+			t.Errorf("span %s: attributes %v, want %v", g.Name, g.Attributes, w)
+		}
+	}
+}
