@@ -79,7 +79,7 @@ func BenchmarkRequest(b *testing.B) {
 		}
 		_ = tp.ForceFlush(ctx) // the export of these requests is their cost too
 		b.StopTimer()
-		b.ReportMetric(float64((cpuTime() - cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		_ = tp.Shutdown(ctx)
 		if j != nil {
 			if st := j.Stats(); st.Dropped+st.Evicted > 0 {
