@@ -204,3 +204,35 @@ func TestATruncatedJournalRecoversWhatItHolds(t *testing.T) {
 		t.Errorf("the whole file recovered %d spans, want 220", prev)
 	}
 }
+
+// A journal whose file is cut short under it (an operator's truncate, a
+// file system that cannot back a page) faults on its next write: the
+// journal stops, counts and logs it, and the engine's spans go on.
+func TestAFileCutUnderTheJournalStopsItWithoutACrash(t *testing.T) {
+	dir := t.TempDir()
+	j := openT(t, dir)
+	live := &memExporter{}
+	tp, _ := provider(j, live)
+	tr := tp.Tracer("t")
+	endAll(spans(tr, "before", 10))
+	if err := os.Truncate(j.Path(), 0); err != nil {
+		t.Fatal(err)
+	}
+	endAll(spans(tr, "after", 100_000/geometryFor(DefaultSize).segCount)) // past the first page
+	if st := j.Stats(); st.Faults != 1 {
+		t.Fatalf("stats %+v: no fault counted", st)
+	}
+	endAll(spans(tr, "stopped", 10))
+	if err := tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(live.stubs()); n < 10+10 {
+		t.Errorf("%d spans exported: the engine's spans stopped with the journal", n)
+	}
+	if err := j.Close(); err == nil || !strings.Contains(err.Error(), "fault") {
+		t.Errorf("Close after a fault: %v", err)
+	}
+	if _, err := os.Stat(j.Path()); !os.IsNotExist(err) {
+		t.Errorf("the stopped journal's file is left: %v", err)
+	}
+}

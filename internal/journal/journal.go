@@ -77,8 +77,6 @@ const (
 
 type segment struct {
 	live    atomic.Int64 // records not yet done, written or being written
-	bytes   atomic.Int64 // the space they take
-	writers atomic.Int64 // records reserved whose span is not yet linked
 	gen     uint64       // under mu
 	state   int          // under mu
 	used    int          // bytes used when it stopped being current; under mu
@@ -313,8 +311,6 @@ func (j *Journal) reserveLocked(h *head, keep, n int) (loc int, gen uint32, ok b
 	loc = j.geo.segOff(h.cur) + h.off
 	h.off += size
 	s.live.Add(1)
-	s.bytes.Add(int64(size))
-	s.writers.Add(1)
 	return loc, uint32(s.gen), true
 }
 
@@ -370,7 +366,6 @@ func (j *Journal) poke() {
 func (j *Journal) markDone(loc int) {
 	atomic.StoreUint32(j.word32(loc+recState), stateDone)
 	i := j.geo.segOf(loc)
-	j.segs[i].bytes.Add(-int64(recordSize(int(binary.LittleEndian.Uint32(j.mem[loc+recLen:])))))
 	if j.segs[i].live.Add(-1) == 0 {
 		j.mu.Lock()
 		defer j.mu.Unlock()
@@ -447,8 +442,6 @@ func (j *Journal) appendSpan(d *spanData) (loc, n int, gen uint32, cut, res int)
 			size := recordSize(w.n)
 			h.off += size
 			s.live.Add(1)
-			s.bytes.Add(int64(size))
-			s.writers.Add(1)
 			j.publish(loc, w.n, uint32(s.gen))
 			return loc, w.n, uint32(s.gen), w.cut, appended
 		}
@@ -502,9 +495,6 @@ func (j *Journal) cutStrings(d *spanData, n int) {
 	j.warn(warnCut, fmt.Errorf("journal: span %q: a string was cut to %d bytes (counted in CutStrings)", cutForLog(d.name), j.cfg.value))
 }
 
-// linked says the record at loc is now known to the span map, so that
-// compaction may move it.
-func (j *Journal) linked(loc int) { j.segs[j.geo.segOf(loc)].writers.Add(-1) }
 
 func cutForLog(s string) string {
 	if len(s) > 64 {
@@ -668,9 +658,9 @@ func (j *Journal) guarded(f func()) {
 }
 
 // maintain keeps spare free segments by compacting full ones, at most
-// one pass over the ring at a time. It picks the segment whose live
-// records take the least room (the oldest of equals): the cheapest to
-// free, so that a segment full of open spans is left while others will do.
+// one pass over the ring at a time. It picks the segment with the fewest
+// live records (the oldest of equals): the cheapest to free, so that a
+// segment full of open spans is left while others will do.
 func (j *Journal) maintain() {
 	for range j.geo.segCount {
 		j.mu.Lock()
@@ -678,14 +668,14 @@ func (j *Journal) maintain() {
 		if len(j.free) < spare {
 			for i := range j.segs {
 				s := &j.segs[i]
-				if s.state != segFull || s.writers.Load() != 0 {
+				if s.state != segFull {
 					continue
 				}
 				if victim < 0 {
 					victim = i
 					continue
 				}
-				b, vb := s.bytes.Load(), j.segs[victim].bytes.Load()
+				b, vb := s.live.Load(), j.segs[victim].live.Load()
 				if b < vb || b == vb && s.gen < j.segs[victim].gen {
 					victim = i
 				}
@@ -726,7 +716,9 @@ func (j *Journal) compact(i int) {
 		}
 	}
 	budget := j.geo.segSize / 2
-	carryAll := j.segs[i].bytes.Load() <= int64(budget)
+	liveBytes := 0
+	each(func(_, n int) { liveBytes += recordSize(n) })
+	carryAll := liveBytes <= budget
 	carried := 0
 	each(func(pos, n int) {
 		carry := carryAll || j.mem[pos+recHeaderSize+pType] == recStart
@@ -775,7 +767,6 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 				e.end = int32(nl)
 			}
 			sh.m[k] = e
-			j.linked(nl)
 			j.markDone(pos)
 			j.st.carried.Add(1)
 			return true
@@ -796,7 +787,8 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 // (a span starting while Close runs may be left in the file as open).
 // Spans that never ended are no longer journalled (counted in
 // OpenAtClose). When every span the journal holds was confirmed, the file
-// is removed; otherwise it stays for [Recover] at the next start. Close
+// is removed; otherwise it stays for [Recover] at the next start. A
+// journal a fault stopped is removed, and Close says so. Close
 // waits for operations in progress (a record's copy), never for I/O
 // beyond one msync with [WithSyncInterval]. Later calls return the first
 // call's result; spans that start or end after it are not journalled
@@ -856,7 +848,16 @@ func (j *Journal) close() error {
 	}()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if live == 0 && !j.broken.Load() {
+	switch {
+	case j.broken.Load():
+		// What it holds is no longer kept up to date: the spans it
+		// journalled before the fault were exported since, or not, and
+		// nothing says which. A recovery would send them again.
+		_ = os.Remove(j.path)
+		if err == nil {
+			err = fmt.Errorf("journal: %s had stopped after a fault; removed", j.path)
+		}
+	case live == 0:
 		if e := os.Remove(j.path); e != nil && err == nil {
 			err = fmt.Errorf("journal: removing %s: %w", j.path, e)
 		}

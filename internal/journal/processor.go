@@ -50,22 +50,25 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		res:          j.resourceID(s.Resource()),
 	}
 	d.ts, d.pts = traceStates(sc, d.parent)
-	loc, whole, ok := j.writeSpan(&d)
-	if !ok {
-		return
-	}
+	// The record is written and linked under its shard's lock: compaction,
+	// which moves a record under the same lock, never finds one that no
+	// span refers to yet.
 	k := liveKey(sc)
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if j.closed.Load() {
+		j.refused()
+		return
+	}
+	loc, whole, ok := j.writeSpan(&d)
+	if !ok {
 		return
 	}
 	// Another open span with the same span id (an id generator that
 	// repeats) is replaced: its records, no longer referred to, are
 	// dropped when compaction reaches them.
 	sh.m[k] = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
-	j.linked(loc)
 }
 
 // release marks an entry's records done; the caller holds its shard lock.
@@ -146,7 +149,6 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		e.start = 0
 	}
 	sh.m[k] = entry{start: e.start, end: int32(loc)}
-	j.linked(loc)
 }
 
 func (processor) Shutdown(context.Context) error   { return nil }
