@@ -76,10 +76,10 @@ const (
 )
 
 type segment struct {
-	live    atomic.Int64 // records not yet done, written or being written
-	gen     uint64       // under mu
-	state   int          // under mu
-	used    int          // bytes used when it stopped being current; under mu
+	live  atomic.Int64 // records not yet done, written or being written
+	gen   uint64       // under mu
+	state int          // under mu
+	used  int          // bytes used when it stopped being current; under mu
 }
 
 // head is a place records are appended: a segment and its next free byte.
@@ -494,7 +494,6 @@ func (j *Journal) cutStrings(d *spanData, n int) {
 	j.st.cutStrings.Add(uint64(n))
 	j.warn(warnCut, fmt.Errorf("journal: span %q: a string was cut to %d bytes (counted in CutStrings)", cutForLog(d.name), j.cfg.value))
 }
-
 
 func cutForLog(s string) string {
 	if len(s) > 64 {
