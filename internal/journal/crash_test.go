@@ -380,3 +380,51 @@ func TestAKilledStageJoinsTheRequestsTrace(t *testing.T) {
 		}
 	}
 }
+
+// Two processes journal into one directory: one is killed while the
+// other runs. Recover takes the dead one's spans and leaves the live
+// one's file alone; once that one is killed too, its spans come back, and
+// neither file was damaged by the other.
+func TestTwoProcessesInOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childMode+"=stage", childDir+"="+dir, childSeed+"=11")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	alive := child{started: map[string]bool{}, ended: map[string]bool{}}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "DONE" {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "S" {
+			alive.started[f[1]] = true
+		}
+	}
+	dead := runChildProcess(t, dir, "kill", 12, 0)
+
+	exp := &memExporter{}
+	rep, err := Recover(context.Background(), filepath.Join(dir, "journal"), exp)
+	if err != nil || rep.Live != 1 || rep.Files != 1 || rep.Torn != 0 || rep.Corrupt != 0 {
+		t.Fatalf("Recover beside a live process: %+v, %v", rep, err)
+	}
+	for _, s := range exp.stubs() {
+		if !dead.started[s.SpanContext.SpanID().String()] {
+			t.Errorf("span %s recovered from the live process's journal", s.SpanContext.SpanID())
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	got, _ := checkRecovery(t, dir, alive)
+	if len(got) == 0 {
+		t.Error("nothing recovered from the second process")
+	}
+	for _, s := range got {
+		if !alive.started[s.SpanContext.SpanID().String()] {
+			t.Errorf("span %s recovered twice or from elsewhere", s.SpanContext.SpanID())
+		}
+	}
+}
