@@ -126,7 +126,7 @@ const nShards = 32
 
 type shard struct {
 	mu sync.Mutex
-	m  map[uint64]entry
+	t  table
 	_  [40]byte // keep shards on their own cache lines
 }
 
@@ -222,9 +222,6 @@ func (j *Journal) init() {
 	j.free = make([]int, 0, j.geo.segCount)
 	for i := range j.segs {
 		j.free = append(j.free, i)
-	}
-	for i := range j.shards {
-		j.shards[i].m = make(map[uint64]entry)
 	}
 	j.defsEnd = j.geo.defsOff()
 	j.nextDef = 1
@@ -750,8 +747,12 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	if !j.isLive(pos) {
 		return false // its span ended or was confirmed meanwhile
 	}
-	e, ok := sh.m[k]
-	if !ok || !(typ == recStart && int(e.start) == pos || typ == recEnd && int(e.end) == pos) {
+	ep := sh.t.get(k)
+	var e entry
+	if ep != nil {
+		e = *ep
+	}
+	if ep == nil || !(typ == recStart && int(e.start) == pos || typ == recEnd && int(e.end) == pos) {
 		j.markDone(pos)
 		j.warn(warnOrphan, fmt.Errorf("journal: %s: a record no span refers to was dropped", j.path))
 		return false
@@ -765,7 +766,7 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 			} else {
 				e.end = int32(nl)
 			}
-			sh.m[k] = e
+			*ep = e
 			j.markDone(pos)
 			j.st.carried.Add(1)
 			return true
@@ -775,7 +776,7 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	// attributes to the start record, and a start record without its end
 	// would pass for an open span.
 	j.release(e)
-	delete(sh.m, k)
+	sh.t.del(k)
 	j.st.evicted.Add(1)
 	j.warn(warnEvicted, fmt.Errorf("journal: %s is full: the oldest spans still needed are evicted, they would not be recovered after a death (counted in Evicted)", j.path))
 	return false
@@ -823,14 +824,18 @@ func (j *Journal) close() error {
 		}
 		for i := range j.shards {
 			sh := &j.shards[i]
-			for k, e := range sh.m {
+			var open []uint64
+			sh.t.each(func(k uint64, e *entry) {
 				if e.end == 0 {
 					if e.start != 0 {
 						j.markDone(int(e.start))
 						j.st.openAtClose.Add(1)
 					}
-					delete(sh.m, k)
+					open = append(open, k)
 				}
+			})
+			for _, k := range open {
+				sh.t.del(k)
 			}
 		}
 		for i := range j.segs {

@@ -26,7 +26,7 @@ type processor struct{ j *Journal }
 
 func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	sc := s.SpanContext()
-	if !sc.IsSampled() {
+	if !sc.IsSampled() || !sc.IsValid() {
 		return
 	}
 	j := p.j
@@ -68,7 +68,7 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	// Another open span with the same span id (an id generator that
 	// repeats) is replaced: its records, no longer referred to, are
 	// dropped when compaction reaches them.
-	sh.m[k] = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
+	*sh.t.put(k) = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
 }
 
 // release marks an entry's records done; the caller holds its shard lock.
@@ -83,7 +83,7 @@ func (j *Journal) release(e entry) {
 
 func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	sc := s.SpanContext()
-	if !sc.IsSampled() {
+	if !sc.IsSampled() || !sc.IsValid() {
 		return
 	}
 	j := p.j
@@ -100,11 +100,14 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		j.refused()
 		return
 	}
-	e := sh.m[k]
+	var e entry
+	if ep := sh.t.get(k); ep != nil {
+		e = *ep
+	}
 	if e.early {
 		// Exported and confirmed already.
 		j.release(e)
-		delete(sh.m, k)
+		sh.t.del(k)
 		return
 	}
 	d := spanData{
@@ -141,14 +144,14 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		if e.start != 0 {
 			j.markDone(int(e.start))
 		}
-		delete(sh.m, k)
+		sh.t.del(k)
 		return
 	}
 	if e.start != 0 && !d.attrsAtStart {
 		j.markDone(int(e.start))
 		e.start = 0
 	}
-	sh.m[k] = entry{start: e.start, end: int32(loc)}
+	*sh.t.put(k) = entry{start: e.start, end: int32(loc)}
 }
 
 func (processor) Shutdown(context.Context) error   { return nil }
@@ -206,14 +209,13 @@ func (j *Journal) confirmOne(k uint64) {
 	if j.closed.Load() {
 		return
 	}
-	e, ok := sh.m[k]
+	e := sh.t.get(k)
 	switch {
-	case !ok:
+	case e == nil:
 	case e.end != 0:
-		j.release(e)
-		delete(sh.m, k)
+		j.release(*e)
+		sh.t.del(k)
 	case e.start != 0:
 		e.early = true
-		sh.m[k] = e
 	}
 }

@@ -290,7 +290,7 @@ func TestAttributesChangedAfterTheStartAreJournalledAtTheEnd(t *testing.T) {
 	grown.SetAttributes(attribute.Int("c", 3))
 	grown.End()
 	k := liveKey(same.SpanContext())
-	if e := j.shard(k).m[k]; e.start == 0 || e.end == 0 {
+	if e := j.shard(k).t.get(k); e == nil || e.start == 0 || e.end == 0 {
 		t.Fatalf("entry %+v: the unchanged span's end does not lean on its start", e)
 	}
 	j.die()
