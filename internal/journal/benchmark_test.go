@@ -181,7 +181,7 @@ func protoKV(kv attribute.KeyValue) *commonpb.KeyValue {
 	case attribute.FLOAT64:
 		v.Value = &commonpb.AnyValue_DoubleValue{DoubleValue: kv.Value.AsFloat64()}
 	default:
-		v.Value = &commonpb.AnyValue_StringValue{StringValue: kv.Value.Emit()}
+		v.Value = &commonpb.AnyValue_StringValue{StringValue: kv.Value.String()}
 	}
 	return &commonpb.KeyValue{Key: string(kv.Key), Value: v}
 }

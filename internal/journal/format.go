@@ -85,13 +85,12 @@ type geometry struct {
 	defsSize int
 }
 
-func (g geometry) defsOff() int          { return headerSize }
-func (g geometry) segOff(i int) int      { return headerSize + g.defsSize + i*g.segSize }
-func (g geometry) fileSize() int         { return g.segOff(g.segCount) }
-func (g geometry) segOf(loc int) int     { return (loc - g.segOff(0)) / g.segSize }
-func (g geometry) maxPayload() int       { return maxRecordPayload(g.segSize) }
-func maxRecordPayload(seg int) int       { return min((seg-segHeaderSize)/4-recHeaderSize, maxRecordCap) }
-func (g geometry) inSegments(l int) bool { return l >= g.segOff(0) && l < g.fileSize() }
+func (g geometry) defsOff() int      { return headerSize }
+func (g geometry) segOff(i int) int  { return headerSize + g.defsSize + i*g.segSize }
+func (g geometry) fileSize() int     { return g.segOff(g.segCount) }
+func (g geometry) segOf(loc int) int { return (loc - g.segOff(0)) / g.segSize }
+func (g geometry) maxPayload() int   { return maxRecordPayload(g.segSize) }
+func maxRecordPayload(seg int) int   { return min((seg-segHeaderSize)/4-recHeaderSize, maxRecordCap) }
 
 // Bounds of the geometry.
 const (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -82,15 +81,6 @@ func recoverT(t testing.TB, dir string) (Report, *memExporter) {
 		t.Fatal(err)
 	}
 	return rep, exp
-}
-
-func sortedNames(ss tracetest.SpanStubs) []string {
-	var n []string
-	for _, s := range ss {
-		n = append(n, s.Name)
-	}
-	sort.Strings(n)
-	return n
 }
 
 // fakeSpan is a span for calling the processor directly.

@@ -283,14 +283,11 @@ func (j *Journal) fault(r any) {
 	}
 }
 
-// reserve takes room for a record of n payload bytes at the writers'
-// head, moving to a free segment when its segment is full. It never waits
-// for room: with no free segment it returns false. The last free segment
-// is kept for compaction, which then always has room to carry records.
-func (j *Journal) reserve(n int) (loc int, gen uint32, ok bool) {
-	return j.reserveAt(&j.head, 1, n)
-}
-
+// reserveAt takes room for a record of n payload bytes at head h, moving
+// to a free segment when its segment is full, while more than keep
+// segments are free. It never waits for room: with none it returns false.
+// The writers keep the last free segment for compaction, which then
+// always has room to carry records.
 func (j *Journal) reserveAt(h *head, keep, n int) (loc int, gen uint32, ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()

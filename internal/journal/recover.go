@@ -427,7 +427,6 @@ func (r *recovery) add(s spanRecord, loc int) {
 		stub.Attributes = withAttrs(s.attrs, RecoveredKey.Bool(true))
 		r.ended++
 	}
-	stub.InstrumentationLibrary = stub.InstrumentationScope //nolint:staticcheck // the SDK's exporters may still read it
 	r.batch = append(r.batch, stub.Snapshot())
 	r.marks = append(r.marks, loc)
 }

@@ -200,7 +200,7 @@ func sameValue(a, b attribute.Value) bool {
 	case attribute.MAP:
 		return sameAttrs(a.AsMap(), b.AsMap())
 	}
-	return a.Emit() == b.Emit()
+	return a.String() == b.String()
 }
 
 func sameEvents(a, b []sdktrace.Event) bool {
