@@ -1,0 +1,221 @@
+package journal
+
+import (
+	"context"
+	"runtime/debug"
+	"unsafe"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// SpanProcessor returns the processor that journals spans. Register it on
+// the tracer provider before the batch processor, so that a span's end is
+// journalled before the batcher can export it:
+//
+//	sdktrace.NewTracerProvider(
+//		sdktrace.WithSpanProcessor(j.SpanProcessor()),
+//		sdktrace.WithBatcher(j.WrapExporter(exp)))
+//
+// It journals sampled spans only (the batcher exports no other), from any
+// instrumentation on the provider. Its Shutdown and ForceFlush do nothing:
+// the provider's Shutdown calls them before the batcher's final export,
+// whose confirmations the journal still records; [Journal.Close] ends it.
+func (j *Journal) SpanProcessor() sdktrace.SpanProcessor { return processor{j} }
+
+type processor struct{ j *Journal }
+
+func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	sc := s.SpanContext()
+	if !sc.IsSampled() || !sc.IsValid() {
+		return
+	}
+	j := p.j
+	if !j.enter() {
+		j.refused()
+		return
+	}
+	defer j.exit(debug.SetPanicOnFault(true))
+	d := spanData{
+		typ:          recStart,
+		sc:           sc,
+		parent:       s.Parent(),
+		kind:         s.SpanKind(),
+		name:         s.Name(),
+		start:        s.StartTime(),
+		attrs:        s.Attributes(),
+		links:        s.Links(),
+		droppedAttrs: s.DroppedAttributes(),
+		droppedLinks: s.DroppedLinks(),
+		scope:        j.scopeID(s.InstrumentationScope()),
+		res:          j.resourceID(s.Resource()),
+	}
+	d.ts, d.pts = traceStates(sc, d.parent)
+	// The record is written and linked under its shard's lock: compaction,
+	// which moves a record under the same lock, never finds one that no
+	// span refers to yet.
+	k := liveKey(sc)
+	sh := j.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if j.closed.Load() {
+		j.refused()
+		return
+	}
+	loc, whole, ok := j.writeSpan(&d)
+	if !ok {
+		return
+	}
+	// Another open span with the same span id (an id generator that
+	// repeats) is replaced: its records, no longer referred to, are
+	// dropped when compaction reaches them.
+	*sh.t.put(k) = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
+}
+
+// release marks an entry's records done; the caller holds its shard lock.
+func (j *Journal) release(e entry) {
+	if e.start != 0 {
+		j.markDone(int(e.start))
+	}
+	if e.end != 0 {
+		j.markDone(int(e.end))
+	}
+}
+
+func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
+	sc := s.SpanContext()
+	if !sc.IsSampled() || !sc.IsValid() {
+		return
+	}
+	j := p.j
+	if !j.enter() {
+		j.refused()
+		return
+	}
+	defer j.exit(debug.SetPanicOnFault(true))
+	k := liveKey(sc)
+	sh := j.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if j.closed.Load() {
+		j.refused()
+		return
+	}
+	var e entry
+	if ep := sh.t.get(k); ep != nil {
+		e = *ep
+	}
+	if e.early {
+		// Exported and confirmed already.
+		j.release(e)
+		sh.t.del(k)
+		return
+	}
+	d := spanData{
+		typ:           recEnd,
+		sc:            sc,
+		parent:        s.Parent(),
+		kind:          s.SpanKind(),
+		name:          s.Name(),
+		start:         s.StartTime(),
+		end:           s.EndTime(),
+		attrs:         s.Attributes(),
+		links:         s.Links(),
+		events:        s.Events(),
+		status:        s.Status(),
+		droppedAttrs:  s.DroppedAttributes(),
+		droppedEvents: s.DroppedEvents(),
+		droppedLinks:  s.DroppedLinks(),
+		children:      s.ChildSpanCount(),
+	}
+	if e.start != 0 && e.end == 0 {
+		d.scope, d.res = e.scope, e.res
+		d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
+	} else {
+		d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
+	}
+	d.ts, d.pts = traceStates(sc, d.parent)
+	// The end is written before the start is marked done: a death between
+	// the two leaves both, and recovery keeps the end.
+	loc, _, ok := j.writeSpan(&d)
+	if e.end != 0 {
+		j.markDone(int(e.end)) // ended twice: the last end stands
+	}
+	if !ok {
+		if e.start != 0 {
+			j.markDone(int(e.start))
+		}
+		sh.t.del(k)
+		return
+	}
+	if e.start != 0 && !d.attrsAtStart {
+		j.markDone(int(e.start))
+		e.start = 0
+	}
+	*sh.t.put(k) = entry{start: e.start, end: int32(loc)}
+}
+
+func (processor) Shutdown(context.Context) error   { return nil }
+func (processor) ForceFlush(context.Context) error { return nil }
+
+// WrapExporter returns an exporter that passes every batch to exp and,
+// once exp returns nil, marks the batch's spans confirmed in the journal:
+// they are not recovered after a death. Between exp's return and the mark
+// (a few hundred nanoseconds a span) lies the at-least-once window: a
+// death there sends the batch again at recovery, with the same ids.
+func (j *Journal) WrapExporter(exp sdktrace.SpanExporter) sdktrace.SpanExporter {
+	return &exporter{exp: exp, j: j}
+}
+
+type exporter struct {
+	exp sdktrace.SpanExporter
+	j   *Journal
+	// afterExport, set by tests, runs between a successful export and the
+	// confirmation.
+	afterExport func([]sdktrace.ReadOnlySpan)
+}
+
+func (e *exporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
+	if err := e.exp.ExportSpans(ctx, ss); err != nil {
+		return err
+	}
+	if e.afterExport != nil {
+		e.afterExport(ss)
+	}
+	e.j.confirm(ss)
+	return nil
+}
+
+func (e *exporter) Shutdown(ctx context.Context) error { return e.exp.Shutdown(ctx) }
+
+// confirm marks the records of exported spans done.
+func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
+	if !j.enter() {
+		return
+	}
+	defer j.exit(debug.SetPanicOnFault(true))
+	for _, s := range ss {
+		sc := s.SpanContext()
+		if !sc.IsSampled() {
+			continue
+		}
+		j.confirmOne(liveKey(sc))
+	}
+}
+
+func (j *Journal) confirmOne(k uint64) {
+	sh := j.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if j.closed.Load() {
+		return
+	}
+	e := sh.t.get(k)
+	switch {
+	case e == nil:
+	case e.end != 0:
+		j.release(*e)
+		sh.t.del(k)
+	case e.start != 0:
+		e.early = true
+	}
+}

@@ -1,0 +1,478 @@
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// Attributes of a recovered span.
+const (
+	// RecoveredKey marks every span rebuilt from a journal.
+	RecoveredKey = attribute.Key("omni.recovered")
+	// ErrorProcessDied is the error.type of a span that was still open
+	// when its process died.
+	ErrorProcessDied = "process_died"
+
+	errorTypeKey = attribute.Key("error.type")
+)
+
+// BatchSize is how many spans Recover gives the exporter at a time.
+const BatchSize = 512
+
+// Report says what [Recover] found and did.
+type Report struct {
+	// Files: journals of dead processes read.
+	Files int
+	// Removed: of those, the files removed, every span they held exported.
+	Removed int
+	// Live: journals whose process still runs (the caller's own among
+	// them), left alone.
+	Live int
+	// Unreadable: files named like journals that this build cannot read
+	// (another format version, a damaged header), left in place.
+	Unreadable int
+	// Ended: spans exported as they ended.
+	Ended int
+	// Open: spans still open at the death, exported as ended then, with
+	// status Error.
+	Open int
+	// Torn: stretches between records that held no whole record (a record
+	// cut short by the death, a page torn by a power loss), skipped.
+	Torn int
+	// Corrupt: records whose checksum held but that did not decode,
+	// skipped.
+	Corrupt int
+}
+
+// Recover exports, through exp, every span journalled in dir by a
+// process that is gone and never confirmed exported, then removes that
+// process's file. A span that had ended is exported as it ended; one
+// still open as ended at the process's last heartbeat (never before its
+// start), with status Error, error.type = process_died. Every recovered
+// span carries omni.recovered = true, and its trace id, span id, parent
+// span id, trace flags and state, remote flags, resource and
+// instrumentation scope as the dead process had them.
+//
+// Files held by a live process (the caller's own journal among them) are
+// left alone, as are files it cannot read (another format version, a
+// damaged header: counted, and named in the error). A batch is marked
+// exported in the file as soon as exp accepts it; an export that fails
+// leaves the rest of the file for the next Recover, which sends none of
+// the accepted batches again. A death between exp accepting a batch and
+// the mark sends that batch again, with the same ids. Files are read one
+// at a time, a segment at a time.
+func Recover(ctx context.Context, dir string, exp sdktrace.SpanExporter) (Report, error) {
+	var rep Report
+	if !supported {
+		return rep, ErrUnsupported
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if exp == nil {
+		return rep, errors.New("journal: Recover needs an exporter")
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return rep, fmt.Errorf("journal: reading %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), suffix) || !e.Type().IsRegular() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if err := recoverFile(ctx, filepath.Join(dir, e.Name()), exp, &rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+type recovery struct {
+	ctx    context.Context
+	f      *os.File
+	path   string
+	exp    sdktrace.SpanExporter
+	geo    geometry
+	avail  int
+	rep    *Report
+	res    map[uint32]*resource.Resource
+	scopes map[uint32]instrumentation.Scope
+	death  time.Time
+
+	batch []sdktrace.ReadOnlySpan
+	marks []int
+	ended int
+	open  int
+}
+
+func recoverFile(ctx context.Context, path string, exp sdktrace.SpanExporter, rep *Report) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // recovered and removed by another process meanwhile
+		}
+		return fmt.Errorf("journal: opening %s: %w", path, err)
+	}
+	defer f.Close() // releases the lock
+	locked, err := tryLock(f)
+	if err != nil {
+		return fmt.Errorf("journal: locking %s: %w", path, err)
+	}
+	if !locked {
+		rep.Live++
+		return nil
+	}
+	// Another process may have recovered and removed the file between our
+	// open and our lock.
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %s: %w", path, err)
+	}
+	if pi, err := os.Stat(path); err != nil || !os.SameFile(fi, pi) {
+		return nil
+	}
+	r := &recovery{ctx: ctx, f: f, path: path, exp: exp, rep: rep, avail: int(min(fi.Size(), int64(maxSize)+headerSize+maxDefsSize))}
+	var hdr [headerSize]byte
+	n, _ := f.ReadAt(hdr[:], 0)
+	hb, err := r.header(hdr[:n])
+	if err != nil {
+		rep.Unreadable++
+		return err
+	}
+	rep.Files++
+	r.definitions()
+	if err := r.spans(hb); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("journal: removing %s after recovering it: %w", path, err)
+	}
+	rep.Removed++
+	return nil
+}
+
+// header checks the file header and returns the last heartbeat and the
+// heartbeat interval.
+func (r *recovery) header(h []byte) ([2]time.Duration, error) {
+	if len(h) < hdrClosed+8 || string(h[:len(fileMagic)]) != fileMagic {
+		return [2]time.Duration{}, fmt.Errorf("journal: %s is not a journal (no header), left in place", r.path)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(h[hdrVersion:]); v != formatVersion {
+		return [2]time.Duration{}, fmt.Errorf("journal: %s was written in format version %d; this build reads version %d: left in place", r.path, v, formatVersion)
+	}
+	if crc32c(h[:hdrCRC]) != le.Uint32(h[hdrCRC:]) {
+		return [2]time.Duration{}, fmt.Errorf("journal: %s has a damaged header, left in place", r.path)
+	}
+	g := geometry{segSize: int(le.Uint32(h[hdrSegSize:])), segCount: int(le.Uint32(h[hdrSegCount:])), defsSize: int(le.Uint32(h[hdrDefsSize:]))}
+	pow2 := g.segSize&(g.segSize-1) == 0
+	if !pow2 || g.segSize < minSegSize || g.segSize > maxSegSize || g.segCount < 1 || g.segCount > maxSize/minSegSize ||
+		g.defsSize < minDefsSize || g.defsSize > maxDefsSize || g.defsSize%8 != 0 {
+		return [2]time.Duration{}, fmt.Errorf("journal: %s has a header this build cannot lay out, left in place", r.path)
+	}
+	r.geo = g
+	r.avail = min(r.avail, g.fileSize())
+	return [2]time.Duration{time.Duration(le.Uint64(h[hdrHeartbeat:])), time.Duration(le.Uint64(h[hdrInterval:]))}, nil
+}
+
+// read reads [off, off+len(b)) of the file, or what of it the file holds.
+func (r *recovery) read(b []byte, off int) []byte {
+	if off >= r.avail {
+		return nil
+	}
+	b = b[:min(len(b), r.avail-off)]
+	n, err := r.f.ReadAt(b, int64(off))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return b[:0]
+	}
+	return b[:n]
+}
+
+// scan calls fn with every whole record of generation gen in b, a region
+// read from the file at base, from offset start. A stretch that holds no
+// record is stepped over 8 bytes at a time to the next whole record, and
+// counted as torn when one follows.
+func scan(b []byte, start int, gen uint32, maxPayload int, fn func(loc int, p []byte, live bool)) (torn int) {
+	le := binary.LittleEndian
+	gap := false
+	for pos := start; pos+recHeaderSize <= len(b); {
+		n := int(le.Uint32(b[pos+recLen:]))
+		if le.Uint32(b[pos+recGen:]) == gen && n > 0 && n <= maxPayload && n <= len(b)-pos-recHeaderSize &&
+			le.Uint32(b[pos+recCRC:]) == recordCRC(b[pos:], n) {
+			if gap {
+				torn++
+				gap = false
+			}
+			fn(pos, b[pos+recHeaderSize:pos+recHeaderSize+n], le.Uint32(b[pos+recState:]) != stateDone)
+			pos += recordSize(n)
+			continue
+		}
+		gap = true
+		pos += 8
+	}
+	return torn
+}
+
+func (r *recovery) definitions() {
+	r.res = map[uint32]*resource.Resource{}
+	r.scopes = map[uint32]instrumentation.Scope{}
+	b := r.read(make([]byte, r.geo.defsSize), r.geo.defsOff())
+	r.rep.Torn += scan(b, 0, defsGen, r.geo.maxPayload(), func(_ int, p []byte, _ bool) {
+		d, err := decodeDefinition(p)
+		if err != nil {
+			r.rep.Corrupt++
+			return
+		}
+		if d.typ == recResource {
+			r.res[d.id] = resource.NewWithAttributes(d.schema, d.attrs...)
+		} else {
+			r.scopes[d.id] = d.scope()
+		}
+	})
+}
+
+// spans exports the file's live span records.
+func (r *recovery) spans(hb [2]time.Duration) error {
+	le := binary.LittleEndian
+	type seg struct {
+		i   int
+		gen uint64
+	}
+	var segs []seg
+	var head [segHeaderSize]byte
+	for i := 0; i < r.geo.segCount; i++ {
+		if h := r.read(head[:], r.geo.segOff(i)); len(h) == segHeaderSize && le.Uint32(h) == segMagic {
+			segs = append(segs, seg{i, le.Uint64(h[segGenOff:])})
+		}
+	}
+	sort.Slice(segs, func(a, b int) bool { return segs[a].gen < segs[b].gen })
+	buf := make([]byte, r.geo.segSize)
+	maxPayload := r.geo.maxPayload()
+
+	// Pass 1: which spans have a live end, which a live start, and the
+	// latest time the journal saw near its last heartbeat.
+	beat := time.Unix(0, int64(hb[0]))
+	latest := beat
+	window := beat.Add(2 * hb[1])
+	ends := map[spanKey]int{}
+	starts := map[spanKey]int{}
+	torn := 0
+	for _, s := range segs {
+		b := r.read(buf, r.geo.segOff(s.i))
+		base := r.geo.segOff(s.i)
+		torn += scan(b, segHeaderSize, uint32(s.gen), maxPayload, func(loc int, p []byte, live bool) {
+			if len(p) < prefixSize || (p[pType] != recStart && p[pType] != recEnd) {
+				return // counted in pass 2
+			}
+			st, et := recordTimes(p)
+			for _, t := range [2]time.Time{st, et} {
+				if t.After(latest) && !t.After(window) {
+					latest = t
+				}
+			}
+			if !live {
+				return
+			}
+			k := recordKey(p)
+			m := starts
+			if p[pType] == recEnd {
+				m = ends
+			}
+			if _, dup := m[k]; !dup {
+				m[k] = base + loc
+			}
+		})
+	}
+	r.rep.Torn += torn
+	r.death = latest
+
+	// Pass 2: export.
+	for _, s := range segs {
+		b := r.read(buf, r.geo.segOff(s.i))
+		base := r.geo.segOff(s.i)
+		var err error
+		scan(b, segHeaderSize, uint32(s.gen), maxPayload, func(loc int, p []byte, live bool) {
+			if !live || err != nil {
+				return
+			}
+			loc += base
+			if len(p) < prefixSize || (p[pType] != recStart && p[pType] != recEnd) {
+				r.rep.Corrupt++
+				r.mark(loc)
+				return
+			}
+			k := recordKey(p)
+			sl, started := starts[k]
+			if p[pType] == recStart {
+				if sl != loc {
+					r.mark(loc) // an earlier copy stands for it
+					return
+				}
+				if _, ended := ends[k]; ended {
+					return // marked with its end
+				}
+			} else if ends[k] != loc {
+				r.mark(loc)
+				return
+			}
+			sr, derr := decodeSpan(p)
+			if derr == nil && sr.attrsAtStart && started {
+				derr = r.startAttrs(&sr, sl, b, base)
+			}
+			if derr != nil {
+				r.rep.Corrupt++
+				r.mark(loc)
+				return
+			}
+			r.add(sr, loc)
+			if sr.typ == recEnd && started {
+				r.marks = append(r.marks, sl)
+			}
+			if len(r.batch) >= BatchSize {
+				err = r.flush()
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return r.flush()
+}
+
+// startAttrs gives an end record whose attributes are its start record's
+// those attributes, read from the start record at loc: in b (the segment
+// read at base) when it lies there, else from the file.
+func (r *recovery) startAttrs(s *spanRecord, loc int, b []byte, base int) error {
+	var rec []byte
+	if loc >= base && loc+recHeaderSize <= base+len(b) {
+		rec = b[loc-base:]
+	} else {
+		var h [recHeaderSize]byte
+		if n, _ := r.f.ReadAt(h[:], int64(loc)); n != recHeaderSize {
+			return errCorrupt
+		}
+		n := int(binary.LittleEndian.Uint32(h[recLen:]))
+		if n > r.geo.maxPayload() {
+			return errCorrupt
+		}
+		rec = make([]byte, recHeaderSize+n)
+		if m, _ := r.f.ReadAt(rec, int64(loc)); m != len(rec) {
+			return errCorrupt
+		}
+	}
+	n := int(binary.LittleEndian.Uint32(rec[recLen:]))
+	if n > len(rec)-recHeaderSize || binary.LittleEndian.Uint32(rec[recCRC:]) != recordCRC(rec, n) {
+		return errCorrupt
+	}
+	st, err := decodeSpan(rec[recHeaderSize : recHeaderSize+n])
+	if err != nil || st.typ != recStart {
+		return errCorrupt
+	}
+	s.attrs = st.attrs
+	return nil
+}
+
+// add turns a record into the span it stands for and adds it to the batch.
+func (r *recovery) add(s spanRecord, loc int) {
+	res := r.res[s.res]
+	if res == nil {
+		res = resource.Empty()
+	}
+	stub := tracetest.SpanStub{
+		Name:                 s.name,
+		SpanContext:          s.sc,
+		Parent:               s.parent,
+		SpanKind:             s.kind,
+		StartTime:            s.start,
+		EndTime:              s.end,
+		Events:               s.events,
+		Links:                s.links,
+		Status:               s.status,
+		DroppedAttributes:    s.dropped[0],
+		DroppedEvents:        s.dropped[1],
+		DroppedLinks:         s.dropped[2],
+		ChildSpanCount:       s.children,
+		Resource:             res,
+		InstrumentationScope: r.scopes[s.scope],
+	}
+	if s.typ == recStart {
+		stub.EndTime = s.start
+		if r.death.After(s.start) {
+			stub.EndTime = r.death
+		}
+		stub.Status = sdktrace.Status{Code: codes.Error, Description: "the process died while the span was open"}
+		stub.Attributes = withAttrs(s.attrs, RecoveredKey.Bool(true), errorTypeKey.String(ErrorProcessDied))
+		r.open++
+	} else {
+		stub.Attributes = withAttrs(s.attrs, RecoveredKey.Bool(true))
+		r.ended++
+	}
+	r.batch = append(r.batch, stub.Snapshot())
+	r.marks = append(r.marks, loc)
+}
+
+// withAttrs returns attrs with add set, replacing any of the same keys.
+func withAttrs(attrs []attribute.KeyValue, add ...attribute.KeyValue) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(attrs)+len(add))
+	for _, kv := range attrs {
+		keep := true
+		for _, a := range add {
+			keep = keep && kv.Key != a.Key
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return append(out, add...)
+}
+
+// flush exports the batch and, once exp accepts it, marks its records.
+func (r *recovery) flush() error {
+	if len(r.batch) == 0 {
+		for _, loc := range r.marks {
+			r.mark(loc)
+		}
+		r.marks = r.marks[:0]
+		return nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		return fmt.Errorf("journal: recovering %s: %w", r.path, err)
+	}
+	if err := r.exp.ExportSpans(r.ctx, r.batch); err != nil {
+		return fmt.Errorf("journal: recovering %s: the exporter refused a batch of %d spans (left for the next try): %w", r.path, len(r.batch), err)
+	}
+	for _, loc := range r.marks {
+		r.mark(loc)
+	}
+	r.rep.Ended += r.ended
+	r.rep.Open += r.open
+	r.batch, r.marks, r.ended, r.open = nil, r.marks[:0], 0, 0
+	return nil
+}
+
+var doneWord = binary.LittleEndian.AppendUint32(nil, stateDone)
+
+// mark turns the record at loc done in the file.
+func (r *recovery) mark(loc int) {
+	_, _ = r.f.WriteAt(doneWord, int64(loc+recState))
+}
