@@ -1,15 +1,16 @@
 # otelomni: the two commands are `make demo` and `make test`.
 #
 # Everything a target needs is fetched by the target itself (Go modules from
-# the module proxy; Jaeger built from tools/), so both work on a fresh clone.
+# the module proxy; Jaeger built from tools/, the tier's collector from
+# tools/otelcol/), so both work on a fresh clone.
 
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
-UPSTREAM    := tools/bin/otelcol-upstream
+OTELCOL     := tools/bin/otelcol
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet fleet-upstream jaeger-bin clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin sizing clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 demo:
@@ -32,9 +33,10 @@ vet:
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
 
-# The end-to-end tests need Jaeger; OTELOMNI_REQUIRE_JAEGER makes them fail,
-# not skip, if it is missing.
-unit: $(JAEGER)
+# The end-to-end tests need Jaeger, and the fleet tests the tier's
+# collector; OTELOMNI_REQUIRE_JAEGER makes them fail, not skip, if either is
+# missing.
+unit: $(JAEGER) $(OTELCOL)
 	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # Each fuzz target runs for FUZZTIME; go test fuzzes one target at a time.
@@ -72,20 +74,24 @@ jaeger: $(JAEGER)
 	$(GO) run ./internal/cmd/jaegerdemo $(if $(KEEP),-keep)
 
 ## fleet: the collector tier of deploy/ on loopback: a backend Jaeger
-## (Badger in a temporary folder), the tail-sampling collector, replicas of
-## the multi-stage example sending normal, slow, saturated and failing
-## requests; prints what was kept and dropped (docs/fleet.md). KEEP=1 keeps
-## it running.
-fleet: $(JAEGER)
+## (Badger in a temporary folder), the tail-sampling collector
+## (tools/bin/otelcol), replicas of the multi-stage example sending normal,
+## slow, saturated and failing requests; prints what was kept and dropped
+## (docs/fleet.md). KEEP=1 keeps it running.
+fleet: $(JAEGER) $(OTELCOL)
 	$(GO) run ./internal/cmd/fleet $(if $(KEEP),-keep)
 
-## fleet-upstream: the fleet tests with deploy/collector.yaml run by a
-## collector built from upstream components only (no Jaeger code).
-fleet-upstream: $(JAEGER) $(UPSTREAM)
-	OTELOMNI_REQUIRE_JAEGER=1 OTELOMNI_COLLECTOR=$(CURDIR)/$(UPSTREAM) $(GO) test -count=1 -run Fleet ./e2e
+## otelcol-bin: build the tier's collector, upstream components at v0.161.0
+## (tools/otelcol, a module of its own), into tools/bin/otelcol.
+otelcol-bin: $(OTELCOL)
 
-$(UPSTREAM): tools/go.mod tools/go.sum tools/upstreamcol/main.go
-	cd tools && $(GO) build -o bin/otelcol-upstream ./upstreamcol
+$(OTELCOL): tools/otelcol/go.mod tools/otelcol/go.sum tools/otelcol/main.go
+	cd tools/otelcol && $(GO) build -o ../bin/otelcol .
+
+## sizing: the measured memory of the tail-sampling decision caches and
+## decision timer, per entry (docs/fleet.md, "Sizing").
+sizing:
+	cd tools/otelcol && $(GO) run ./sizing
 
 ## jaeger-bin: build Jaeger v1.76.0 from the tools module (about 4 min cold).
 jaeger-bin: $(JAEGER)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -10,15 +11,18 @@ import (
 	"github.com/otelomni/otelomni/otelomni"
 )
 
-// TestFleetRequestOutlivingTheDecisionWaitFollowsItsEarlySpans sends a
+// TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans sends a
 // request's phase spans, waits until the collector has decided the trace
 // on them, and only then sends its request span, as happens to a request
-// that outlives the decision wait. The late span follows the decision
-// remembered in the decision cache: a request whose early spans matched a
-// policy is kept whole; one whose failure only its request span shows is
-// dropped whole, failure and all, and never stored as a partial trace.
-func TestFleetRequestOutlivingTheDecisionWaitFollowsItsEarlySpans(t *testing.T) {
-	tier := startTier(t, policySettings)
+// that outlives OMNI_DECISION_WAIT_MAX (5 s here). The late span follows
+// the decision remembered in the decision cache: a request whose early
+// spans matched a policy is kept whole; one whose failure only its request
+// span shows is dropped whole, failure and all, and never stored as a
+// partial trace.
+func TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans(t *testing.T) {
+	settings := maps.Clone(policySettings)
+	settings["OMNI_DECISION_WAIT_MAX"] = "5s"
+	tier := startTier(t, settings)
 	p := newProducer(t, tier.Collector.OTLPEndpoint(), "fleet-late", 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -14,9 +14,11 @@ import (
 // policySettings are thresholds for synthetic requests: every modality has
 // its own slow threshold, and no baseline share, so that a trace is kept
 // if and only if a policy matched it. A synthetic trace's spans leave in
-// one flush, milliseconds apart; the decision wait leaves seconds to spare.
+// one flush, milliseconds apart, its request span with them; the decision
+// wait after the request span leaves seconds to spare.
 var policySettings = map[string]string{
 	"OMNI_DECISION_WAIT":     "5s",
+	"OMNI_DECISION_WAIT_MAX": "10m",
 	"OMNI_SLOW_IMAGE_MS":     "2000",
 	"OMNI_SLOW_VIDEO_MS":     "20000",
 	"OMNI_SLOW_AUDIO_MS":     "5000",

@@ -69,6 +69,12 @@ func (p producer) spans() map[string]int { return p.Spans() }
 func startTier(t *testing.T, settings map[string]string) *fleet.Tier {
 	t.Helper()
 	bin := jaegertest.Binary(t)
+	if _, err := fleet.CollectorBinary(); err != nil {
+		if os.Getenv("OTELOMNI_REQUIRE_JAEGER") == "1" {
+			t.Fatalf("the collector is required: %v", err)
+		}
+		t.Skipf("no collector binary: %v", err)
+	}
 	tier, err := fleet.StartTier(context.Background(), bin, t.TempDir(), settings)
 	if err != nil {
 		t.Fatal(err)

@@ -8,11 +8,13 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/jaegerquery"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -26,21 +28,38 @@ type Tier struct {
 }
 
 // CollectorEnv names a collector binary to run deploy/collector.yaml with
-// instead of Jaeger, such as otelcol-contrib: the tier's tests and tools
-// then check that distribution.
+// instead of tools/bin/otelcol, such as otelcol-contrib v0.144.0 or later:
+// the tier's tests and tools then check that distribution.
 const CollectorEnv = "OTELOMNI_COLLECTOR"
 
+// CollectorBinary is the collector that runs deploy/collector.yaml:
+// $OTELOMNI_COLLECTOR when set, else tools/bin/otelcol (`make otelcol-bin`).
+func CollectorBinary() (string, error) {
+	if p := os.Getenv(CollectorEnv); p != "" {
+		return p, nil
+	}
+	root, err := jaeger.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "tools", "bin", "otelcol")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("fleet: %s not built (run `make otelcol-bin`): %w", p, err)
+	}
+	return p, nil
+}
+
 // StartTier starts the backend (Badger in dir/badger) from the Jaeger
-// binary bin, and a collector with settings in front of it, from bin too
-// unless $OTELOMNI_COLLECTOR names another.
+// binary bin, and a collector with settings in front of it, from
+// [CollectorBinary].
 func StartTier(ctx context.Context, bin, dir string, settings map[string]string) (*Tier, error) {
-	b, err := StartBackend(ctx, bin, filepath.Join(dir, "badger"), dir)
+	colBin, err := CollectorBinary()
 	if err != nil {
 		return nil, err
 	}
-	colBin := bin
-	if p := os.Getenv(CollectorEnv); p != "" {
-		colBin = p
+	b, err := StartBackend(ctx, bin, filepath.Join(dir, "badger"), dir)
+	if err != nil {
+		return nil, err
 	}
 	c, err := StartCollector(ctx, colBin, b.OTLPGRPC, dir, settings)
 	if err != nil {

@@ -77,13 +77,15 @@ func (p Policies) Rule(o *Outcome) string {
 // example's requests cross the thresholds on purpose: its normal requests
 // last well under a second, so a slow one that decodes 4 s longer is slow
 // for every modality and a saturated one that waits 1.5 s in a queue is
-// over the budget. The decision wait covers the slowest of them (about
-// 4.5 s) plus the replicas' 200 ms batch delay three times over, so that a
-// machine whose cores are busy still decides on whole traces. Tables sized
-// for a small run.
+// over the budget. A trace is decided 5 s after its request span arrives:
+// the replicas' 200 ms batch delay many times over, so that a machine
+// whose cores are busy still decides on whole traces; one whose request
+// span has not come 5 minutes after its first span is decided without it.
+// Tables sized for a small run.
 func DemoSettings() map[string]string {
 	return map[string]string{
-		"OMNI_DECISION_WAIT":           "15s",
+		"OMNI_DECISION_WAIT":           "5s",
+		"OMNI_DECISION_WAIT_MAX":       "5m",
 		"OMNI_SLOW_IMAGE_MS":           "2500",
 		"OMNI_SLOW_VIDEO_MS":           "60000",
 		"OMNI_SLOW_AUDIO_MS":           "3000",

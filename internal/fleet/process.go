@@ -19,8 +19,8 @@ import (
 // healthy; a failure deadline, generous for a machine whose cores are busy.
 const startupDeadline = 90 * time.Second
 
-// process is one Jaeger binary run with a shipped configuration; it prints
-// into a log file in its own folder.
+// process is one collector binary (Jaeger is one) run with a shipped
+// configuration; it prints into a log file in its own folder.
 type process struct {
 	name string
 	cmd  *exec.Cmd

@@ -5,18 +5,30 @@ import (
 )
 
 // The collector's own metrics (Prometheus names) that account for every
-// trace and span it handled.
+// trace and span it handled. Releases differ in whether a counter's name
+// ends in _total: [counter] reads either.
 const (
-	metricPolicy     = "otelcol_processor_tail_sampling_count_traces_sampled_total"
-	metricDecision   = "otelcol_processor_tail_sampling_global_count_traces_sampled_total"
-	metricNewTraces  = "otelcol_processor_tail_sampling_new_trace_id_received_total"
-	metricTooEarly   = "otelcol_processor_tail_sampling_sampling_trace_dropped_too_early_total"
-	metricLate       = "otelcol_processor_tail_sampling_early_releases_from_cache_decision_total"
-	metricAccepted   = "otelcol_receiver_accepted_spans_total"
-	metricRefused    = "otelcol_receiver_refused_spans_total"
-	metricSent       = "otelcol_exporter_sent_spans_total"
-	metricSendFailed = "otelcol_exporter_send_failed_spans_total"
+	metricPolicy     = "otelcol_processor_tail_sampling_count_traces_sampled"
+	metricDecision   = "otelcol_processor_tail_sampling_global_count_traces_sampled"
+	metricNewTraces  = "otelcol_processor_tail_sampling_new_trace_id_received"
+	metricTooEarly   = "otelcol_processor_tail_sampling_sampling_trace_dropped_too_early"
+	metricLate       = "otelcol_processor_tail_sampling_early_releases_from_cache_decision"
+	metricAccepted   = "otelcol_receiver_accepted_spans"
+	metricRefused    = "otelcol_receiver_refused_spans"
+	metricSent       = "otelcol_exporter_sent_spans"
+	metricSendFailed = "otelcol_exporter_send_failed_spans"
 )
+
+// counter is the sum of a counter's series that carry the labels in match,
+// under its name with or without the _total suffix (a collector exposes
+// one of the two).
+func counter(m Metrics, name string, match map[string]string) int {
+	return int(m.Sum(name, match) + m.Sum(name+"_total", match))
+}
+
+// backendExporter is the collector's exporter to the backend, as its
+// metrics label it.
+const backendExporter = "otlp_grpc/backend"
 
 // Tally is what the collector counted so far: its tail-sampling decisions
 // and the spans it received and sent on.
@@ -50,21 +62,24 @@ func (c *Collector) Tally(ctx context.Context) (Tally, error) {
 		return Tally{}, err
 	}
 	yes, no := map[string]string{"sampled": "true"}, map[string]string{"sampled": "false"}
+	backend := map[string]string{"exporter": backendExporter}
 	t := Tally{
-		NewTraces:    int(m.Sum(metricNewTraces, nil)),
-		Kept:         int(m.Sum(metricDecision, yes)),
-		Dropped:      int(m.Sum(metricDecision, no)),
+		NewTraces:    counter(m, metricNewTraces, nil),
+		Kept:         counter(m, metricDecision, yes),
+		Dropped:      counter(m, metricDecision, no),
 		Matched:      map[string]int{},
-		TooEarly:     int(m.Sum(metricTooEarly, nil)),
-		LateKept:     int(m.Sum(metricLate, yes)),
-		LateDropped:  int(m.Sum(metricLate, no)),
-		SpansIn:      int(m.Sum(metricAccepted, nil)),
-		SpansRefused: int(m.Sum(metricRefused, nil)),
-		SpansOut:     int(m.Sum(metricSent, map[string]string{"exporter": "otlp/backend"})),
-		SpansFailed:  int(m.Sum(metricSendFailed, map[string]string{"exporter": "otlp/backend"})),
+		TooEarly:     counter(m, metricTooEarly, nil),
+		LateKept:     counter(m, metricLate, yes),
+		LateDropped:  counter(m, metricLate, no),
+		SpansIn:      counter(m, metricAccepted, nil),
+		SpansRefused: counter(m, metricRefused, nil),
+		SpansOut:     counter(m, metricSent, backend),
+		SpansFailed:  counter(m, metricSendFailed, backend),
 	}
-	for policy, n := range m.Values(metricPolicy, "policy", yes) {
-		t.Matched[policy] = int(n)
+	for _, name := range []string{metricPolicy, metricPolicy + "_total"} {
+		for policy, n := range m.Values(name, "policy", yes) {
+			t.Matched[policy] += int(n)
+		}
 	}
 	return t, nil
 }

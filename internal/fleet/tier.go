@@ -73,7 +73,7 @@ type Collector struct {
 	Env map[string]string
 }
 
-// StartCollector starts the collector from the Jaeger binary bin on free
+// StartCollector starts the collector from the binary bin on free
 // loopback ports, sending to the backend's OTLP/gRPC address backendOTLP,
 // with the OMNI_* settings in settings (thresholds, decision wait...), and
 // waits until it is healthy.

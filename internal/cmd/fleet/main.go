@@ -76,8 +76,8 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 	fmt.Fprintf(out, "  metrics           http://%s/metrics (engine histograms, span metrics)\n", tier.Collector.Prometheus)
 	fmt.Fprintf(out, "  decisions         http://%s/metrics (the collector's own)\n", tier.Collector.Telemetry)
 	fmt.Fprintf(out, "  query API         http://%s/api/v3/ (this Jaeger build has no web UI; a released Jaeger binary serves it there)\n", tier.Backend.Query)
-	fmt.Fprintf(out, "policies: error; slow image > %v, audio > %v, video > %v, other > %v; queue wait > %v; baseline %v%%; decision wait %s\n",
-		pol.Slow["image"], pol.Slow["audio"], pol.Slow["video"], pol.Slow[""], pol.Queue, pol.Percent, settings["OMNI_DECISION_WAIT"])
+	fmt.Fprintf(out, "policies: error; slow image > %v, audio > %v, video > %v, other > %v; queue wait > %v; baseline %v%%; decided %s after the request span (at most %s after the first span)\n",
+		pol.Slow["image"], pol.Slow["audio"], pol.Slow["video"], pol.Slow[""], pol.Queue, pol.Percent, settings["OMNI_DECISION_WAIT"], settings["OMNI_DECISION_WAIT_MAX"])
 
 	from := time.Now().Add(-time.Second)
 	began := time.Now()

@@ -75,7 +75,8 @@ func throughput(out io.Writer, rate float64, duration time.Duration) error {
 	shutdownErr := p.Shutdown(ctx)
 	st := p.Stats()
 
-	// The collector decides a trace decision_wait after its first span.
+	// The collector decides a trace OMNI_DECISION_WAIT after its request
+	// span, which each synthetic request sends with its other spans.
 	tally, err := tier.Collector.WaitDecided(ctx, sent, 3*time.Minute)
 	if err != nil {
 		return err

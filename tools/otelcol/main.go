@@ -1,8 +1,8 @@
-// Command upstreamcol is an OpenTelemetry Collector built from upstream
-// components only (the ones deploy/collector.yaml uses, at the versions
-// Jaeger v1.76.0 embeds), with no Jaeger code: running the fleet tests with
-// it shows that the collector tier's configuration does not depend on
-// Jaeger. `make fleet-upstream` builds it and runs them.
+// Command otelcol is the collector of the otelomni collector tier: an
+// OpenTelemetry Collector built from exactly the upstream components that
+// deploy/collector.yaml uses, at one release that carries the tail-sampling
+// processor's decision_wait_after_root_received. `make otelcol-bin` builds
+// it into tools/bin/otelcol; `make fleet` and the fleet tests run it.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckv2extension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/tailsamplingprocessor"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -33,7 +33,7 @@ func main() {
 	factories := func() (otelcol.Factories, error) {
 		f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 		var err error
-		if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](healthcheckv2extension.NewFactory()); err != nil {
+		if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](healthcheckextension.NewFactory()); err != nil {
 			return f, err
 		}
 		if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
@@ -49,7 +49,7 @@ func main() {
 		return f, err
 	}
 	cmd := otelcol.NewCommand(otelcol.CollectorSettings{
-		BuildInfo: component.BuildInfo{Command: "upstreamcol", Version: "check"},
+		BuildInfo: component.BuildInfo{Command: "otelcol", Description: "otelomni collector tier", Version: "v0.161.0"},
 		Factories: factories,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
 			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
