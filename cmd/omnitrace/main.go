@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -104,41 +105,67 @@ func (e usageError) Error() string { return e.msg }
 // source reads traces from Jaeger or from an OTLP/JSON file.
 type source struct {
 	jaegerURL, file string
+	maxSpans        int
 }
 
 func (s *source) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.jaegerURL, "jaeger", "", "Jaeger query API base URL, such as http://127.0.0.1:16686")
 	fs.StringVar(&s.file, "file", "", "an OTLP/JSON file (Jaeger's /api/v3 answer or an OTLP file exporter's output; - for stdin)")
+	fs.IntVar(&s.maxSpans, "max-spans", defaultMaxSpans, "with -file: spans held at once while gathering traces (a trace's spans must lie within so many of each other)")
 }
 
 func (s *source) check() error {
 	if (s.jaegerURL == "") == (s.file == "") {
 		return usageError{"give exactly one of -jaeger and -file"}
 	}
+	if s.maxSpans <= 0 {
+		return usageError{"-max-spans is above 0"}
+	}
 	return nil
 }
 
-// readFile reads the -file. What cannot be read of it (a span with times
-// OTLP cannot mean, a truncated last document, as a killed import leaves)
-// is said on stderr, and what could be read is shown: the error is
-// returned only when nothing could be.
-func (s *source) readFile(cmd string, stderr io.Writer) ([]traceview.Span, error) {
+// readFile reads the -file, handing fn the spans of each document as it
+// is read. What cannot be read of it (a span with times OTLP cannot
+// mean, a truncated last document, as a killed import leaves) is said on
+// stderr, and what could be read is shown: the error is returned only
+// when nothing could be.
+func (s *source) readFile(cmd string, stderr io.Writer, fn func([]traceview.Span)) error {
 	var r io.Reader = os.Stdin
 	if s.file != "-" {
 		f, err := os.Open(s.file)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer f.Close()
 		r = f
 	}
-	ss, err := traceview.ParseOTLPJSON(bufio.NewReader(r))
-	if err != nil && len(ss) > 0 {
+	read := 0
+	err := traceview.ReadOTLPJSON(bufio.NewReader(r), func(ss []traceview.Span) error {
+		read += len(ss)
+		fn(ss)
+		return nil
+	})
+	if err != nil && read > 0 {
 		fmt.Fprintf(stderr, "omnitrace %s: note: %s; the rest is shown\n", cmd, traceview.Display(strings.ReplaceAll(err.Error(), "\n", "; "), 1024))
 		err = nil
 	}
-	return ss, err
+	return err
 }
+
+// canReadTwice reports whether the -file can be read a second time.
+func (s *source) canReadTwice() bool {
+	if s.file == "-" {
+		return false
+	}
+	st, err := os.Stat(s.file)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Bounds of the trace ids table lists, and counts.
+const (
+	maxListedTraces  = 10
+	maxCountedTraces = 10000
+)
 
 func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("table", flag.ContinueOnError)
@@ -153,64 +180,165 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	traceID := fs.Arg(0)
-	var ss []traceview.Span
-	var err error
+	var pick []traceview.Span
+	var matches []string
+	note := ""
 	if src.jaegerURL != "" {
 		if traceID == "" {
 			return usageError{"a trace id is needed with -jaeger"}
 		}
-		ss, err = (&jaegerquery.Client{Base: src.jaegerURL}).Trace(ctx, traceID)
-	} else {
-		ss, err = src.readFile(fs.Name(), stderr)
-	}
-	if err != nil {
-		return err
-	}
-	traces := traceview.ByTrace(ss)
-	var pick []traceview.Span
-	var matches []string
-	for id, tr := range traces {
-		switch {
-		case traceID != "" && id == traceID:
-			pick = tr
-		case traceID == "" && *requestID != "":
-			// The request span may hang under a gateway's span.
-			for _, s := range tr {
-				if s.Name == spans.RequestSpanName && s.Str(string(attrs.RequestIDKey)) == *requestID {
-					pick = tr
-					matches = append(matches, id)
-					break
-				}
+		ss, err := (&jaegerquery.Client{Base: src.jaegerURL}).Trace(ctx, traceID)
+		if err != nil {
+			return err
+		}
+		for _, sp := range ss {
+			if sp.TraceID == traceID {
+				pick = append(pick, sp)
 			}
-		case traceID == "" && len(traces) == 1:
-			pick = tr
+		}
+	} else {
+		var err error
+		pick, matches, note, err = src.pickTrace(fs.Name(), stderr, traceID, *requestID)
+		if err != nil {
+			return err
 		}
 	}
 	if len(matches) > 1 {
+		count := fmt.Sprint(len(matches))
 		sort.Strings(matches)
-		if len(matches) > 10 {
-			matches = append(matches[:10], "...")
+		if len(matches) > maxListedTraces {
+			count, matches = fmt.Sprintf("more than %d", maxListedTraces), append(matches[:maxListedTraces], "...")
 		}
-		return fmt.Errorf("%d traces hold request %q (runs that reuse the id): name one by its trace id: %s",
-			len(matches), traceview.Display(*requestID, 128), strings.Join(matches, " "))
+		return fmt.Errorf("%s traces hold request %q (runs that reuse the id): name one by its trace id: %s",
+			count, traceview.Display(*requestID, 128), strings.Join(matches, " "))
 	}
 	if pick == nil {
-		if traceID == "" && *requestID == "" && len(traces) > 1 {
-			return fmt.Errorf("%d traces: name one with a trace id or -request", len(traces))
-		}
 		return fmt.Errorf("trace not found")
 	}
 	var only []string
 	if *requestID != "" {
 		only = []string{*requestID}
 	}
-	if traceview.Table(stdout, pick, only...) == 0 {
+	n := traceview.Table(stdout, pick, only...)
+	if note != "" {
+		fmt.Fprintf(stdout, "note: %s\n", note)
+	}
+	if n == 0 {
 		if *requestID != "" {
 			return fmt.Errorf("no %s span of request %q in trace %s", spans.RequestSpanName, traceview.Display(*requestID, 128), traceview.Display(pick[0].TraceID, 64))
 		}
 		return fmt.Errorf("no %s span in trace %s", spans.RequestSpanName, traceview.Display(pick[0].TraceID, 64))
 	}
 	return nil
+}
+
+// pickTrace reads the -file for the trace table shows: the one named, the
+// one holding the -request's request span, or the file's only trace. It
+// holds at most -max-spans spans: a trace named is kept as it is read; a
+// request's trace is found among the traces gathered as summary gathers
+// them, and, when spans lay too far apart to be gathered, kept by a
+// second reading of the file; the only trace is kept while the file is
+// read, and the others are counted. It returns the trace, or the trace
+// ids that hold the request when more than one does, and what it left
+// out.
+func (s *source) pickTrace(cmd string, stderr io.Writer, traceID, requestID string) ([]traceview.Span, []string, string, error) {
+	var pick []traceview.Span
+	kept := gathered{}
+	over := 0
+	keep := func(sp *traceview.Span) {
+		if !kept.room(sp, s.maxSpans) {
+			over++
+			return
+		}
+		pick = append(pick, slim(sp))
+		kept.spans = pick
+	}
+	overNote := func() string {
+		if over == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d spans of the trace beyond -max-spans %d not read", over, s.maxSpans)
+	}
+	switch {
+	case traceID != "":
+		err := s.readFile(cmd, stderr, func(ss []traceview.Span) {
+			for i := range ss {
+				if ss[i].TraceID == traceID {
+					keep(&ss[i])
+				}
+			}
+		})
+		if len(pick) == 0 {
+			pick = nil
+		}
+		return pick, nil, overNote(), err
+	case requestID != "":
+		var ids []string
+		w := newTraceWindow(s.maxSpans, func(tr []traceview.Span) {
+			for i := range tr {
+				sp := &tr[i]
+				if sp.Name == spans.RequestSpanName && sp.Str(string(attrs.RequestIDKey)) == requestID {
+					if len(ids) == 0 {
+						pick = tr
+					}
+					if !slices.Contains(ids, sp.TraceID) && len(ids) <= maxListedTraces {
+						ids = append(ids, sp.TraceID)
+					}
+					return
+				}
+			}
+		})
+		err := s.readFile(cmd, stderr, w.add)
+		w.flush()
+		if err != nil || len(ids) != 1 || w.notes() == "" {
+			return pick, ids, w.notes(), err
+		}
+		if !s.canReadTwice() {
+			return pick, ids, w.notes() + " (read the file by its name to have the whole trace)", nil
+		}
+		// Spans were left out of the traces gathered, maybe of this one: a
+		// second reading keeps this trace's, wherever they lie.
+		pick = nil
+		err = s.readFile(cmd, io.Discard, func(ss []traceview.Span) {
+			for i := range ss {
+				if ss[i].TraceID == ids[0] {
+					keep(&ss[i])
+				}
+			}
+		})
+		return pick, ids, overNote(), err
+	}
+	// The file's only trace: kept as read; the others are counted.
+	first, seen := "", false
+	others := map[string]struct{}{}
+	err := s.readFile(cmd, stderr, func(ss []traceview.Span) {
+		for i := range ss {
+			sp := &ss[i]
+			switch {
+			case !seen:
+				first, seen = sp.TraceID, true
+				keep(sp)
+			case sp.TraceID == first:
+				keep(sp)
+			case len(others) < maxCountedTraces:
+				others[sp.TraceID] = struct{}{}
+			}
+		}
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if n := len(others); n > 0 {
+		count := fmt.Sprint(n + 1)
+		if n >= maxCountedTraces {
+			count = fmt.Sprintf("more than %d", maxCountedTraces)
+		}
+		return nil, nil, "", fmt.Errorf("%s traces: name one with a trace id or -request", count)
+	}
+	if len(pick) == 0 {
+		pick = nil
+	}
+	return pick, nil, overNote(), nil
 }
 
 func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -227,23 +355,31 @@ func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := src.check(); err != nil {
 		return err
 	}
-	var ss []traceview.Span
-	var err error
+	// The summary holds its aggregates, never the spans: each trace is
+	// added as soon as it is gathered.
+	var sum traceview.Summary
+	w := newTraceWindow(src.maxSpans, sum.Add)
 	if src.jaegerURL != "" {
 		if *service == "" {
 			return usageError{"-service is needed with -jaeger"}
 		}
 		now := time.Now()
-		ss, err = (&jaegerquery.Client{Base: src.jaegerURL}).Search(ctx, *service, now.Add(-*since), now.Add(time.Minute), *limit)
+		ss, err := (&jaegerquery.Client{Base: src.jaegerURL}).Search(ctx, *service, now.Add(-*since), now.Add(time.Minute), *limit)
+		if err != nil {
+			return err
+		}
+		for _, tr := range traceview.ByTrace(ss) {
+			sum.Add(tr)
+		}
 	} else {
-		ss, err = src.readFile(fs.Name(), stderr)
-	}
-	if err != nil {
-		return err
-	}
-	var sum traceview.Summary
-	for _, tr := range traceview.ByTrace(ss) {
-		sum.Add(tr)
+		err := src.readFile(fs.Name(), stderr, w.add)
+		w.flush()
+		if err != nil {
+			return err
+		}
+		if n := w.notes(); n != "" {
+			fmt.Fprintf(stderr, "omnitrace summary: note: %s\n", n)
+		}
 	}
 	if n := sum.Problems(); n > 0 {
 		fmt.Fprintf(stderr, "omnitrace summary: %d spans had a problem (a shared span id, a parent loop or a chain too deep: counted as roots; an end before the start: not counted); omnitrace table notes each\n", n)
