@@ -74,9 +74,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "import":
 		return runImport(ctx, args[1:], stdin, stdout, stderr)
 	case "table":
-		err = runTable(ctx, args[1:], stdout, stderr)
+		err = runTable(ctx, args[1:], stdin, stdout, stderr)
 	case "summary":
-		err = runSummary(ctx, args[1:], stdout, stderr)
+		err = runSummary(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -106,6 +106,7 @@ func (e usageError) Error() string { return e.msg }
 type source struct {
 	jaegerURL, file string
 	maxSpans        int
+	stdin           io.Reader
 }
 
 func (s *source) flags(fs *flag.FlagSet) {
@@ -130,7 +131,7 @@ func (s *source) check() error {
 // stderr, and what could be read is shown: the error is returned only
 // when nothing could be.
 func (s *source) readFile(cmd string, stderr io.Writer, fn func([]traceview.Span)) error {
-	var r io.Reader = os.Stdin
+	r := s.stdin
 	if s.file != "-" {
 		f, err := os.Open(s.file)
 		if err != nil {
@@ -167,10 +168,10 @@ const (
 	maxCountedTraces = 10000
 )
 
-func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("table", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var src source
+	src := source{stdin: stdin}
 	src.flags(fs)
 	requestID := fs.String("request", "", "pick the trace whose omni.request.id is this (with -file)")
 	if err := fs.Parse(args); err != nil {
@@ -273,27 +274,32 @@ func (s *source) pickTrace(cmd string, stderr io.Writer, traceID, requestID stri
 		}
 		return pick, nil, overNote(), err
 	case requestID != "":
+		// The trace ids of the request's spans are noted as they are read;
+		// its trace is taken as the window hands it on.
 		var ids []string
 		w := newTraceWindow(s.maxSpans, func(tr []traceview.Span) {
-			for i := range tr {
-				sp := &tr[i]
-				if sp.Name == spans.RequestSpanName && sp.Str(string(attrs.RequestIDKey)) == requestID {
-					if len(ids) == 0 {
-						pick = tr
-					}
-					if !slices.Contains(ids, sp.TraceID) && len(ids) <= maxListedTraces {
-						ids = append(ids, sp.TraceID)
-					}
-					return
-				}
+			if pick == nil && len(ids) > 0 && tr[0].TraceID == ids[0] {
+				pick = tr
 			}
 		})
-		err := s.readFile(cmd, stderr, w.add)
+		err := s.readFile(cmd, stderr, func(ss []traceview.Span) {
+			for i := range ss {
+				sp := &ss[i]
+				if sp.Name == spans.RequestSpanName && sp.Str(string(attrs.RequestIDKey)) == requestID &&
+					!slices.Contains(ids, sp.TraceID) && len(ids) <= maxListedTraces {
+					ids = append(ids, sp.TraceID)
+				}
+			}
+			w.add(ss)
+		})
 		w.flush()
 		if err != nil || len(ids) != 1 || w.notes() == "" {
-			return pick, ids, w.notes(), err
+			return pick, ids, "", err
 		}
 		if !s.canReadTwice() {
+			if pick == nil {
+				return nil, ids, "", fmt.Errorf("the spans of request %q lie farther apart in the input than -max-spans %d: raise it, or read the file by its name", traceview.Display(requestID, 128), s.maxSpans)
+			}
 			return pick, ids, w.notes() + " (read the file by its name to have the whole trace)", nil
 		}
 		// Spans were left out of the traces gathered, maybe of this one: a
@@ -341,10 +347,10 @@ func (s *source) pickTrace(cmd string, stderr io.Writer, traceID, requestID stri
 	return pick, nil, overNote(), nil
 }
 
-func runSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runSummary(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("summary", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var src source
+	src := source{stdin: stdin}
 	src.flags(fs)
 	service := fs.String("service", "", "the service whose traces to summarise (with -jaeger)")
 	since := fs.Duration("since", time.Hour, "how far back to look (with -jaeger)")

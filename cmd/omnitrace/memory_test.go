@@ -374,7 +374,7 @@ func genOTLP(w io.Writer, n int) {
 		t0 := int64(1796000000000000000) + int64(i)*1e7
 		root := trace<<8 | 1
 		for k, ph := range []string{"queue_wait", "preprocess", "exec", "postprocess"} {
-			batch = append(batch, otlpSpan(trace, trace<<8|uint64(k+2), root, "omni.phase."+ph, t0+int64(k)*1e6, t0+int64(k+1)*1e6,
+			batch = append(batch, otlpSpan(trace, trace<<8|uint64(k+2), root, "omni.diffusion."+ph, t0+int64(k)*1e6, t0+int64(k+1)*1e6,
 				fmt.Sprintf(`{"key":"omni.phase","value":{"stringValue":"%s"}},`, ph)))
 		}
 		batch = append(batch, otlpSpan(trace, trace<<8|6, root, "omni.output", t0+4e6, t0+5e6, ""))
@@ -399,12 +399,12 @@ func genOneTrace(w io.Writer, n int) {
 	}
 	t0 := int64(1796000000000000000)
 	for i := range n {
-		batch = append(batch, otlpSpan(1, uint64(i+2), 1, "omni.phase.postprocess", t0+int64(i)*1e3, t0+int64(i+1)*1e3,
+		batch = append(batch, otlpSpan(1, uint64(i+2), 1, "omni.diffusion.postprocess", t0+int64(i)*1e3, t0+int64(i+1)*1e3,
 			`{"key":"omni.phase","value":{"stringValue":"postprocess"}},`))
 		if len(batch) >= 500 {
 			flush()
 		}
 	}
-	batch = append(batch, otlpSpan(1, 1, 0, "omni.request", t0, t0+int64(n+1)*1e3, `{"key":"omni.request.id","value":{"stringValue":"one"}},`))
+	batch = append(batch, otlpSpan(1, 1, 0, "omni.request", t0, t0+int64(n+1)*1e3, `{"key":"omni.request.id","value":{"stringValue":"one"}},{"key":"omni.stage.name","value":{"stringValue":"dit"}},{"key":"omni.stage.type","value":{"stringValue":"diffusion"}},`))
 	flush()
 }
