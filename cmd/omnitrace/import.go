@@ -48,7 +48,7 @@ func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idle, "idle", 10*time.Second, "with -follow: export a request once no record of it came for this long")
 	fs.DurationVar(&f.poll, "poll", 200*time.Millisecond, "with -follow: how often to look for more input")
 	fs.IntVar(&f.settle, "settle", omnirecord.DefaultSettle, "records a finished request of a log waits for before it is exported")
-	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once; beyond, the oldest is exported, or dropped if unfinished")
+	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once (beyond, the oldest is exported, or dropped if unfinished), and of a summary (beyond, it is read again in parts)")
 }
 
 func (f *importFlags) options() (omnirecord.Options, error) {

@@ -3,8 +3,8 @@
 //
 //	omnitrace import [-out FILE] [-format F] [-start T] [-run NAME] [FILE ...]
 //	omnitrace import -follow [-checkpoint FILE] [-idle D] FILE
-//	omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
-//	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
+//	omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
+//	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
 //
 // import reads what vLLM-Omni writes (its orchestrator's summary dicts, the
 // [OmniTiming] lines and per-request tables of its log, its older event
@@ -20,7 +20,8 @@
 // for a phase not measured. summary prints, per phase, how many requests
 // measured it and the p50, p90, p99 and max of its durations. Neither ever
 // adds phases together, and neither prints more than a person reads,
-// whatever the trace holds.
+// whatever the trace holds. Every command's memory is bounded by its
+// settings, whatever the length of its input (docs/omnitrace.md, Memory).
 package main
 
 import (
@@ -49,8 +50,8 @@ const usage = `usage:
                                                       vLLM-Omni's summaries, logs or records to traces (stdin when no FILE)
   omnitrace import -follow [-checkpoint FILE] [-idle 10s] FILE
                                                       the same, as the engine appends to FILE
-  omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
-  omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
+  omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
+  omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
 `
 
 func main() {

@@ -31,6 +31,7 @@ type Options struct {
 	// Settle and MaxPending tune the gathering of a log's records (see
 	// DefaultSettle and DefaultMaxPending); 0 means the default. A
 	// negative Settle means none: a finished request is handed on at once.
+	// MaxPending bounds the requests of a summary held until it ends too.
 	Settle, MaxPending int
 }
 
@@ -46,7 +47,10 @@ type Handler interface {
 
 // Input reads one input line by line, in whichever form it is, and hands
 // each request to its handler once it is complete. Its memory is bounded
-// by its largest record and, for a log, by Options.MaxPending requests.
+// by its settings, never by the input's length: a line (MaxLine), a record
+// spread over lines (maxUnitBytes, maxUnitValues), and the requests held,
+// Options.MaxPending of them (a log's until settled, a summary's until it
+// ends; see summaryReader).
 type Input struct {
 	opts   Options
 	ref    time.Time
