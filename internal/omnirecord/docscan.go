@@ -295,7 +295,10 @@ func (r *summaryReader) step(line []byte, i int) (int, bool) {
 				return i, false
 			}
 		}
-		c := line[i]
+		var c byte // of a skeleton's place; a value's reader reads its own
+		if i < len(line) {
+			c = line[i]
+		}
 		switch r.at {
 		case atOpen:
 			if c != '{' {

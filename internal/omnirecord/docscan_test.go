@@ -218,3 +218,14 @@ func TestSummaryShapesWithinALinesBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestADocumentThatCannotBeReadIsSaidIfItNeverEnds: a summary broken by a
+// string over lines, whose brackets then never close, is said at the
+// input's end, with what broke it.
+func TestADocumentThatCannotBeReadIsSaidIfItNeverEnds(t *testing.T) {
+	doc := "{\"stage_table\": [{\"request_id\": \"a\", \"note\": \"\n" + strings.Repeat(strings.Repeat("x\"]}{[", 100)+"\n", 3) + "\"}]}\n"
+	c := readFrom(t, []byte(doc), Options{}, nil)
+	if len(c.problems) != 2 || !strings.Contains(c.problems[1], "expected") {
+		t.Errorf("problems %q, want the entry and the document said", c.problems)
+	}
+}

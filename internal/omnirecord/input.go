@@ -446,9 +446,13 @@ func (in *Input) Tick(now time.Time, idle time.Duration) {
 func (in *Input) End() {
 	in.scan.end()
 	if in.sum != nil {
-		if in.sum.broken == nil {
-			in.problem(in.sumFirst, errors.New("the input ends inside a summary document"))
+		// A document that could not be read is said once its end is
+		// found, or here.
+		err := in.sum.broken
+		if err == nil {
+			err = errors.New("the input ends inside a summary document")
 		}
+		in.problem(in.sumFirst, err)
 		in.sum = nil
 	}
 	in.coll.flush()

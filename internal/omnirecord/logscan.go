@@ -352,8 +352,12 @@ func (s *logScanner) end() {
 	}
 	s.tables = map[string]*boxTable{}
 	if s.litOpen {
+		err := errors.New("the input ends inside a dict")
+		if s.litSum != nil && s.litSum.broken != nil {
+			err = s.litSum.broken // a dict that could not be read: said once
+		}
 		s.closeLiteral()
-		s.bad(s.litRec.lineNo, errors.New("the input ends inside a dict"))
+		s.bad(s.litRec.lineNo, err)
 	}
 }
 
