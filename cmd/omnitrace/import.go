@@ -29,7 +29,7 @@ import (
 
 // maxLine bounds one line of input (a request of a hundred stages fits in
 // a tenth of it); a longer one is reported and skipped unread.
-const maxLine = 1 << 20
+const maxLine = omnirecord.MaxLine
 
 // maxProblemLines bounds the problems printed per input; the rest are
 // counted. A file of a million bad lines must not print a million lines.
@@ -54,7 +54,7 @@ func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idle, "idle", 10*time.Second, "with -follow: export a request once no record of it came for this long")
 	fs.DurationVar(&f.poll, "poll", 200*time.Millisecond, "with -follow: how often to look for more input")
 	fs.IntVar(&f.settle, "settle", omnirecord.DefaultSettle, "records a finished request of a log waits for before it is exported")
-	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once, and of inputs held for their other forms; beyond, the oldest is exported, or dropped if unfinished")
+	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once (beyond, the oldest is exported, or dropped if unfinished), of inputs held for their other forms, and of a summary (beyond, it is read again in parts)")
 }
 
 func (f *importFlags) options() (omnirecord.Options, error) {
@@ -393,6 +393,7 @@ type importer struct {
 	stderr  io.Writer
 
 	work    chan emitJob
+	stages  chan struct{} // a token a stage queued (see queuedStages)
 	workers sync.WaitGroup
 
 	// join merges the forms of one request read from several inputs; nil
@@ -426,15 +427,28 @@ type emitJob struct {
 	// name is the input the request came from: a worker may emit it
 	// after the next input began.
 	name string
+	// weight is what it takes of the queue: one, and one a stage.
+	weight int
 }
+
+// Bounds of the requests waiting for a worker: at most queuedRequests,
+// and queuedStages stages (a request of a thousand stages takes as much
+// memory as a thousand requests of one).
+const (
+	queuedRequests = 256
+	queuedStages   = 4096
+)
 
 func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer) *importer {
 	im := &importer{ctx: ctx, tel: tel, emitter: omnirecord.NewEmitter(tel.TracerProvider()), stderr: stderr,
-		work: make(chan emitJob, 256)}
+		work: make(chan emitJob, queuedRequests), stages: make(chan struct{}, queuedStages)}
 	for i := 0; i < max(1, min(runtime.GOMAXPROCS(0), 4)); i++ {
 		im.workers.Go(func() {
 			for j := range im.work {
 				im.emit(j)
+				for range j.weight {
+					<-im.stages
+				}
 			}
 		})
 	}
@@ -459,7 +473,7 @@ func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
 		}
 		return
 	}
-	im.hand(emitJob{r, anchor, name})
+	im.hand(emitJob{r, anchor, name, 0})
 }
 
 // joined reports what the forms of a merged request disagree on, and
@@ -473,7 +487,7 @@ func (im *importer) joined(j omnirecord.Joined) {
 		}
 		im.mu.Unlock()
 	}
-	im.hand(emitJob{j.R, j.Anchor, j.Name})
+	im.hand(emitJob{j.R, j.Anchor, j.Name, 0})
 }
 
 // joinRest hands on the requests still held for their other forms, once
@@ -502,25 +516,52 @@ func (im *importer) hand(j emitJob) {
 	im.mu.Lock()
 	im.handed++
 	im.mu.Unlock()
-	select {
-	case im.work <- j:
+	j.weight = min(1+len(j.r.Stages), queuedStages)
+	if im.enqueue(j, im.ctx.Done()) {
 		return
-	case <-im.ctx.Done():
 	}
 	// Interrupted, with the workers stuck on an exporter that does not
 	// keep up: wait a moment once, then drop and count, so that the
 	// reading can stop and save where it is.
 	if !im.givenUp.Load() {
-		select {
-		case im.work <- j:
+		grace := make(chan struct{})
+		t := time.AfterFunc(interruptGrace, func() { close(grace) })
+		ok := im.enqueue(j, grace)
+		t.Stop()
+		if ok {
 			return
-		case <-time.After(interruptGrace):
-			im.givenUp.Store(true)
 		}
+		im.givenUp.Store(true)
 	}
 	im.mu.Lock()
 	im.notSent++
 	im.mu.Unlock()
+}
+
+// enqueue waits for room for j, and hands it to the workers; false when
+// stop comes first.
+func (im *importer) enqueue(j emitJob, stop <-chan struct{}) bool {
+	taken := 0
+	undo := func() bool {
+		for range taken {
+			<-im.stages
+		}
+		return false
+	}
+	for taken < j.weight {
+		select {
+		case im.stages <- struct{}{}:
+			taken++
+		case <-stop:
+			return undo()
+		}
+	}
+	select {
+	case im.work <- j:
+		return true
+	case <-stop:
+		return undo()
+	}
 }
 
 // emit emits one request; a request that cannot be placed makes no span
@@ -580,6 +621,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	im.name, im.problems = sanitize.String(name, 256), 0
 	im.mu.Unlock()
 	var r io.Reader = stdin
+	var again io.ReaderAt
 	ref := time.Now().UTC()
 	if name == "-" {
 		im.mu.Lock()
@@ -593,12 +635,20 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 		defer f.Close()
 		if st, err := f.Stat(); err == nil {
 			ref = st.ModTime().UTC()
+			if st.Mode().IsRegular() {
+				again = f
+			}
 		}
 		r = f
 	}
 	in, err := omnirecord.NewInput(ref, opts, im)
 	if err != nil {
 		return err
+	}
+	if again != nil {
+		// A summary too large to hold is read again from the file, in
+		// parts.
+		in.ReadAgain(again)
 	}
 	lr := newLineReader(r)
 	for im.ctx.Err() == nil { // an interrupt stops the reading

@@ -51,6 +51,7 @@ func FuzzInput(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b, uint8(0))
+		f.Add(b, uint8(0x80))
 	}
 	f.Add([]byte("INFO 01-01 00:00:00 [a.py:1] {'type': 'transfer_stats', 'request_id': (\n 'x' 'y'), 'from_stage': 0, 'to_stage': 1, 'tx_time_ms': 1e308}\n"), uint8(3))
 	rec := tracetest.NewSpanRecorder()
@@ -60,6 +61,11 @@ func FuzzInput(f *testing.F) {
 		input, err := NewInput(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), Options{Format: Formats[int(form)%len(Formats)], Settle: 2, MaxPending: 4}, h)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if form&0x80 != 0 {
+			// A summary of more than MaxPending requests is then read
+			// again, in parts.
+			input.ReadAgain(bytes.NewReader(data))
 		}
 		var off int64
 		for _, line := range bytes.Split(data, []byte("\n")) {

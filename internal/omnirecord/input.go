@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -33,6 +34,7 @@ type Options struct {
 	// Settle and MaxPending tune the gathering of a log's records (see
 	// DefaultSettle and DefaultMaxPending); 0 means the default. A
 	// negative Settle means none: a finished request is handed on at once.
+	// MaxPending bounds the requests of a summary held until it ends too.
 	Settle, MaxPending int
 }
 
@@ -48,17 +50,26 @@ type Handler interface {
 
 // Input reads one input line by line, in whichever form it is, and hands
 // each request to its handler once it is complete. Its memory is bounded
-// by its largest record and, for a log, by Options.MaxPending requests.
+// by its settings, never by the input's length: a line (MaxLine), a record
+// spread over lines (maxUnitBytes, maxUnitValues), and the requests held,
+// Options.MaxPending of them (a log's until settled, a summary's until it
+// ends; see summaryReader).
 type Input struct {
-	opts    Options
-	ref     time.Time
-	h       Handler
-	format  string
-	lineNo  int
-	coll    *collector
-	scan    *logScanner
-	doc     docBuffer
-	Skipped int // records skipped, and requests dropped unfinished
+	opts   Options
+	ref    time.Time
+	h      Handler
+	format string
+	lineNo int
+	coll   *collector
+	scan   *logScanner
+	// sum reads the summary document open, which began at line
+	// sumFirst, whose offset is sumFirstOff, at byte sumStart.
+	sum         *summaryReader
+	sumFirst    int
+	sumFirstOff int64
+	sumStart    int64
+	reread      io.ReaderAt
+	Skipped     int // records skipped, and requests dropped unfinished
 }
 
 // NewInput returns an input whose reference time is ref: the time a log
@@ -84,6 +95,7 @@ func NewInput(ref time.Time, opts Options, h Handler) (*Input, error) {
 	if opts.Zone != nil {
 		in.scan.zone = opts.Zone
 	}
+	in.scan.maxPending = opts.MaxPending
 	return in, nil
 }
 
@@ -129,8 +141,11 @@ func (in *Input) SkipLine() { in.lineNo++ }
 // starts at offset.
 func (in *Input) Line(line []byte, offset int64) {
 	in.lineNo++
-	if in.lineNo == 1 {
-		line = bytes.TrimPrefix(line, []byte(bom))
+	// base is where the line's bytes lie in the input: a byte-order mark
+	// before the first line is taken off.
+	base := offset
+	if in.lineNo == 1 && bytes.HasPrefix(line, []byte(bom)) {
+		line, base = line[len(bom):], offset+int64(len(bom))
 	}
 	if in.format == "" {
 		t := bytes.TrimSpace(line)
@@ -141,9 +156,9 @@ func (in *Input) Line(line []byte, offset int64) {
 	}
 	switch in.format {
 	case FormatLog:
-		in.scan.line(string(line), offset, in.lineNo)
+		in.scan.line(string(line), offset, base+int64(len(line)), in.lineNo)
 	case FormatSummary:
-		in.summaryLine(line, offset)
+		in.summaryLine(line, offset, base)
 	default:
 		in.jsonLine(line, offset)
 	}
@@ -279,21 +294,47 @@ func (in *Input) logRecord(rec logRecord) {
 				}
 			}
 		})
-	case rec.summary:
-		reqs, err := summaryRows(rec.value, func(err error) { in.problem(rec.lineNo, err) })
-		if errors.Is(err, ErrNotSummary) {
-			return // an older summary of the whole run: no request in it
-		}
-		if err != nil {
-			in.problem(rec.lineNo, err)
-			return
-		}
-		for i := range reqs {
-			sr := &reqs[i]
-			in.coll.add(sr.id, "log", rec.at, rec.offset, false, sr.applyTo)
-		}
+	case rec.sum != nil:
+		in.logSummary(rec)
 	case rec.value != nil:
 		in.event(rec.value, rec.at, rec.offset, rec.text)
+	}
+}
+
+// logSummary gathers the requests of a [Summary] dict of a log, read
+// whole: each request's entries are one record of it. A dict too large to
+// hold at once is read again from the input, in parts, when it can be.
+func (in *Input) logSummary(rec logRecord) {
+	r := rec.sum
+	bad := func(err error) { in.problem(rec.lineNo, err) }
+	if err := r.problem(); err != nil {
+		bad(err)
+		return
+	}
+	if r.tables == 0 {
+		return // an older summary of the whole run: no request in it
+	}
+	add := func(sr *summaryRequest) {
+		in.coll.line = rec.lineNo
+		in.coll.add(sr.id, "log", rec.at, rec.offset, false, sr.applyTo)
+	}
+	if !r.over {
+		r.requests(bad, add)
+		return
+	}
+	if in.reread == nil {
+		bad(fmt.Errorf("a [Summary] dict of more than %d requests or %d MiB of entries, which an input that cannot be read again (stdin, -follow) cannot hold: not imported (raise -max-pending, or import the file by its name)", r.maxReqs, r.maxBytes>>20))
+		return
+	}
+	err := r.passes(func(p *summaryReader) error {
+		return readLines(in.reread, rec.offset, rec.end, literalLines(in.scan.ref, func(line []byte) {
+			if !p.closed {
+				p.feed(line, 0)
+			}
+		}))
+	}, bad, add)
+	if err != nil {
+		bad(err)
 	}
 }
 
@@ -330,99 +371,80 @@ func (in *Input) anchor() time.Time {
 	return in.ref
 }
 
-// summaryLine gathers the lines of one summary document, and reads it
-// once its brackets close.
-// maxSummaryBytes bounds one summary document (a variable for tests).
-var maxSummaryBytes = maxLiteralBytes
-
-func (in *Input) summaryLine(line []byte, offset int64) {
-	if in.doc.skip {
-		// Skip to the end of the oversized document, its brackets counted
-		// from its first line on.
-		if in.doc.scan(line) {
-			in.doc = docBuffer{}
+// summaryLine reads a line of summary documents: each is read as its
+// lines come (see summaryReader), and its requests handed on once it
+// closes.
+func (in *Input) summaryLine(line []byte, offset, base int64) {
+	i := 0
+	for {
+		if in.sum == nil {
+			for i < len(line) && isSpace(line[i]) {
+				i++
+			}
+			if i == len(line) {
+				return
+			}
+			if line[i] != '{' {
+				// Between documents: a stray line is reported alone, and
+				// costs no document after it.
+				in.problem(in.lineNo, fmt.Errorf("%w: a line between summary documents", ErrNotJSON))
+				return
+			}
+			first := in.lineNo
+			in.sum = newSummaryReader(false, in.opts.MaxPending, func(err error) { in.problem(first, err) })
+			in.sumFirst, in.sumFirstOff, in.sumStart = first, offset, base+int64(i)
 		}
-		return
-	}
-	if in.doc.buf == nil && len(bytes.TrimSpace(line)) == 0 {
-		return
-	}
-	if in.doc.buf == nil {
-		if t := bytes.TrimSpace(line); t[0] != '{' {
-			// Between documents: a stray line is reported alone, and
-			// costs no document after it.
-			in.problem(in.lineNo, fmt.Errorf("%w: a line between summary documents", ErrNotJSON))
+		end, closed := in.sum.feed(line, i)
+		if !closed {
 			return
 		}
-		in.doc.first, in.doc.firstOff = in.lineNo, offset
+		r, first, firstOff, start := in.sum, in.sumFirst, in.sumFirstOff, in.sumStart
+		in.sum = nil
+		in.summaryDone(r, first, firstOff, offset, start, base+int64(end))
+		i = end
 	}
-	if len(in.doc.buf)+len(line) > maxSummaryBytes {
-		in.problem(in.doc.first, fmt.Errorf("a summary document larger than %d bytes", maxSummaryBytes))
-		// Keep counting its brackets where they stand: the buffer goes,
-		// the position in the document stays.
-		in.doc.buf, in.doc.skip = nil, true
-		if in.doc.scan(line) {
-			in.doc = docBuffer{}
-		}
-		return
-	}
-	in.doc.buf = append(append(in.doc.buf, line...), '\n')
-	if !in.doc.scan(line) {
-		return
-	}
-	doc, first, firstOff := in.doc.buf, in.doc.first, in.doc.firstOff
-	in.doc = docBuffer{}
-	v, err := parseJSON(doc, max(len(doc)/2, 64))
-	if err != nil {
-		in.problem(first, fmt.Errorf("%w: %v", ErrNotJSON, err))
-		return
-	}
-	reqs, err := summaryRows(&v, func(err error) { in.problem(first, err) })
-	if err != nil {
+}
+
+// summaryDone hands on the requests of a summary document read whole,
+// which lies from start to end in the input; one too large to hold is
+// read again from the input, in parts, when the input can be.
+//
+// A request's run is which request with its id it is in the input (see
+// collector.handedOn), told by the offsets of the document's first and last
+// lines.
+func (in *Input) summaryDone(r *summaryReader, first int, firstOff, lastOff, start, end int64) {
+	if err := r.problem(); err != nil {
 		in.problem(first, err)
 		return
 	}
-	for i := range reqs {
-		in.handOn(reqs[i].build("summary", in.coll.handedOn(reqs[i].id, firstOff, offset)), first)
+	bad := func(err error) { in.problem(first, err) }
+	handOn := func(sr *summaryRequest) {
+		in.handOn(sr.build("summary", in.coll.handedOn(sr.id, firstOff, lastOff)), first)
 	}
-}
-
-// docBuffer gathers a JSON document over lines, tracking its brackets
-// outside strings.
-type docBuffer struct {
-	buf         []byte
-	first       int
-	firstOff    int64
-	depth       int
-	started     bool
-	inStr, skip bool
-	esc         bool
-}
-
-// scan reads line's brackets and reports whether the document closed.
-func (d *docBuffer) scan(line []byte) bool {
-	for _, c := range line {
-		switch {
-		case d.inStr:
-			switch {
-			case d.esc:
-				d.esc = false
-			case c == '\\':
-				d.esc = true
-			case c == '"':
-				d.inStr = false
+	if !r.over {
+		r.requests(bad, handOn)
+		return
+	}
+	if in.reread == nil {
+		in.problem(first, fmt.Errorf("a summary of more than %d requests or %d MiB of entries, which an input that cannot be read again (stdin, -follow) cannot hold: not imported (raise -max-pending, or import the file by its name)", r.maxReqs, r.maxBytes>>20))
+		return
+	}
+	err := r.passes(func(p *summaryReader) error {
+		return readLines(in.reread, start, end, func(line []byte) {
+			if !p.closed {
+				p.feed(line, 0)
 			}
-		case c == '"':
-			d.inStr = true
-		case c == '{' || c == '[':
-			d.depth++
-			d.started = true
-		case c == '}' || c == ']':
-			d.depth--
-		}
+		})
+	}, bad, handOn)
+	if err != nil {
+		in.problem(first, err)
 	}
-	return d.started && d.depth <= 0
 }
+
+// ReadAgain says the input can be read again at its offsets (a regular
+// file): a summary document whose requests are too many to hold at once
+// is then read in parts, from r, rather than skipped.
+func (in *Input) ReadAgain(r io.ReaderAt) { in.reread = r }
 
 // Tick hands on the requests of a followed log that have had no record
 // for idle, finished or not.
@@ -434,9 +456,15 @@ func (in *Input) Tick(now time.Time, idle time.Duration) {
 // every request held is handed on.
 func (in *Input) End() {
 	in.scan.end()
-	if in.doc.buf != nil && !in.doc.skip {
-		in.problem(in.doc.first, errors.New("the input ends inside a summary document"))
-		in.doc = docBuffer{}
+	if in.sum != nil {
+		// A document that could not be read is said once its end is
+		// found, or here.
+		err := in.sum.broken
+		if err == nil {
+			err = errors.New("the input ends inside a summary document")
+		}
+		in.problem(in.sumFirst, err)
+		in.sum = nil
 	}
 	in.coll.flush()
 }
@@ -466,8 +494,8 @@ func (in *Input) Checkpoint(next int64) (int64, int, []Done) {
 	if off, line, ok := in.scan.openFrom(); ok && off < pin {
 		pin, pinLines = off, max(line-1, 0)
 	}
-	if (in.doc.buf != nil || in.doc.skip) && in.doc.firstOff < pin {
-		pin, pinLines = in.doc.firstOff, max(in.doc.first-1, 0)
+	if in.sum != nil && in.sumFirstOff < pin {
+		pin, pinLines = in.sumFirstOff, max(in.sumFirst-1, 0)
 	}
 	off, lines := in.coll.checkpoint(pin, pinLines, next, in.lineNo)
 	return off, lines, in.coll.remembered()

@@ -1,6 +1,7 @@
 package omnirecord
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,9 +16,12 @@ type logRecord struct {
 	text   string    // what it says, for the request's digest
 	timing *omniTiming
 	table  *boxTable
-	// value is an event dict, or a summary dict when summary is set.
+	// value is an event dict; sum a [Summary] dict read, which ends at
+	// end in the input (summary says the record is one).
 	value   *Value
 	summary bool
+	sum     *summaryReader
+	end     int64
 }
 
 // boxTable is a per-request table of the log (vllm_omni/metrics/utils.py,
@@ -35,17 +39,18 @@ type boxTable struct {
 
 var tableKinds = []string{"StageRequestStats", "TransferEdgeStats", "RequestE2EStats"}
 
-// Bounds of one multi-line record of a log.
+// Bounds of one multi-line record of a log (a dict is a unit: see
+// maxUnitBytes).
 const (
-	maxTableLines   = 1000
-	maxTableBytes   = 4 << 20
-	maxLiteralBytes = 64 << 20
-	maxLiteralLines = 1 << 20
+	maxTableLines = 1000
+	maxTableBytes = 4 << 20
 )
 
 // logScanner turns the lines of a vLLM log into records. It keeps at most
-// one open table (of at most maxTableBytes) and one open literal: memory is
-// bounded by the largest record, never by the log's length.
+// one open table (of at most maxTableBytes) and one open literal: an event
+// dict of at most maxUnitBytes, or a [Summary] dict, read as it comes (see
+// summaryReader). Its memory is bounded by those, never by the log's
+// length.
 type logScanner struct {
 	ref time.Time
 	// zone is the zone the log's times are read in (see Options.Zone).
@@ -54,6 +59,8 @@ type logScanner struct {
 	bad  func(lineNo int, err error)
 	last time.Time
 	n    int // the number of the line being read
+	// lineEnd is where the line being read ends in the input.
+	lineEnd int64
 
 	tables map[string]*boxTable
 	tabAt  map[string]logRecord
@@ -65,11 +72,12 @@ type logScanner struct {
 	undated bool
 	stamps  stampCache
 
-	lit      strings.Builder
-	litOpen  bool
-	litDepth int
-	litLines int
-	litRec   logRecord
+	litOpen bool
+	lit     valueScan
+	litSum  *summaryReader
+	litRec  logRecord
+	// maxPending bounds the requests a [Summary] dict holds.
+	maxPending int
 }
 
 func newLogScanner(ref time.Time, emit func(logRecord), bad func(int, error)) *logScanner {
@@ -82,9 +90,10 @@ func newLogScanner(ref time.Time, emit func(logRecord), bad func(int, error)) *l
 // back, and must not hold it past what a restart can tell apart.
 const maxOpenGap = 1000
 
-// line reads line number n (without its line end), which starts at offset.
-func (s *logScanner) line(line string, offset int64, n int) {
-	s.n = n
+// line reads line number n (without its line end), which starts at offset
+// and ends at end in the input.
+func (s *logScanner) line(line string, offset, end int64, n int) {
+	s.n, s.lineEnd = n, end
 	if s.gap++; s.gap > maxOpenGap && (s.litOpen || len(s.tables) > 0) {
 		s.dropOpen(fmt.Sprintf("left unfinished for %d lines", maxOpenGap))
 	}
@@ -266,56 +275,54 @@ func (s *logScanner) openLiteral(first string, rec logRecord) {
 	if s.litOpen {
 		s.bad(s.litRec.lineNo, errors.New("a dict left open by the next one"))
 	}
-	s.lit.Reset()
-	s.litOpen, s.litDepth, s.litLines, s.litRec = true, 0, 0, rec
+	s.litOpen, s.litRec, s.litSum = true, rec, nil
+	if rec.summary {
+		line := rec.lineNo
+		s.litSum = newSummaryReader(true, s.maxPending, func(err error) { s.bad(line, err) })
+	} else {
+		s.lit.reset(true, true)
+	}
 	s.literalLine(first)
 }
 
-// literalLine adds a line to the open literal, and parses it once its
-// brackets close. Strings never span lines in pformat's output.
+// literalLine reads a line of the open literal (the message of the log
+// line being read), and hands the literal on once its brackets close.
+// Strings never span lines in pformat's output.
 func (s *logScanner) literalLine(line string) {
 	s.gap = 0
-	if s.lit.Len()+len(line) > maxLiteralBytes || s.litLines >= maxLiteralLines {
-		s.litOpen = false
-		s.lit.Reset()
-		s.bad(s.litRec.lineNo, fmt.Errorf("a dict larger than %d bytes", maxLiteralBytes))
-		return
+	b := []byte(line)
+	var end int
+	var done bool
+	if s.litSum != nil {
+		end, done = s.litSum.feed(b, 0)
+	} else {
+		end, done = s.lit.feed(b, 0)
 	}
-	s.litLines++
-	if s.lit.Len() > 0 {
-		s.lit.WriteByte('\n')
-	}
-	s.lit.WriteString(line)
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '{' || c == '[' || c == '(':
-			s.litDepth++
-		case c == '}' || c == ']' || c == ')':
-			s.litDepth--
-		}
-	}
-	if s.litDepth > 0 {
+	if !done {
 		return
 	}
 	s.litOpen = false
-	text := s.lit.String()
-	s.lit.Reset()
-	v, err := ParsePython(text, max(len(text)/2, 64))
-	if err != nil {
-		s.bad(s.litRec.lineNo, fmt.Errorf("a dict of the log: %w", err))
+	rec := s.litRec
+	if len(bytes.TrimSpace(b[end:])) > 0 {
+		s.bad(rec.lineNo, errors.New("a dict of the log: text after it on its last line"))
+	}
+	if s.litSum != nil {
+		rec.sum, rec.end = s.litSum, s.lineEnd
+		s.litSum = nil
+		s.emit(rec)
 		return
 	}
-	rec := s.litRec
+	if s.lit.tooLarge {
+		s.bad(rec.lineNo, fmt.Errorf("a dict larger than %d bytes", maxUnitBytes))
+		return
+	}
+	text := string(s.lit.text)
+	s.lit.reset(true, true)
+	v, err := ParsePython(text, maxUnitValues)
+	if err != nil {
+		s.bad(rec.lineNo, fmt.Errorf("a dict of the log: %w", err))
+		return
+	}
 	rec.value, rec.text = &v, text
 	s.record(rec)
 }
@@ -341,8 +348,7 @@ func (s *logScanner) dropOpen(why string) {
 	clear(s.tables)
 	if s.litOpen {
 		s.bad(s.litRec.lineNo, fmt.Errorf("a dict %s", why))
-		s.litOpen = false
-		s.lit.Reset()
+		s.closeLiteral()
 	}
 }
 
@@ -372,8 +378,12 @@ func (s *logScanner) end() {
 	}
 	s.tables = map[string]*boxTable{}
 	if s.litOpen {
-		s.litOpen = false
-		s.bad(s.litRec.lineNo, errors.New("the input ends inside a dict"))
+		err := errors.New("the input ends inside a dict")
+		if s.litSum != nil && s.litSum.broken != nil {
+			err = s.litSum.broken // a dict that could not be read: said once
+		}
+		s.closeLiteral()
+		s.bad(s.litRec.lineNo, err)
 	}
 }
 
@@ -381,3 +391,9 @@ func (s *logScanner) end() {
 // the one that puts it at most a day after that, so that a log followed
 // across a New Year gets the new year's lines right.
 func (in *Input) SetNow(now time.Time) { in.scan.ref = now }
+
+// closeLiteral drops the literal open.
+func (s *logScanner) closeLiteral() {
+	s.litOpen, s.litSum = false, nil
+	s.lit.reset(true, true)
+}

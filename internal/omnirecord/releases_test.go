@@ -461,12 +461,13 @@ func TestASecondHandOverIntoAStageIsReported(t *testing.T) {
 	}
 }
 
-// TestAnOversizedSummaryCostsNoDocumentAfterIt: a summary document beyond
-// the bound is reported and skipped to its own end, whatever its lines
-// start with; the document after it is read.
-func TestAnOversizedSummaryCostsNoDocumentAfterIt(t *testing.T) {
-	defer func(n int) { maxSummaryBytes = n }(maxSummaryBytes)
-	maxSummaryBytes = 4096
+// TestAnOversizedEntryCostsNothingAfterIt: an entry of a summary's table
+// beyond the bound of one unit is reported and skipped to its own end,
+// whatever its strings hold; the rest of its document, and the document
+// after it, are read.
+func TestAnOversizedEntryCostsNothingAfterIt(t *testing.T) {
+	defer func(n int) { maxUnitBytes = n }(maxUnitBytes)
+	maxUnitBytes = 4096
 	var lines []string
 	lines = append(lines, `{"stage_table": [{"request_id": "big", "stages": [`)
 	for i := range 200 {
@@ -475,11 +476,11 @@ func TestAnOversizedSummaryCostsNoDocumentAfterIt(t *testing.T) {
 	lines = append(lines, `   {"stage_id": 999}]}],`, ` "e2e_table": [{"request_id": "big", "e2e_total_ms": 5}]}`,
 		`{"e2e_table": [{"request_id": "after", "e2e_total_ms": 7}]}`)
 	col := readAll(t, []byte(strings.Join(lines, "\n")), Options{Format: FormatSummary})
-	if len(col.reqs) != 1 || col.reqs[0].ID != "after" {
-		t.Fatalf("%d requests, problems %q: want the document after the oversized one", len(col.reqs), col.problems)
+	if len(col.reqs) != 2 || col.reqs[0].ID != "big" || len(col.reqs[0].Stages) != 0 || col.reqs[1].ID != "after" {
+		t.Fatalf("%d requests %+v, problems %q: want big from its end-to-end entry, and the document after", len(col.reqs), col.reqs, col.problems)
 	}
 	if len(col.problems) != 1 || !strings.Contains(col.problems[0], "larger than") {
-		t.Errorf("problems %q, want the oversized document alone", col.problems)
+		t.Errorf("problems %q, want the oversized entry alone", col.problems)
 	}
 }
 
