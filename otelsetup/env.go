@@ -498,9 +498,11 @@ func isEndpoint(v string) error {
 	if len(u.Hostname()) > 253 {
 		return errors.New("a host name longer than 253 bytes, which no name server resolves")
 	}
-	// The exporters send to the host and path only: a query or fragment
-	// would be silently left out.
+	// The exporters send to the host and path only: credentials, a query
+	// or a fragment would be silently left out.
 	switch {
+	case u.User != nil:
+		return errors.New("credentials in the URL, which the exporters do not send: give them in OTEL_EXPORTER_OTLP_HEADERS")
 	case u.RawQuery != "" || u.ForceQuery:
 		return errors.New("a query, which the exporters do not send")
 	case u.Fragment != "" || strings.Contains(v, "#"):

@@ -90,6 +90,9 @@ func TestMalformedVariablesNeverPrintTheirSecrets(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization: Bearer s3cret"},
 		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "s3cret"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3c?ret@127.0.0.1:99999"},
+		// Well formed, but the exporters would silently not send them.
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3cret@127.0.0.1:4318"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://s3cret@collector:4318/v1/traces"},
 	}
 	for _, tc := range cases {
 		clearOTelEnv(t)
