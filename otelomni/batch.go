@@ -47,7 +47,17 @@ type Batch struct {
 	// pending are the members not linked yet: at the end, their request
 	// spans are.
 	pending map[*Request]bool
+	// links counts the links the batch made or has reserved (a Record in
+	// progress): at most maxBatchLinks.
+	links int
 }
+
+// maxBatchLinks bounds the members a batch links: an SDK keeps a bounded
+// number of links on a span and evicts the oldest beyond, which would leave
+// those members linking a batch that no longer links them. otelsetup keeps
+// this many by default; beyond it a member is linked neither way, and
+// counted in Stats.Conflicts.
+const maxBatchLinks = 1024
 
 // batchRef is what a member's exec carries of its batch.
 type batchRef struct {
@@ -67,8 +77,11 @@ type batchRef struct {
 // batch's end is linked both ways by its request (or stage) span, unless
 // it has ended by then. A member that has ended, or whose open exec is in
 // another batch already (counted in Stats.Conflicts: an exec runs in one
-// batch), is not linked. It returns nil, on which every method does
-// nothing, when nothing is recorded.
+// batch), is not linked. A batch links at most 1024 members (an SDK keeps a
+// bounded number of links on a span: set its limit to at least that many);
+// a member beyond is linked neither way, and counted in Stats.Conflicts. It
+// returns nil, on which every method does nothing, when nothing is
+// recorded.
 func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members ...*Request) *Batch {
 	if ctx == nil {
 		ctx = context.Background()
@@ -101,14 +114,24 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 		pending: map[*Request]bool{}}
 	for _, m := range members {
 		// No one else holds b yet: its links cannot race its end.
+		if b.links+len(b.pending) >= maxBatchLinks {
+			b.tooMany()
+			break
+		}
 		switch sc, how := m.joinBatch(&b.ref); how {
 		case joinedExec:
+			b.links++
 			span.AddLink(trace.Link{SpanContext: sc})
 		case joinLater:
 			b.pending[m] = true
 		}
 	}
 	return b
+}
+
+// tooMany counts a member the batch cannot link, once per batch.
+func (b *Batch) tooMany() {
+	b.in.stats.conflict(&scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("more than %d members: the others are linked neither way", maxBatchLinks)})
 }
 
 // Record records member req's timing record with its exec in the batch:
@@ -130,6 +153,20 @@ func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 		b.in.stats.misused("a member was recorded in a batch that had already ended; nothing recorded")
 		return errBatchEnded
 	}
+	// A member of the batch's start holds its place among the links; any
+	// other takes one now, or is recorded unlinked when none is left.
+	_, pending := b.pending[req]
+	if !pending {
+		if b.links+len(b.pending) >= maxBatchLinks {
+			b.mu.Unlock()
+			b.tooMany()
+			if err := req.Record(rec); err != nil {
+				return err
+			}
+			return fmt.Errorf("otelomni: batch %s: more than %d members; request %s recorded unlinked", b.ref.id, maxBatchLinks, req.id)
+		}
+		b.links++
+	}
 	b.recording++
 	b.mu.Unlock()
 	ref := batchRef{id: b.ref.id, size: b.ref.size, sc: b.ref.sc}
@@ -137,8 +174,12 @@ func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 		// Also when a span processor panicked: the end must not wait for
 		// this record forever.
 		b.mu.Lock()
-		if len(ref.members) > 0 {
+		switch {
+		case len(ref.members) > 0 && pending:
+			b.links++
 			delete(b.pending, req)
+		case len(ref.members) == 0 && !pending:
+			b.links-- // its place is free again
 		}
 		b.recording--
 		if b.recording == 0 && b.cond != nil {

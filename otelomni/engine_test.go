@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -310,5 +312,64 @@ func TestLogRecordsCarryTheirPhasesTraceAndSpan(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"trace_id":"`+traceID+`","span_id":"`+pre.SpanContext().SpanID().String()+`","engine":{"replica":"dit-0"`) {
 		t.Errorf("in a group, the ids belong at the top level:\n%s", out.String())
+	}
+}
+
+// TestABatchLinksAtMostItsLimitBothWays: an SDK keeps a bounded number of
+// links on a span and evicts the oldest beyond, so a batch links at most
+// 1024 members (what otelsetup keeps); a member beyond is linked neither
+// way, counted, and recorded all the same, on both paths.
+func TestABatchLinksAtMostItsLimitBothWays(t *testing.T) {
+	const limit, members = 1024, 1030
+	for _, path := range []string{"live", "record"} {
+		t.Run(path, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
+				sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{LinkCountLimit: limit, AttributeCountLimit: -1, EventCountLimit: -1,
+					AttributeValueLengthLimit: -1, AttributePerEventCountLimit: -1, AttributePerLinkCountLimit: -1}))
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			in := otelomni.New(otelomni.WithTracerProvider(tp))
+			t0 := time.Now()
+			var reqs []*otelomni.Request
+			var execs []otelomni.ActivePhase
+			for i := range members {
+				ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: fmt.Sprint(i), Start: t0})
+				reqs = append(reqs, req)
+				if path == "live" {
+					execs = append(execs, req.StartPhase(ctx, spans.Exec))
+				}
+			}
+			before := in.Stats().Conflicts
+			b := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "big", Start: t0}, reqs...)
+			refused := 0
+			for i, req := range reqs {
+				if path == "live" {
+					execs[i].End()
+				} else if err := b.Record(req, &spans.DiffusionRecord{Exec: spans.Between(t0, time.Now())}); err != nil {
+					refused++
+				}
+			}
+			b.End(nil)
+			for _, req := range reqs {
+				req.End(nil)
+			}
+			ss := rec.Ended()
+			if !assertNoNegativeSpan(t, ss) {
+				t.Fatal("a link without its reverse, or a batch id without a link")
+			}
+			batch := one(t, ss, spans.BatchSpanName)
+			if n := len(batch.Links()); n != limit || batch.DroppedLinks() != 0 {
+				t.Errorf("the batch links %d members (%d dropped), want %d", n, batch.DroppedLinks(), limit)
+			}
+			if n := len(byName(ss)[spans.Exec.SpanName()]); n != members {
+				t.Errorf("%d execs recorded, want every one of %d", n, members)
+			}
+			if in.Stats().Conflicts == before {
+				t.Error("the members beyond the limit were not counted")
+			}
+			if path == "record" && refused != members-limit {
+				t.Errorf("%d records returned an error, want %d", refused, members-limit)
+			}
+		})
 	}
 }

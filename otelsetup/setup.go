@@ -261,6 +261,13 @@ var metricVars = []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 func sdkDisabled() bool { return strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") }
 
+// defaultLinkCountLimit is the links a span keeps when
+// OTEL_SPAN_LINK_COUNT_LIMIT is unset: the SDK's own default (128) evicts
+// the oldest links of a batch span beyond it, which would leave those
+// members linking a batch that no longer links them; otelomni links at most
+// 1024 members of a batch.
+const defaultLinkCountLimit = 1024
+
 // spanLimits are the SDK's span limits, from the variables readEnv read,
 // with otelsetup's default value length: the SDK's own reading of them
 // never takes effect.
@@ -271,7 +278,7 @@ func spanLimits(env envValues) sdktrace.SpanLimits {
 		AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
 		AttributeCountLimit:         env.int(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
 		EventCountLimit:             env.int(sdktrace.DefaultEventCountLimit, "OTEL_SPAN_EVENT_COUNT_LIMIT"),
-		LinkCountLimit:              env.int(sdktrace.DefaultLinkCountLimit, "OTEL_SPAN_LINK_COUNT_LIMIT"),
+		LinkCountLimit:              env.int(defaultLinkCountLimit, "OTEL_SPAN_LINK_COUNT_LIMIT"),
 		AttributePerEventCountLimit: env.int(sdktrace.DefaultAttributePerEventCountLimit, "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT"),
 		AttributePerLinkCountLimit:  env.int(sdktrace.DefaultAttributePerLinkCountLimit, "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT"),
 	}
