@@ -872,3 +872,7 @@ func (j *Journal) close() error {
 	}
 	return err
 }
+
+// SyncInterval returns the interval at which the journal flushes its file
+// to the disk, 0 for never ([WithSyncInterval]).
+func (j *Journal) SyncInterval() time.Duration { return j.cfg.sync }
