@@ -51,6 +51,7 @@ const usage = `usage:
                                                       the same, as the engine appends to FILE
   omnitrace table  (-jaeger URL | -file FILE) [-request ID] [TRACE_ID]
   omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE)
+  omnitrace recover [-out FILE] DIR                   export the spans a dead engine's crash journal holds
 `
 
 func main() {
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runTable(ctx, args[1:], stdout, stderr)
 	case "summary":
 		err = runSummary(ctx, args[1:], stdout, stderr)
+	case "recover":
+		return runRecover(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
