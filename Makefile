@@ -13,8 +13,11 @@ BENCHCOUNT  ?= 5
 .PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin sizing clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
+## Then a request that kills its engine (SIGKILL, mid-request) and the
+## waterfall the engine's crash journal recovers at its restart.
 demo:
 	$(GO) run ./examples/diffusion
+	$(GO) run ./examples/diffusion -crash -requests 8
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
 ## fuzz runs of the record parser, the import's readers of every form and
