@@ -22,8 +22,8 @@ demo:
 ## test: vet, staticcheck, every test under the race detector, and bounded
 ## fuzz runs of the record parser, the import's readers of every form and
 ## its merge of several forms of one request, the
-## OTLP/JSON reader, the trace-tree builders, the string bounding and the
-## import's OTLP encoder.
+## OTLP/JSON reader, the trace-tree builders, the string bounding, the
+## import's OTLP encoder, and the crash journal's recovery and decoder.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -53,6 +53,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzProtoExporter$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
+	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./internal/journal
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/journal
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:

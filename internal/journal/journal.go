@@ -130,7 +130,9 @@ type shard struct {
 	_  [40]byte // keep shards on their own cache lines
 }
 
-func (j *Journal) shard(k uint64) *shard { return &j.shards[k>>56&(nShards-1)] }
+func (j *Journal) shard(k uint64) *shard { return &j.shards[shardOf(k)] }
+
+func shardOf(k uint64) int { return int(k >> 56 & (nShards - 1)) }
 
 type scopeDef struct {
 	s  instrumentation.Scope
