@@ -542,3 +542,47 @@ func (s *serialOnly) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan
 	return s.kept.ExportSpans(ctx, ss)
 }
 func (*serialOnly) Shutdown(context.Context) error { return nil }
+
+// TestRecoveryWaitsForADyingProcess: an engine restarts while the old
+// process still holds its journal's lock (stopped, as one still dying
+// is); its journal is left while it lives, and recovered once it has died,
+// without another restart.
+func TestRecoveryWaitsForADyingProcess(t *testing.T) {
+	clearOTelEnv(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestJournalChild$")
+	cmd.Env = append(os.Environ(), journalChildEnv+"=kill", "OTELOMNI_JOURNAL_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := map[string]bool{}
+	after := false
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "R" {
+		if line := sc.Text(); line == "F" {
+			after = true
+		} else if after && strings.HasPrefix(line, "S ") {
+			inFlight[line[2:]] = true
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGSTOP)
+	exp := newKept()
+	tel := recoverWith(t, dir, exp)
+	if st := tel.ExportStats(); st.Recovered != 0 {
+		t.Fatalf("%d spans recovered from a journal whose process lives", st.Recovered)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	// The recovery looks again after a second; the test waits as long as
+	// it takes, bounded by its own deadline.
+	for tel.ExportStats().Recovered < uint64(len(inFlight)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(exp.GetSpans()); n != len(inFlight) {
+		t.Errorf("%d spans recovered, want %d", n, len(inFlight))
+	}
+}

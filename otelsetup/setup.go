@@ -71,6 +71,10 @@ const DefaultShutdownTimeout = 5 * time.Second
 // Setup never dials the collector: an unreachable one neither fails nor
 // delays the engine's start, and exports never block a request (the batch
 // processor drops, and counts, what does not fit its queue).
+//
+// With [WithJournal] or OTELOMNI_JOURNAL_DIR, spans are also kept in a
+// crash journal until exported, and the spans of earlier processes that
+// died in that directory are exported on a goroutine of their own.
 func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	cfg := config{shutdownTimeout: DefaultShutdownTimeout}
 	for _, o := range opts {

@@ -189,8 +189,11 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 // the collector is dead. When spans did not reach the collector (failed to
 // export, or dropped from a full queue or at the deadline) it returns an
 // error wrapping [ErrSpansLost] with the counts, over gRPC and HTTP alike,
-// and logs it once through the OpenTelemetry error handler. Calling it again
-// returns the first result.
+// and logs it once through the OpenTelemetry error handler. With the crash
+// journal on, it first lets a recovery in progress finish (within the same
+// deadline), and closes the journal after the last export: its file is
+// removed when nothing in it is left to send. Calling it again returns the
+// first result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t == nil || (t.tp == nil && t.mp == nil && t.lp == nil) {
 		return nil
