@@ -13,14 +13,17 @@ BENCHCOUNT  ?= 5
 .PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin sizing clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
+## Then a request that kills its engine (SIGKILL, mid-request) and the
+## waterfall the engine's crash journal recovers at its restart.
 demo:
 	$(GO) run ./examples/diffusion
+	$(GO) run ./examples/diffusion -crash -requests 8
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
 ## fuzz runs of the record parser, the import's readers of every form and
 ## its merge of several forms of one request, the
-## OTLP/JSON reader, the trace-tree builders, the string bounding and the
-## import's OTLP encoder.
+## OTLP/JSON reader, the trace-tree builders, the string bounding, the
+## import's OTLP encoder, and the crash journal's recovery and decoder.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -50,6 +53,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzProtoExporter$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
+	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./internal/journal
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/journal
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:

@@ -123,4 +123,8 @@ const (
 	ErrorStageError = "stage_error"
 	// ErrorTimeout: the request ran out of time.
 	ErrorTimeout = "timeout"
+	// ErrorProcessDied: the process died (SIGKILL, the OOM killer, a fatal
+	// runtime error) while the span was open; set on spans recovered from
+	// a crash journal (see [RecoveredKey]).
+	ErrorProcessDied = "process_died"
 )

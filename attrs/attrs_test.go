@@ -55,6 +55,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		{attrs.EngineAcceleratorMemory(1), "omni.engine.accelerator_memory_bytes", attribute.INT64},
 		{attrs.StepsRun(28), "omni.diffusion.num_steps_run", attribute.INT64},
 		{attrs.MeanStepDuration(0.1), "omni.diffusion.mean_step_duration", attribute.FLOAT64},
+		{attrs.Recovered(true), "omni.recovered", attribute.BOOL},
 	}
 	for _, tc := range cases {
 		if string(tc.kv.Key) != tc.key || tc.kv.Value.Type() != tc.kind {
@@ -69,7 +70,7 @@ func TestKeysAreTheContract(t *testing.T) {
 func TestEnumValues(t *testing.T) {
 	for got, want := range map[string]string{
 		attrs.ErrorClientAbort: "client_abort", attrs.ErrorClientDisconnect: "client_disconnect",
-		attrs.ErrorStageError: "stage_error", attrs.ErrorTimeout: "timeout",
+		attrs.ErrorStageError: "stage_error", attrs.ErrorTimeout: "timeout", attrs.ErrorProcessDied: "process_died",
 		attrs.StageLLM: "llm", attrs.StageDiffusion: "diffusion", attrs.StageOther: "other",
 		attrs.ModalityImage: "image", attrs.ModalityVideo: "video", attrs.ModalityAudio: "audio",
 		attrs.ModalityText: "text", attrs.ModalityLatent: "latent",

@@ -33,6 +33,7 @@ type config struct {
 	noMetrics       bool
 	idGenerator     sdktrace.IDGenerator
 	engine          []attribute.KeyValue
+	journalDir      string
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the

@@ -151,6 +151,10 @@ var envVars = func() []envVar {
 		{name: "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", check: anyCase("cumulative", "delta", "lowmemory")},
 		{name: "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION", check: anyCase("explicit_bucket_histogram",
 			"base2_exponential_bucket_histogram")},
+		// otelsetup's own: the crash journal (WithJournal).
+		{name: envJournalDir, check: isJournalDir},
+		number(envJournalSize, minJournalMiB, maxJournalMiB),
+		{name: envJournalSync, lo: minJournalSync, hi: maxJournalSync, ms: true},
 	}
 	for _, s := range signals {
 		p := "OTEL_EXPORTER_OTLP_" + s

@@ -45,7 +45,7 @@ import (
 func unsetOTel(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "OTELOMNI_JOURNAL_") {
 			t.Setenv(k, "")
 			os.Unsetenv(k)
 		}

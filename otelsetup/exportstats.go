@@ -30,6 +30,12 @@ type ExportStats struct {
 	// outside what OTLP carries (1970 to 2262-04-11), from any
 	// instrumentation in the process.
 	Refused uint64
+	// Recovered counts the spans of earlier processes exported from their
+	// crash journals ([WithJournal]): spans those processes never had
+	// confirmed exported, carrying omni.recovered = true. They are not
+	// counted in Ended or the other fields, which count this process's
+	// own spans.
+	Recovered uint64
 }
 
 // Lost returns the spans that did not reach the collector: failed, refused,

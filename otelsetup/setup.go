@@ -71,6 +71,10 @@ const DefaultShutdownTimeout = 5 * time.Second
 // Setup never dials the collector: an unreachable one neither fails nor
 // delays the engine's start, and exports never block a request (the batch
 // processor drops, and counts, what does not fit its queue).
+//
+// With [WithJournal] or OTELOMNI_JOURNAL_DIR, spans are also kept in a
+// crash journal until exported, and the spans of earlier processes that
+// died in that directory are exported on a goroutine of their own.
 func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	cfg := config{shutdownTimeout: DefaultShutdownTimeout}
 	for _, o := range opts {
@@ -135,8 +139,21 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		}
 		if exp != nil {
 			t.counts = &exportCounts{}
-			t.queue = newSpanQueue(&safeExporter{exp: exp, c: t.counts, maxValue: limits.AttributeValueLengthLimit},
-				batchOptions(env, cfg.batchOptions))
+			safe := &safeExporter{exp: exp, c: t.counts, maxValue: limits.AttributeValueLengthLimit}
+			var queued sdktrace.SpanExporter = safe
+			if dir := journalDir(&cfg); dir != "" {
+				if cj := openJournal(dir, env, exp, limits.AttributeValueLengthLimit); cj != nil {
+					// The journal's processor goes before the batcher, so
+					// that a span's end is journalled before it can be
+					// exported; its wrapper confirms what the safe exporter
+					// accepted or refused.
+					t.journal = cj
+					safe.exp = serialExporter{exp, &cj.mu}
+					queued = cj.j.WrapExporter(safe)
+					tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(cj.j.SpanProcessor()))
+				}
+			}
+			t.queue = newSpanQueue(queued, t.counts, limits.AttributeValueLengthLimit, batchOptions(env, cfg.batchOptions))
 			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(t.queue))
 		}
 		for _, p := range cfg.processors {
@@ -258,6 +275,15 @@ var exporterVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT
 
 // metricVars are the variables that configure where metrics go.
 var metricVars = []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"}
+
+// journalDir is the crash journal's directory: OTELOMNI_JOURNAL_DIR
+// (checked by readEnv), else WithJournal's, else none.
+func journalDir(cfg *config) string {
+	if d := os.Getenv(envJournalDir); d != "" {
+		return d
+	}
+	return cfg.journalDir
+}
 
 func sdkDisabled() bool { return strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") }
 

@@ -34,7 +34,7 @@ import (
 // clearOTelEnv unsets every OTEL_* variable for the test.
 func clearOTelEnv(t *testing.T) {
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "OTELOMNI_JOURNAL_") {
 			t.Setenv(k, "")
 			os.Unsetenv(k)
 		}

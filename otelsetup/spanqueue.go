@@ -40,8 +40,10 @@ type lossCounts struct{ dropped, failed, refused uint64 }
 
 func (l lossCounts) total() uint64 { return l.dropped + l.failed + l.refused }
 
-func newSpanQueue(exp *safeExporter, o sdktrace.BatchSpanProcessorOptions) *spanQueue {
-	q := &spanQueue{c: exp.c, maxValue: exp.maxValue}
+// newSpanQueue makes the batch processor over exp, which counts in c
+// (the safe exporter, or the journal's wrapper of it).
+func newSpanQueue(exp sdktrace.SpanExporter, c *exportCounts, maxValue int, o sdktrace.BatchSpanProcessorOptions) *spanQueue {
+	q := &spanQueue{c: c, maxValue: maxValue}
 	sdk := o
 	if !o.BlockOnQueueFull {
 		q.limit = int64(o.MaxQueueSize) + int64(o.MaxExportBatchSize)

@@ -29,6 +29,7 @@ type Telemetry struct {
 	prop            propagation.TextMapPropagator
 	counts          *exportCounts
 	queue           *spanQueue
+	journal         *crashJournal
 	tp              *sdktrace.TracerProvider
 	mp              *sdkmetric.MeterProvider
 	lp              *sdklog.LoggerProvider
@@ -118,7 +119,11 @@ func (t *Telemetry) ExportStats() ExportStats {
 	if t == nil || t.counts == nil {
 		return ExportStats{}
 	}
-	return t.counts.stats()
+	s := t.counts.stats()
+	if t.journal != nil {
+		s.Recovered = t.journal.recovered.Load()
+	}
+	return s
 }
 
 // ErrSpansLost is wrapped by the error of [Telemetry.Shutdown] and
@@ -161,6 +166,9 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	var errs []error
+	if t.journal != nil {
+		errs = append(errs, t.journal.waitRecovery(ctx))
+	}
 	if t.tp != nil {
 		errs = append(errs, t.tp.ForceFlush(ctx))
 		if t.queue != nil {
@@ -181,8 +189,11 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 // the collector is dead. When spans did not reach the collector (failed to
 // export, or dropped from a full queue or at the deadline) it returns an
 // error wrapping [ErrSpansLost] with the counts, over gRPC and HTTP alike,
-// and logs it once through the OpenTelemetry error handler. Calling it again
-// returns the first result.
+// and logs it once through the OpenTelemetry error handler. With the crash
+// journal on, it first lets a recovery in progress finish (within the same
+// deadline), and closes the journal after the last export: its file is
+// removed when nothing in it is left to send. Calling it again returns the
+// first result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t == nil || (t.tp == nil && t.mp == nil && t.lp == nil) {
 		return nil
@@ -194,12 +205,25 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, t.shutdownTimeout)
 		defer cancel()
 		var errs []error
+		if t.journal != nil {
+			// A recovery in progress finishes first, within the deadline:
+			// its exports go through the exporter the provider shuts down.
+			t.journal.stopRecovery(ctx)
+		}
 		if t.tp != nil {
 			errs = append(errs, t.tp.Shutdown(ctx))
 			if s := t.ExportStats(); s.Lost() > 0 {
 				loss := &LossError{ExportStats: s}
 				otel.Handle(loss)
 				errs = append(errs, loss)
+			}
+		}
+		if t.journal != nil {
+			// After the provider's last export, which confirms the last
+			// spans: the file is removed when nothing in it is left to send.
+			if err := t.journal.close(); err != nil {
+				otel.Handle(err)
+				errs = append(errs, err)
 			}
 		}
 		if t.mp != nil {

@@ -53,6 +53,7 @@ const usage = `usage:
                                                       the same, as the engine appends to FILE
   omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
   omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
+  omnitrace recover [-out FILE] DIR                   export the spans a dead engine's crash journal holds
 `
 
 func main() {
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runTable(ctx, args[1:], stdin, stdout, stderr)
 	case "summary":
 		err = runSummary(ctx, args[1:], stdin, stdout, stderr)
+	case "recover":
+		return runRecover(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -44,11 +44,19 @@ func main() {
 		manifest    = flag.String("manifest", "", "write each request's id and scenario to this file (JSON lines)")
 		quiet       = flag.Bool("quiet", false, "in the terminal view (no OTLP endpoint set, or -waterfall): print the summary only, no waterfalls")
 		linger      = flag.Duration("linger", 0, "keep the process (and a Prometheus endpoint) up this long after the run")
+		crash       = flag.Bool("crash", false, "run the engine as a child process with a crash journal, kill it mid-request, and show what the next start recovers")
+		crashChild  = flag.Bool("crash-child", false, "the engine of -crash (internal)")
 	)
 	flag.Parse()
 	log.SetFlags(0)
 	cfg := config{requests: *requests, concurrency: *concurrency, seed: *seed, slots: *slots, scale: *scale,
-		waterfall: *waterfall, quiet: *quiet, manifest: *manifest, linger: *linger}
+		waterfall: *waterfall, quiet: *quiet, manifest: *manifest, linger: *linger, crashChild: *crashChild}
+	if *crash {
+		if err := crashDemo(os.Stdout, cfg); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if _, err := run(os.Stdout, cfg); err != nil {
 		log.Fatal(err)
 	}
@@ -61,6 +69,7 @@ type config struct {
 	waterfall, quiet             bool
 	manifest                     string
 	linger                       time.Duration
+	crashChild                   bool
 }
 
 // result is what a run measured, twice: the spans (per summary row) and the
@@ -102,12 +111,25 @@ func run(out io.Writer, cfg config) (result, error) {
 		// The engine's configuration, once, on every span and metric.
 		otelsetup.WithEngineConfig(attrs.EngineConfig{TensorParallel: 1, DType: "bfloat16", SchedulingMode: "continuous",
 			DeviceKind: "cuda", DeviceCount: 1})}
-	if show {
+	switch {
+	case cfg.crashChild:
+		// The engine of -crash exports to the terminal through the batch
+		// processor, so that the crash journal (on only when spans are
+		// exported) confirms what was shown.
+		opts = append(opts, otelsetup.WithFallbackExporter(view))
+	case show:
 		// A simple processor shows each request as it completes.
 		opts = append(opts, otelsetup.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(view)))
 	}
-	if embedded() {
+	if embedded() && !cfg.crashChild {
 		opts = append(opts, otelsetup.WithFallbackExporter(nil))
+	}
+	h, err := newHooks()
+	if err != nil {
+		return result{}, err
+	}
+	if h != nil {
+		opts = append(opts, otelsetup.WithSpanProcessor(h))
 	}
 	tel, err := otelsetup.Setup(ctx, opts...)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -20,6 +21,18 @@ import (
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
+
+// dieEnv is a hook for the end-to-end tests, read by this example only:
+// the stage process it names kills itself with SIGKILL (as the OOM killer
+// would) in the middle of its first denoising loop, mid-request.
+const dieEnv = "OTELOMNI_EXAMPLE_DIE_STAGE"
+
+func dieHere(stage string) {
+	if os.Getenv(dieEnv) == stage {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // until the signal lands
+	}
+}
 
 // encoder writes one message per line, from many goroutines.
 type encoder struct {
@@ -153,7 +166,12 @@ func (s *stageServer) serve(m pipeline.Message) {
 		kv := time.Now()
 		sleep(3, 8)
 		_ = st.RecordPhase(spans.KVRecv, spans.Between(kv, time.Now()))
-		_ = st.Run(sctx, spans.Forward, func(context.Context) error { sleep(80, 120); return nil })
+		_ = st.Run(sctx, spans.Forward, func(context.Context) error {
+			sleep(40, 60)
+			dieHere(s.st.Name)
+			sleep(40, 60)
+			return nil
+		})
 		_ = st.Run(sctx, spans.VAEDecode, func(context.Context) error { sleep(10, 25); return nil })
 		exec.End()
 		_ = st.Run(sctx, spans.Postprocess, func(context.Context) error { sleep(3, 8); return nil })

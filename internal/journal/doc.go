@@ -73,8 +73,9 @@
 // at most 1 MiB, and a span that would pass it keeps its first attributes,
 // links and events that fit (the rest counted in CutItems and in the
 // span's dropped counts). Strings that are not valid UTF-8 are kept as
-// they are: the exporter otelsetup builds repairs them, as it does for
-// live spans. At most 256 distinct resources and scopes are told apart.
+// they are in the file; [Recover] makes them valid (each invalid sequence
+// becomes U+FFFD), as otelsetup's exporter does for live spans, so that
+// no exporter refuses a batch of recovered spans for one of them. At most 256 distinct resources and scopes are told apart.
 //
 // When the ring runs short of free segments, a background goroutine
 // compacts the segment with the fewest live records: it copies them into

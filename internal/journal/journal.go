@@ -130,7 +130,9 @@ type shard struct {
 	_  [40]byte // keep shards on their own cache lines
 }
 
-func (j *Journal) shard(k uint64) *shard { return &j.shards[k>>56&(nShards-1)] }
+func (j *Journal) shard(k uint64) *shard { return &j.shards[shardOf(k)] }
+
+func shardOf(k uint64) int { return int(k >> 56 & (nShards - 1)) }
 
 type scopeDef struct {
 	s  instrumentation.Scope
@@ -872,3 +874,7 @@ func (j *Journal) close() error {
 	}
 	return err
 }
+
+// SyncInterval returns the interval at which the journal flushes its file
+// to the disk, 0 for never ([WithSyncInterval]).
+func (j *Journal) SyncInterval() time.Duration { return j.cfg.sync }

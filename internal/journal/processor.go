@@ -187,35 +187,59 @@ func (e *exporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) 
 
 func (e *exporter) Shutdown(ctx context.Context) error { return e.exp.Shutdown(ctx) }
 
-// confirm marks the records of exported spans done.
+// confirm marks the records of exported spans done, a shard at a time:
+// each shard's lock is taken once a batch, not once a span, so that the
+// exporter's goroutine seldom meets a span's start or end at a lock.
 func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 	if !j.enter() {
 		return
 	}
 	defer j.exit(debug.SetPanicOnFault(true))
+	keys := make([]uint64, 0, len(ss))
+	var count [nShards + 1]int
 	for _, s := range ss {
 		sc := s.SpanContext()
 		if !sc.IsSampled() {
 			continue
 		}
-		j.confirmOne(liveKey(sc))
+		k := liveKey(sc)
+		keys = append(keys, k)
+		count[shardOf(k)+1]++
+	}
+	// Counting sort by shard.
+	for i := 1; i <= nShards; i++ {
+		count[i] += count[i-1]
+	}
+	byShard := make([]uint64, len(keys))
+	next := count
+	for _, k := range keys {
+		i := shardOf(k)
+		byShard[next[i]] = k
+		next[i]++
+	}
+	for i := range nShards {
+		if count[i] == count[i+1] {
+			continue
+		}
+		j.confirmShard(&j.shards[i], byShard[count[i]:count[i+1]])
 	}
 }
 
-func (j *Journal) confirmOne(k uint64) {
-	sh := j.shard(k)
+func (j *Journal) confirmShard(sh *shard, keys []uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if j.closed.Load() {
 		return
 	}
-	e := sh.t.get(k)
-	switch {
-	case e == nil:
-	case e.end != 0:
-		j.release(*e)
-		sh.t.del(k)
-	case e.start != 0:
-		e.early = true
+	for _, k := range keys {
+		e := sh.t.get(k)
+		switch {
+		case e == nil:
+		case e.end != 0:
+			j.release(*e)
+			sh.t.del(k)
+		case e.start != 0:
+			e.early = true
+		}
 	}
 }

@@ -18,17 +18,20 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/sanitize"
 )
 
-// Attributes of a recovered span.
+// Attributes of a recovered span (see package attrs).
 const (
 	// RecoveredKey marks every span rebuilt from a journal.
-	RecoveredKey = attribute.Key("omni.recovered")
+	RecoveredKey = attrs.RecoveredKey
 	// ErrorProcessDied is the error.type of a span that was still open
 	// when its process died.
-	ErrorProcessDied = "process_died"
+	ErrorProcessDied = attrs.ErrorProcessDied
 
-	errorTypeKey = attribute.Key("error.type")
+	errorTypeKey = attrs.ErrorTypeKey
 )
 
 // BatchSize is how many spans Recover gives the exporter at a time.
@@ -427,8 +430,27 @@ func (r *recovery) add(s spanRecord, loc int) {
 		stub.Attributes = withAttrs(s.attrs, RecoveredKey.Bool(true))
 		r.ended++
 	}
+	repairStrings(&stub)
 	r.batch = append(r.batch, stub.Snapshot())
 	r.marks = append(r.marks, loc)
+}
+
+// repairStrings makes every string of a recovered span valid UTF-8: the
+// journal keeps what the span held (its length already bounded), and an
+// OTLP exporter refuses a whole batch for one string that is not valid.
+func repairStrings(s *tracetest.SpanStub) {
+	s.Name = sanitize.String(s.Name, 0)
+	s.Status.Description = sanitize.String(s.Status.Description, 0)
+	s.Attributes = sanitize.KeyValues(s.Attributes, 0, 0)
+	for i := range s.Events {
+		s.Events[i].Name = sanitize.String(s.Events[i].Name, 0)
+		s.Events[i].Attributes = sanitize.KeyValues(s.Events[i].Attributes, 0, 0)
+	}
+	for i := range s.Links {
+		s.Links[i].Attributes = sanitize.KeyValues(s.Links[i].Attributes, 0, 0)
+	}
+	sc := &s.InstrumentationScope
+	sc.Name, sc.Version, sc.SchemaURL = sanitize.String(sc.Name, 0), sanitize.String(sc.Version, 0), sanitize.String(sc.SchemaURL, 0)
 }
 
 // withAttrs returns attrs with add set, replacing any of the same keys.

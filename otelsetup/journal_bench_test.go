@@ -1,0 +1,153 @@
+package otelsetup_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/internal/journal"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup"
+	"github.com/otelomni/otelomni/spans"
+)
+
+var benchInfo = otelomni.RequestInfo{ID: "chatcmpl-ac59cea85b422f04", Model: "Qwen/Qwen-Image"}
+
+// benchRequest is otelomni's BenchmarkRequest/otelomni request: its span
+// and five diffusion phases, started and ended around the engine's calls.
+func benchRequest(in *otelomni.Instrumenter) {
+	_, req := in.Start(context.Background(), benchInfo)
+	p := req.StartPhase(context.Background(), spans.Preprocess)
+	p.End()
+	exec := req.StartPhase(context.Background(), spans.Exec)
+	q := req.StartPhase(context.Background(), spans.QueueWait)
+	q.End()
+	exec.End()
+	w := req.StartPhase(context.Background(), spans.OutputReadyWait)
+	w.End()
+	post := req.StartPhase(context.Background(), spans.Postprocess)
+	post.End()
+	req.End(nil)
+}
+
+// benchTelemetry is Setup with an exporter that discards and a batch
+// processor that waits rather than drops (every span of every iteration
+// is processed), with the crash journal in dir, or without one.
+func benchTelemetry(b *testing.B, dir string) (*otelsetup.Telemetry, *otelomni.Instrumenter) {
+	opts := []otelsetup.Option{otelsetup.WithSpanExporter(nilExporter{}), otelsetup.WithoutGlobal(),
+		otelsetup.WithFallbackExporter(nil), otelsetup.WithBatchOptions(sdktrace.WithBlocking())}
+	if dir != "" {
+		opts = append(opts, otelsetup.WithJournal(dir))
+	}
+	tel, err := otelsetup.Setup(context.Background(), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel, otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
+}
+
+// BenchmarkJournalRequest measures otelomni's sampled live path, a request
+// of six spans on the provider otelsetup builds, without and with the
+// crash journal, side by side: one request on each in turn, the order
+// alternating, so that the load of a shared machine falls on both alike.
+// It reports each one's time a request and their ratio. The journal is
+// on a disk directory (JOURNAL_BENCH_DIR, say /dev/shm/..., to choose),
+// its default size, gone once round its ring first, as a running
+// engine's has: its pages are in memory.
+func BenchmarkJournalRequest(b *testing.B) {
+	clearBenchEnv(b)
+	dir := b.TempDir()
+	if d := os.Getenv("JOURNAL_BENCH_DIR"); d != "" {
+		dir = d
+	}
+	plainTel, plain := benchTelemetry(b, "")
+	journalTel, journalled := benchTelemetry(b, dir)
+	ins := [2]*otelomni.Instrumenter{plain, journalled}
+	// About 12 records of 150 bytes a request: once round the ring.
+	for range journal.DefaultSize / (12 * 150) {
+		benchRequest(journalled)
+	}
+	for range 1000 {
+		benchRequest(plain)
+	}
+	_ = plainTel.ForceFlush(context.Background())
+	_ = journalTel.ForceFlush(context.Background())
+	b.ReportAllocs()
+	// The request goroutine keeps its thread, so that the thread's CPU
+	// time is the requests' own: time spent waiting for a core on a busy
+	// machine is not counted, time in the kernel (a page fault) is.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	var spent, cpu [2]time.Duration
+	var wallRatios, cpuRatios []float64
+	for i := 0; b.Loop(); i++ {
+		// A block of requests on each provider in turn, the order
+		// alternating, so that neither always follows the other's garbage;
+		// each pair of blocks gives a ratio.
+		var blockWall, blockCPU [2]time.Duration
+		for k := range 2 {
+			w := (i + k) % 2
+			t0, c0 := time.Now(), threadCPU()
+			for range benchBlock {
+				benchRequest(ins[w])
+			}
+			blockCPU[w] = threadCPU() - c0
+			blockWall[w] = time.Since(t0)
+			spent[w] += blockWall[w]
+			cpu[w] += blockCPU[w]
+		}
+		wallRatios = append(wallRatios, float64(blockWall[1])/float64(blockWall[0]))
+		if blockCPU[0] > 0 {
+			cpuRatios = append(cpuRatios, float64(blockCPU[1])/float64(blockCPU[0]))
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N) * benchBlock
+	b.ReportMetric(float64(spent[0].Nanoseconds())/n, "nojournal-ns/req")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/n, "journal-ns/req")
+	b.ReportMetric(float64(cpu[0].Nanoseconds())/n, "nojournal-cpu-ns/req")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/n, "journal-cpu-ns/req")
+	b.ReportMetric(median(wallRatios), "median-ratio")
+	b.ReportMetric(median(cpuRatios), "median-cpu-ratio")
+}
+
+// benchBlock is how many requests run on one provider before the other's
+// turn: enough that reading the clocks costs nothing next to them.
+const benchBlock = 32
+
+// threadCPU is the CPU time of the calling thread (user and system), to
+// the nanosecond.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+// clearBenchEnv unsets the variables that would change what Setup builds.
+func clearBenchEnv(b *testing.B) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") || strings.HasPrefix(k, "OTELOMNI_JOURNAL_") {
+			b.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
