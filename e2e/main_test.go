@@ -19,12 +19,16 @@ import (
 // bin holds the example binaries, built once for all tests.
 var bin = map[string]string{}
 
+// workDir is a temporary directory for the whole run, removed at its end.
+var workDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "otelomni-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	workDir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
 		root, err := jaeger.RepoRoot()
