@@ -6,8 +6,8 @@ package e2e
 //
 //   - run: a shell block's commands, each exactly as written in a fresh
 //     clone of this working tree (the only change: the port of a collector
-//     endpoint, moved to the test's Jaeger, see shellRewrites), with the
-//     outcome the text states checked;
+//     endpoint, moved to the test's, see TestDocsShellBlocks's rewrites),
+//     with the outcome the text states checked;
 //   - compiled: every ```go block, and run where it claims an outcome;
 //   - checked: a TraceQL query or a span-tree diagram, against the spans
 //     the examples really export;
@@ -203,9 +203,9 @@ type docCover struct {
 }
 
 // docCmd handles one command of a shell block: the command must begin with
-// prefix; run runs it (through docSession.start or .run, which apply
-// shellRewrites and nothing else) and checks its outcome, or covered says
-// why it is not run.
+// prefix; run runs it (through docSession.start or .run, which apply the
+// session's rewrites and nothing else) and checks its outcome, or covered
+// says why it is not run.
 type docCmd struct {
 	prefix  string
 	run     func(t *testing.T, s *docSession, c string)
@@ -218,7 +218,8 @@ type goExample struct {
 	// declaring what the block leaves to the reader.
 	given string
 	// run runs the compiled program and checks what the block says it
-	// does; nil for a block whose outcome outcome's tests show.
+	// does. A block that is compiled only names in outcome the tests that
+	// show what it does.
 	run     func(t *testing.T, s *docSession, bin string)
 	outcome []string
 	// record runs a statement block with a span recorder (recorderGiven).

@@ -1,6 +1,10 @@
 // Package e2e holds the end-to-end tests: the example programs run as real
 // processes, export over OTLP into a real Jaeger on loopback, and the
 // traces are read back through Jaeger's HTTP API.
+//
+// The code blocks of README.md and docs/ are tests too (docs_test.go): a
+// new block needs an entry in docsInventory (docs_inventory_test.go) that
+// runs, compiles or checks it, or names the tests that cover it.
 package e2e
 
 import (
