@@ -94,9 +94,9 @@ func goSource(root string, b docBlock) (string, error) {
 	}
 	// Statements: the body of docBlock, which hands what it declares on to
 	// docUse (the reader's next lines), by name.
-	names, err := declaredNames(b.text)
+	names, err := declaredNames(at, b.text)
 	if err != nil {
-		return "", fmt.Errorf("%s:%d: %v", b.file, b.line, err)
+		return "", fmt.Errorf("a ```go block that is neither a file nor a function's body: %v", err)
 	}
 	src.WriteString("func docBlock() {\n" + at + b.text)
 	src.WriteString("//line docs-harness:1\n\tdocUse(map[string]any{")
@@ -108,9 +108,9 @@ func goSource(root string, b docBlock) (string, error) {
 }
 
 // declaredNames are the variables a statement block declares at its top
-// level (:= and var), in order.
-func declaredNames(text string) ([]string, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+text+"\n}\n", 0)
+// level (:= and var), in order; at is the block's //line directive.
+func declaredNames(at, text string) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+at+text+"\n}\n", parser.ParseComments)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func docsInventory() []docEntry {
 			{prefix: "make demo", run: runDemo},
 			{prefix: "make test", covered: &docCover{reason: "runs this test among all the others", tests: []string{ciTest}}},
 		}},
-		{key: "README.md#otelomni/2", contains: "go run ./examples/diffusion -requests 20", cmds: []docCmd{
+		{key: "README.md#otelomni/2", contains: "go run ./examples/diffusion", cmds: []docCmd{
 			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", run: runSendDemo},
 		}},
 		{key: "README.md#otelomni/3", contains: "make load", cmds: []docCmd{
@@ -93,7 +93,7 @@ func docsInventory() []docEntry {
 				reason: "Jaeger's official release, downloaded, and tests use no network; the same OTLP receivers, built from tools/, take the next block's traces",
 				tests:  []string{"TestDocsShellBlocks"}}},
 		}},
-		{key: "docs/getting-started.md#jaegers-official-all-in-one-release-with-its-web-ui/2", contains: "-requests 20", cmds: []docCmd{
+		{key: "docs/getting-started.md#jaegers-official-all-in-one-release-with-its-web-ui/2", contains: "go run ./examples/diffusion", cmds: []docCmd{
 			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", run: func(t *testing.T, s *docSession, c string) {
 				runSendDemo(t, s, c)
 				// The text after it: "For gRPC use port 4317 and OTEL_EXPORTER_OTLP_PROTOCOL=grpc."
@@ -114,11 +114,11 @@ func docsInventory() []docEntry {
 		{key: "docs/getting-started.md#grafana-tempo/1", contains: "http_listen_port", covered: &docCover{
 			reason:     "Grafana Tempo's configuration: no Tempo runs in the tests",
 			untestable: true}},
-		{key: "docs/getting-started.md#traceql-tempo/1", contains: "omni.diffusion.exec", check: checkTraceQL, after: "README.md#otelomni/2"},
-		{key: "docs/getting-started.md#traceql-tempo/2", contains: "output_ready_wait", check: checkTraceQL, after: "README.md#otelomni/2"},
-		{key: "docs/getting-started.md#traceql-tempo/3", contains: "queue_wait", check: checkTraceQL, after: "README.md#otelomni/2"},
-		{key: "docs/getting-started.md#traceql-tempo/4", contains: "duration = 0", check: checkTraceQL, after: "README.md#otelomni/2"},
-		{key: "docs/getting-started.md#traceql-tempo/5", contains: "client_abort", check: checkTraceQL, after: "README.md#otelomni/2"},
+		{key: "docs/getting-started.md#traceql-tempo/1", contains: "omni.diffusion.exec", check: checkTraceQL, after: gettingStartedSend},
+		{key: "docs/getting-started.md#traceql-tempo/2", contains: "output_ready_wait", check: checkTraceQL, after: gettingStartedSend},
+		{key: "docs/getting-started.md#traceql-tempo/3", contains: "queue_wait", check: checkTraceQL, after: gettingStartedSend},
+		{key: "docs/getting-started.md#traceql-tempo/4", contains: "duration = 0", check: checkTraceQL, after: gettingStartedSend},
+		{key: "docs/getting-started.md#traceql-tempo/5", contains: "client_abort", check: checkTraceQL, after: gettingStartedSend},
 
 		// docs/metrics.md
 		{key: "docs/metrics.md#turning-them-on/1", contains: "WithMeterProvider", goex: &goExample{
@@ -176,6 +176,10 @@ var (
 		"TestOmnitraceFollowIntoJaeger", "TestOmnitraceOutFileIsOTLPJSON",
 	}
 )
+
+// gettingStartedSend is the page's command that sends the demo to Jaeger:
+// its queries are checked against what it sent.
+const gettingStartedSend = "docs/getting-started.md#jaegers-official-all-in-one-release-with-its-web-ui/2"
 
 // ctxGiven is the request's (or main's) context.
 const ctxGiven = "import \"context\"\n\nvar ctx = context.Background()\n"

@@ -237,11 +237,14 @@ func runDemo(t *testing.T, s *docSession, c string) {
 // runSendDemo runs a command that sends the diffusion demo's traces to a
 // Jaeger: it ends clean, and Jaeger holds one trace per request.
 func runSendDemo(t *testing.T, s *docSession, c string) {
-	service, n := envIn(c, "OTEL_SERVICE_NAME"), atoi(t, flagIn(c, "-requests"))
 	from := time.Now()
 	out, errOut := s.run(t, c)
 	noErrorLines(t, c, out+errOut)
-	s.requestTraces(t, service, from, n)
+	service, n := envIn(c, "OTEL_SERVICE_NAME"), flagIn(c, "-requests")
+	if service == "" || n == "" {
+		t.Fatalf("%s: names no OTEL_SERVICE_NAME or no -requests: the traces to look for are unknown", c)
+	}
+	s.requestTraces(t, service, from, atoi(t, n))
 	s.spans[s.key] = append(s.spans[s.key], s.allSpans(t, service, from)...)
 }
 
@@ -498,10 +501,10 @@ func runOmniLocal(t *testing.T, s *docSession, c string) {
 // runOmniJaeger: "five traces in your Jaeger", each one tree across the
 // processes, complete.
 func runOmniJaeger(t *testing.T, s *docSession, c string) {
-	n := atoi(t, flagIn(c, "-requests"))
 	from := time.Now()
 	out, errOut := s.run(t, c)
 	noErrorLines(t, c, out+errOut)
+	n := atoi(t, flagIn(c, "-requests"))
 	want := 0
 	for i := range n {
 		for _, k := range expectOmni(i) {
