@@ -61,7 +61,7 @@ func TestDocsShellBlocks(t *testing.T) {
 				runCheck(t, s, e, b)
 				return
 			}
-			cmds := shellCommands(b.text)
+			cmds := shellCommands(b.lang, b.text)
 			if len(cmds) != len(e.cmds) {
 				t.Fatalf("%d commands, %d in the entry (TestDocsInventory)", len(cmds), len(e.cmds))
 			}

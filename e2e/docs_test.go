@@ -279,7 +279,7 @@ func checkInventory(t *testing.T, root string, blocks []docBlock, inv []docEntry
 			t.Errorf("%s: cmds on a %q block", e.key, b.lang)
 		}
 		if e.cmds != nil {
-			cmds := shellCommands(b.text)
+			cmds := shellCommands(b.lang, b.text)
 			if len(cmds) != len(e.cmds) {
 				t.Errorf("%s: the block has %d commands, its entry %d: each command is run or covered", e.key, len(cmds), len(e.cmds))
 			}
@@ -409,11 +409,19 @@ func testNames(t *testing.T, root string) map[string]bool {
 
 // shellCommands splits a shell block into its commands: a line ending in a
 // backslash continues on the next; blank lines and lines that are only a
-// comment are not commands.
-func shellCommands(text string) []string {
+// comment are not commands. In a ```console block only the lines after a
+// "$ " prompt are commands (the others are what they print).
+func shellCommands(lang, text string) []string {
 	var out []string
 	cur := ""
 	for _, line := range strings.Split(text, "\n") {
+		if cur == "" && lang == "console" {
+			cmd, ok := strings.CutPrefix(line, "$ ")
+			if !ok {
+				continue
+			}
+			line = cmd
+		}
 		if cur == "" && (strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#")) {
 			continue
 		}
@@ -518,7 +526,7 @@ func (w *docWorkspace) make(t *testing.T) error {
 	var cmds []string
 	for _, b := range blocks {
 		if b.key == cloneBlockKey {
-			cmds = shellCommands(b.text)
+			cmds = shellCommands(b.lang, b.text)
 		}
 	}
 	if len(cmds) == 0 || !strings.Contains(cmds[0], "<this repository>") {
@@ -797,4 +805,43 @@ func lines(s, sub string) []string {
 		}
 	}
 	return out
+}
+
+// TestDocsBlocksAreReadAsWritten: the block reader and the command
+// splitter on the forms the docs use.
+func TestDocsBlocksAreReadAsWritten(t *testing.T) {
+	md := "# Title\n\n## Run it\n\n```sh\nmake demo   # a comment\n# only a comment\n\nA=1 B=2 \\\n  go run ./x -n 3 &\n```\n\n" +
+		"   ~~~~console\n   $ omnitrace import a.log\n   imported 1\n   $ echo \\\n   more\n   ~~~~\n\n## Run it\n\n```go\nx := 1\n```\n"
+	blocks, err := parseBlocks("docs/x.md", md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range blocks {
+		got = append(got, fmt.Sprintf("%s %s %d %q", b.key, b.lang, b.line, shellCommands(b.lang, b.text)))
+	}
+	want := []string{
+		`docs/x.md#run-it/1 sh 6 ["make demo   # a comment" "A=1 B=2 \\\n  go run ./x -n 3 &"]`,
+		`docs/x.md#run-it/2 console 14 ["omnitrace import a.log" "echo \\\nmore"]`,
+		`docs/x.md#run-it/3 go 23 ["x := 1"]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := parseBlocks("docs/x.md", "```sh\nmake demo\n"); err == nil {
+		t.Error("a block that never closes is read without an error")
+	}
+	for text, want := range map[string]string{
+		"package main\n":                        goProgram,
+		"// a comment\nimport (\n\t\"os\"\n)\n": goFile,
+		"func main() {}\n":                      goFile,
+		"x := 1\nfunc() {}()\n":                 goStatements,
+	} {
+		if got := goForm(text); got != want {
+			t.Errorf("goForm(%q) = %s, want %s", text, got, want)
+		}
+	}
+	if a := anchor("3. Run Jaeger's `make` (UI)"); a != "3-run-jaegers-make-ui" {
+		t.Errorf("anchor: %q", a)
+	}
 }
