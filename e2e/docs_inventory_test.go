@@ -108,6 +108,8 @@ func docsInventory() []docEntry {
 			{prefix: "curl 'http://127.0.0.1:PORT/api/v3/traces/<trace-id>'", run: runCurlKept},
 			{prefix: "curl 'http://127.0.0.1:PORT/api/v3/traces?query.service_name=", run: func(t *testing.T, s *docSession, c string) {
 				runCurlKept(t, s, c)
+				// The program's own "Send more:" line is a command shown too.
+				t.Run("send more", func(t *testing.T) { sendMore(t, s) })
 				stopKept(t, s)
 			}},
 		}},

@@ -405,6 +405,37 @@ func runCurlKept(t *testing.T, s *docSession, c string) {
 	}
 }
 
+// sendMore runs the command `make jaeger KEEP=1` prints to send more, as
+// printed: it ends clean, and the kept Jaeger then holds its requests too.
+func sendMore(t *testing.T, s *docSession) {
+	k, ok := s.state["keep"].(*keptJaeger)
+	if !ok {
+		t.Fatal("no Jaeger kept running by `make jaeger KEEP=1`")
+	}
+	m := regexp.MustCompile(`(?m)^Send more: (.+)$`).FindStringSubmatch(k.p.out())
+	if m == nil {
+		t.Fatalf("`make jaeger KEEP=1` prints no command to send more:\n%s", tail(k.p.out()))
+	}
+	out, errOut := s.run(t, m[1])
+	noErrorLines(t, m[1], out+errOut)
+	served := servedRe.FindStringSubmatch(out)
+	if served == nil {
+		t.Fatalf("%s: no `served N requests`:\n%s", m[1], tail(out))
+	}
+	from, err := time.Parse(time.RFC3339, k.from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := k.requests + atoi(t, served[1])
+	traces, err := (&jaeger.Jaeger{Query: k.query}).WaitTraces(s.ctx, "omni-diffusion-demo", from, time.Now().Add(time.Minute), want, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != want {
+		t.Errorf("the kept Jaeger holds %d request traces, want %d", len(traces), want)
+	}
+}
+
 // stopKept: "Ctrl-C stops it": an interrupt ends `make jaeger KEEP=1` and
 // its Jaeger.
 func stopKept(t *testing.T, s *docSession) {

@@ -34,6 +34,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -751,8 +752,14 @@ func (p *docProc) waitFor(t *testing.T, ctx context.Context, want string) {
 func (p *docProc) out() string    { return readAll(p.stdout) }
 func (p *docProc) errOut() string { return readAll(p.stderr) }
 
+// readAll reads what was written to f so far, through f itself: the test
+// that made its directory may have ended and removed it.
 func readAll(f *os.File) string {
-	b, _ := os.ReadFile(f.Name())
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
 	return string(b)
 }
 
