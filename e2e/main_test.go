@@ -1,6 +1,10 @@
 // Package e2e holds the end-to-end tests: the example programs run as real
 // processes, export over OTLP into a real Jaeger on loopback, and the
 // traces are read back through Jaeger's HTTP API.
+//
+// The code blocks of README.md and docs/ are tests too (docs_test.go): a
+// new block needs an entry in docsInventory (docs_inventory_test.go) that
+// runs, compiles or checks it, or names the tests that cover it.
 package e2e
 
 import (
@@ -19,12 +23,16 @@ import (
 // bin holds the example binaries, built once for all tests.
 var bin = map[string]string{}
 
+// workDir is a temporary directory for the whole run, removed at its end.
+var workDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "otelomni-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	workDir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
 		root, err := jaeger.RepoRoot()

@@ -96,6 +96,9 @@ const config = `service:
       level: warn
 extensions:
   jaeger_query:
+    # No traces of its own: they would go to the OTLP default, 127.0.0.1:4317,
+    # which is not this Jaeger's, and stopping would wait on their export.
+    enable_tracing: false
     storage:
       traces: mem
     http:
@@ -168,6 +171,11 @@ func start(ctx context.Context, bin string) (*Jaeger, error) {
 // StartOn starts Jaeger from bin on the given ports and waits until it is
 // healthy (at most 60 s).
 func StartOn(ctx context.Context, bin string, p Ports) (*Jaeger, error) {
+	return startOn(ctx, bin, p, nil)
+}
+
+// startOn is StartOn with env added to Jaeger's environment.
+func startOn(ctx context.Context, bin string, p Ports, env []string) (*Jaeger, error) {
 	j := &Jaeger{
 		Query: p.Query, Health: p.Health, OTLPGRPC: p.OTLPGRPC, OTLPHTTP: p.OTLPHTTP, queryGRPC: p.QueryGRPC,
 		logs: &syncBuffer{}, done: make(chan struct{}),
@@ -183,7 +191,7 @@ func StartOn(ctx context.Context, bin string, p Ports) (*Jaeger, error) {
 		return nil, err
 	}
 	j.cmd = exec.Command(bin, "--config", "file:"+cfgPath)
-	j.cmd.Env = append(jaegerEnv(), "JAEGER_LISTEN_HOST=127.0.0.1")
+	j.cmd.Env = append(append(jaegerEnv(), "JAEGER_LISTEN_HOST=127.0.0.1"), env...)
 	j.cmd.Stdout, j.cmd.Stderr = j.logs, j.logs
 	// Its own process group, so that Stop reaches it alone.
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -90,7 +90,7 @@ func run(requests int, protocol string, keep bool) error {
 	}
 	fmt.Printf("Jaeger keeps running. Query it:\n  curl 'http://%s/api/v3/services'\n  curl 'http://%s/api/v3/traces/%s'\n"+
 		"  curl 'http://%s/api/v3/traces?query.service_name=%s&query.start_time_min=%s&query.start_time_max=%s'\n"+
-		"Send more: OTEL_EXPORTER_OTLP_ENDPOINT=%s OTEL_EXPORTER_OTLP_PROTOCOL=%s go run ./examples/diffusion\nCtrl-C stops it.\n",
+		"Send more: OTEL_EXPORTER_OTLP_ENDPOINT=%s OTEL_EXPORTER_OTLP_PROTOCOL=%s OTEL_METRICS_EXPORTER=none go run ./examples/diffusion\nCtrl-C stops it.\n",
 		j.Query, j.Query, ids[0], j.Query, service, from.UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 		j.OTLPEndpoint(protocol), protocol)
 	sig := make(chan os.Signal, 1)
