@@ -63,11 +63,16 @@ func docsInventory() []docEntry {
 		// docs/fleet.md: pending.
 		pending("docs/fleet.md#a-fleet-the-collector-tier-tail-sampling-and-persistent-storage/1", "make fleet", fleetTests...),
 		pending("docs/fleet.md#topology/1", "collector tier", fleetTests...),
-		pending("docs/fleet.md#running-it/1", "deploy/backend.yaml", "TestFleetBackendReadsTracesBackAfterRestart"),
+		pending("docs/fleet.md#running-it/1", "make jaeger-bin otelcol-bin", "TestFleetBackendReadsTracesBackAfterRestart"),
 		pending("docs/fleet.md#running-it/2", "deploy/collector.yaml", fleetTests...),
-		pending("docs/fleet.md#running-it/3", "make fleet-upstream", fleetTests...),
+		pending("docs/fleet.md#running-it/3", "OTELOMNI_COLLECTOR", fleetTests...),
 		pending("docs/fleet.md#running-it/4", "policies:", "TestFleetPoliciesKeepByModalityErrorAndQueueWait"),
-		pending("docs/fleet.md#sizing-the-decision-wait/1", "decision_wait", "TestFleetRequestOutlivingTheDecisionWaitFollowsItsEarlySpans"),
+		pending("docs/fleet.md#the-decision-waits/1", "OMNI_DECISION_WAIT", "TestFleetRequestLongerThanTheDecisionWaitIsDecidedOnItsRequestSpan"),
+		pending("docs/fleet.md#the-decision-waits/2", "OMNI_DECISION_WAIT_MAX", "TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans"),
+		pending("docs/fleet.md#the-decision-waits/3", "sampling_traces_on_memory", "TestFleetRequestLongerThanTheDecisionWaitIsDecidedOnItsRequestSpan"),
+		pending("docs/fleet.md#sizing/1", "decision caches", "TestShippedDefaultsFitTheSizingRule"),
+		pending("docs/fleet.md#sizing/2", "OMNI_MEMORY_LIMIT_MIB", "TestShippedDefaultsFitTheSizingRule"),
+		pending("docs/fleet.md#sizing/3", "make sizing", "TestShippedDefaultsFitTheSizingRule"),
 		pending("docs/fleet.md#metrics-that-count-every-request/1", "span metrics", "TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses"),
 		pending("docs/fleet.md#scaling-out/1", "loadbalancing", fleetTests...),
 		pending("docs/fleet.md#the-tests/1", "-run Fleet", fleetTests...),
@@ -155,10 +160,12 @@ func docsInventory() []docEntry {
 		pending("docs/omnitrace.md#bad-input-and-what-is-bounded/1", "127.0.0.1:1", omnitraceTests...),
 		pending("docs/omnitrace.md#cost/1", "importbench", "BenchmarkImport"),
 		pending("docs/omnitrace.md#cost/2", "machine:", "BenchmarkImport"),
+		pending("docs/omnitrace.md#memory/1", "peak RSS", "TestPeakMemoryDoesNotGrowWithTheInput"),
 		pending("docs/omnitrace.md#omnitrace-table/1", "omnitrace table", "TestOmnitraceImportIntoJaegerThenSummary"),
 		pending("docs/omnitrace.md#omnitrace-table/2", "request ", "TestOmnitraceImportIntoJaegerThenSummary"),
 		pending("docs/omnitrace.md#omnitrace-summary/1", "omnitrace summary", "TestOmnitraceImportIntoJaegerThenSummary"),
 		pending("docs/omnitrace.md#omnitrace-summary/2", "requests", "TestOmnitraceImportIntoJaegerThenSummary"),
+		pending("docs/omnitrace.md#omnitrace-recover/1", "omnitrace recover", "TestAKilledStageJoinsItsRequestsTrace"),
 
 		// docs/reliability.md
 		{key: "docs/reliability.md#with-both-cores-busy/1", contains: "make test", cmds: []docCmd{
@@ -171,7 +178,8 @@ var (
 	fleetTests = []string{
 		"TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses", "TestFleetPoliciesKeepByModalityErrorAndQueueWait",
 		"TestFleetBaselineKeepsTheConfiguredShareOfOtherTraces", "TestFleetBackendReadsTracesBackAfterRestart",
-		"TestFleetRequestOutlivingTheDecisionWaitFollowsItsEarlySpans",
+		"TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans",
+		"TestFleetRequestLongerThanTheDecisionWaitIsDecidedOnItsRequestSpan",
 	}
 	omnitraceTests = []string{
 		"TestOmnitraceImportIntoJaegerThenSummary", "TestOmnitraceFormsIntoJaegerTwice",
