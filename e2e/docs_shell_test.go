@@ -182,6 +182,14 @@ var servedRe = regexp.MustCompile(`(?m)^served (\d+) requests \((\d+) ended with
 // batches, and the engine's warnings on stderr with their trace and span.
 func runDemo(t *testing.T, s *docSession, c string) {
 	out, errOut := s.run(t, c)
+	// The demo's second part: a request that kills its engine, and the
+	// waterfalls its crash journal recovers at the restart.
+	crash := strings.Index(out, "\ncrash demo: ")
+	if crash < 0 {
+		t.Fatalf("%s: no crash demo after the main one:\n%s", c, tail(out))
+	}
+	out, crashOut := out[:crash], out[crash:]
+	checkCrashDemo(t, c, crashOut)
 	if !strings.Contains(out, "traces to this terminal (no OTLP endpoint set); metrics to none") {
 		t.Errorf("%s: the demo does not say it exports nothing:\n%s", c, firstLine(out))
 	}
@@ -231,6 +239,29 @@ func runDemo(t *testing.T, s *docSession, c string) {
 	t.Logf("%d batches", len(batches))
 	if len(lines(errOut, "level=WARN")) == 0 || len(lines(errOut, " trace_id=")) == 0 || len(lines(errOut, " span_id=")) == 0 {
 		t.Errorf("%s: no warning with its trace and span on stderr:\n%s", c, tail(errOut))
+	}
+}
+
+var recoveredRe = regexp.MustCompile(`(?m)^recovered (\d+) spans \(ExportStats\.Recovered = (\d+)\)`)
+
+// checkCrashDemo checks the crash part of `make demo`: the engine killed
+// with SIGKILL, then, after the restart, the recovered requests each shown
+// as a waterfall ended with status Error by the process's death, and the
+// count of recovered spans.
+func checkCrashDemo(t *testing.T, c, out string) {
+	t.Helper()
+	killed := strings.Index(out, "was killed with SIGKILL")
+	restart := strings.Index(out, "\nrestarting on the same journal directory")
+	if killed < 0 || restart < killed {
+		t.Fatalf("%s: the crash demo does not kill its engine and restart it:\n%s", c, tail(out))
+	}
+	died := lines(out[restart:], "ERROR process_died: the process died while the span was open")
+	if len(died) == 0 || len(died) != len(lines(out[restart:], `omni.request "`)) {
+		t.Errorf("%s: after the restart, %d recovered waterfalls of %d end with the process's death", c, len(died), len(lines(out[restart:], `omni.request "`)))
+	}
+	m := recoveredRe.FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] || atoi(t, m[1]) < len(died) {
+		t.Errorf("%s: no count of recovered spans of at least the %d requests shown:\n%s", c, len(died), tail(out))
 	}
 }
 
