@@ -185,15 +185,15 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		// saves a fifth of the CPU.
 		debug.SetGCPercent(300)
 	}
-	tel, dest, err := exportSetup(ctx, fl.out, stdout)
+	x, err := exportSetup(ctx, fl.out, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
 		return 1
 	}
-	if !tel.Enabled() {
+	if x.pipe == nil {
 		fmt.Fprintln(stderr, "omnitrace import: the environment turns tracing off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing will be exported")
 	}
-	im := newImporter(ctx, tel, stderr)
+	im := newImporter(ctx, x, stderr)
 	// The reading, and then the export's end, run beside the watch for an
 	// interrupt: an import stuck on a collector that never answers, or on
 	// a stdin that never ends, still ends in bounded time when asked to.
@@ -256,7 +256,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	}
 	finished := make(chan int, 1)
-	go func() { finished <- im.finish(dest) }()
+	go func() { finished <- im.finish() }()
 	var status int
 	select {
 	case status = <-finished:
@@ -366,9 +366,9 @@ const interruptGrace = time.Second
 // maxSDKErrors bounds the lines the SDK's errors take on stderr.
 const maxSDKErrors = 20
 
-// boundedErrors prints the SDK's errors (an exporter's failures) bounded
-// in bytes and in number: a collector's 50 MB error page must not reach
-// the terminal, nor a million failed batches a million lines.
+// boundedErrors prints the export's errors (and the OTLP clients' own)
+// bounded in bytes and in number: a collector's 50 MB error page must not
+// reach the terminal, nor a million failed batches a million lines.
 func boundedErrors(w io.Writer) otel.ErrorHandler {
 	var mu sync.Mutex
 	n := 0
@@ -383,14 +383,13 @@ func boundedErrors(w io.Writer) otel.ErrorHandler {
 	})
 }
 
-// importer emits the requests of the inputs through otelomni and counts.
+// importer makes the spans of the requests of the inputs and counts.
 // Requests are emitted by workers while the next lines are read: reading
 // and emitting each take a core's worth of work per record.
 type importer struct {
-	ctx     context.Context
-	tel     *otelsetup.Telemetry
-	emitter *omnirecord.Emitter
-	stderr  io.Writer
+	ctx    context.Context
+	x      *export
+	stderr io.Writer
 
 	work    chan emitJob
 	stages  chan struct{} // a token a stage queued (see queuedStages)
@@ -439,13 +438,18 @@ const (
 	queuedStages   = 4096
 )
 
-func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer) *importer {
-	im := &importer{ctx: ctx, tel: tel, emitter: omnirecord.NewEmitter(tel.TracerProvider()), stderr: stderr,
+func newImporter(ctx context.Context, x *export, stderr io.Writer) *importer {
+	im := &importer{ctx: ctx, x: x, stderr: stderr,
 		work: make(chan emitJob, queuedRequests), stages: make(chan struct{}, queuedStages)}
 	for i := 0; i < max(1, min(runtime.GOMAXPROCS(0), 4)); i++ {
+		em := omnirecord.NewEmitter(x.limits, x.sample)
+		var b *batch
+		if x.pipe != nil {
+			b = x.pipe.newBatch()
+		}
 		im.workers.Go(func() {
 			for j := range im.work {
-				im.emit(j)
+				im.emit(em, b, j)
 				for range j.weight {
 					<-im.stages
 				}
@@ -564,10 +568,16 @@ func (im *importer) enqueue(j emitJob, stop <-chan struct{}) bool {
 	}
 }
 
-// emit emits one request; a request that cannot be placed makes no span
-// and is reported.
-func (im *importer) emit(j emitJob) {
-	err := im.emitter.Emit(im.ctx, j.r, j.anchor)
+// emit emits one request into the worker's batch b (nil: tracing is off,
+// and the request is only placed); a request that cannot be placed makes
+// no span and is reported.
+func (im *importer) emit(em *omnirecord.Emitter, b *batch, j emitJob) {
+	var err error
+	if b != nil {
+		err = b.emit(em, j.r, j.anchor)
+	} else {
+		err = em.Emit(j.r, j.anchor, nil)
+	}
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if err != nil {
@@ -685,7 +695,7 @@ func (im *importer) noteStats(in *omnirecord.Input) {
 
 // finish flushes the exporter and reports; it returns the exit status: 1
 // when a record was skipped or a span did not reach its destination.
-func (im *importer) finish(dest string) int {
+func (im *importer) finish() int {
 	im.drain()
 	status := 0
 	if im.late > 0 || im.dropped > 0 {
@@ -696,17 +706,24 @@ func (im *importer) finish(dest string) int {
 		fmt.Fprintf(im.stderr, "omnitrace import: %d requests of a later input were left out: the same request of an earlier input was exported without them, more than -max-pending being held for their other forms (raise -max-pending)\n", im.lateForms)
 		status = 1
 	}
-	if err := im.tel.Shutdown(context.WithoutCancel(im.ctx)); err != nil {
-		var loss *otelsetup.LossError
-		if errors.As(err, &loss) {
+	dest := im.x.dest
+	var l loss
+	if p := im.x.pipe; p != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), otelsetup.DefaultShutdownTimeout)
+		var err error
+		l, err = p.shutdown(ctx)
+		cancel()
+		if l.lost() > 0 {
 			fmt.Fprintf(im.stderr, "omnitrace import: %d of %d spans did not reach %s (%d failed to export, %d dropped)\n",
-				loss.Lost(), loss.Ended, dest, loss.Failed, loss.Pending)
-		} else {
-			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", traceview.Display(err.Error(), 1024))
+				l.lost(), l.ended, dest, l.failed, l.dropped)
+			status = 1
 		}
-		status = 1
+		if err != nil {
+			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", traceview.Display(err.Error(), 1024))
+			status = 1
+		}
 	}
-	if st := im.tel.ExportStats(); im.imported > 0 && im.tel.Enabled() && st.Ended == 0 {
+	if im.imported > 0 && im.x.pipe != nil && l.ended == 0 {
 		// The environment's sampler kept nothing: say so, rather than
 		// succeed with an empty destination.
 		fmt.Fprintln(im.stderr, "omnitrace import: the sampler (OTEL_TRACES_SAMPLER) recorded none of the imported spans: nothing was exported")

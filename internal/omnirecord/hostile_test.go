@@ -1,17 +1,11 @@
 package omnirecord
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/otelomni/otelomni/otelomni"
 )
 
 func TestHostileLines(t *testing.T) {
@@ -55,13 +49,11 @@ func TestOutOfRangeDurationIsRefusedNamingThePhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracetest.NewSpanRecorder()
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
-	err = r.Emit(context.Background(), in, time.Time{})
+	ss, err := emitStubs(time.Time{}, r)
 	if !errors.Is(err, ErrOutOfRange) || !strings.Contains(err.Error(), "postprocess") {
 		t.Errorf("err %v, want one naming postprocess and the range", err)
 	}
-	if n := len(rec.Ended()); n != 0 {
+	if n := len(ss); n != 0 {
 		t.Errorf("%d spans made for a refused request", n)
 	}
 }
@@ -117,12 +109,11 @@ func TestUntrustedStringsAreBoundedAndValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracetest.NewSpanRecorder()
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
-	if err := r.Emit(context.Background(), in, time.Time{}); err != nil {
+	ss, err := emitStubs(time.Time{}, r)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range rec.Ended() {
+	for _, s := range ss {
 		for _, kv := range s.Attributes() {
 			if len(kv.Key) > MaxKeyBytes || !utf8.ValidString(string(kv.Key)) {
 				t.Errorf("%s: key of %d bytes", s.Name(), len(kv.Key))

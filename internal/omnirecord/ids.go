@@ -1,15 +1,10 @@
 package omnirecord
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/embedded"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // idVersion changes the ids of every import when the way they are derived
@@ -50,8 +45,6 @@ func (r *Request) Key() [16]byte {
 // sourceJSONL is the Source of this project's JSON-lines records.
 const sourceJSONL = "jsonl"
 
-type idsKey struct{}
-
 // idState hands out the ids of one request's spans. A span's id is derived
 // from what the span is, never from the order spans are made in: the
 // request's key, its parent's id, its name and, for a stage's span, the
@@ -61,9 +54,7 @@ type idsKey struct{}
 type idState struct {
 	trace trace.TraceID
 	seed  uint64
-	// name is the name of the span being started (see idTracer), stage
-	// the stage being emitted, -1 outside a stage.
-	name  string
+	// stage is the stage being emitted, -1 outside a stage.
 	stage int64
 	// used holds the ids handed out, so that two spans never share one.
 	used map[trace.SpanID]struct{}
@@ -71,17 +62,17 @@ type idState struct {
 	n    int
 }
 
-func withIDs(ctx context.Context, key [16]byte) (context.Context, *idState) {
-	st := &idState{trace: trace.TraceID(key), stage: -1}
-	st.seed = binary.BigEndian.Uint64(key[8:])
-	return context.WithValue(ctx, idsKey{}, st), st
+// reset makes s the state of the request whose key is key.
+func (s *idState) reset(key [16]byte) {
+	*s = idState{trace: trace.TraceID(key), stage: -1}
+	s.seed = binary.BigEndian.Uint64(key[8:])
 }
 
-// next returns the id of the span being started under parent.
-func (s *idState) next(parent trace.SpanID) trace.SpanID {
+// next returns the id of the span named name being started under parent.
+func (s *idState) next(name string, parent trace.SpanID) trace.SpanID {
 	h := uint64(14695981039346656037)
-	for i := 0; i < len(s.name); i++ {
-		h ^= uint64(s.name[i])
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
 		h *= 1099511628211
 	}
 	x := splitmix64(s.seed ^ h)
@@ -133,64 +124,4 @@ func splitmix64(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
-}
-
-// IDGenerator derives trace and span ids from the request being emitted
-// (see [Request.Key] and idState); for spans made outside [Request.Emit]
-// it draws random ids.
-func IDGenerator() sdktrace.IDGenerator { return idGenerator{} }
-
-type idGenerator struct{}
-
-func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	if st, ok := ctx.Value(idsKey{}).(*idState); ok {
-		return st.trace, st.next(trace.SpanID{})
-	}
-	var tid trace.TraceID
-	var sid trace.SpanID
-	_, _ = rand.Read(tid[:])
-	_, _ = rand.Read(sid[:])
-	return tid, sid
-}
-
-func (idGenerator) NewSpanID(ctx context.Context, tid trace.TraceID) trace.SpanID {
-	if st, ok := ctx.Value(idsKey{}).(*idState); ok && st.trace == tid {
-		return st.next(trace.SpanContextFromContext(ctx).SpanID())
-	}
-	var sid trace.SpanID
-	_, _ = rand.Read(sid[:])
-	return sid
-}
-
-// namingProvider hands out tracers that tell the request's idState the
-// name of each span they start, before the SDK asks for its id.
-type namingProvider struct {
-	embedded.TracerProvider
-	tp trace.TracerProvider
-}
-
-// withSpanNames wraps tp (see namingProvider); a no-op provider is kept
-// as it is, so that nothing is started at all.
-func withSpanNames(tp trace.TracerProvider) trace.TracerProvider {
-	switch tp.(type) {
-	case noop.TracerProvider, *noop.TracerProvider:
-		return tp
-	}
-	return namingProvider{tp: tp}
-}
-
-func (p namingProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
-	return namingTracer{t: p.tp.Tracer(name, opts...)}
-}
-
-type namingTracer struct {
-	embedded.Tracer
-	t trace.Tracer
-}
-
-func (t namingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	if st, ok := ctx.Value(idsKey{}).(*idState); ok {
-		st.name = name
-	}
-	return t.t.Start(ctx, name, opts...)
 }
