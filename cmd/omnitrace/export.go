@@ -241,7 +241,7 @@ func putAttr(m pcommon.Map, kv attribute.KeyValue) {
 	case attribute.FLOAT64:
 		m.PutDouble(string(kv.Key), kv.Value.AsFloat64())
 	default:
-		m.PutStr(string(kv.Key), kv.Value.Emit())
+		m.PutStr(string(kv.Key), kv.Value.String())
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/internal/omnirecord"
-	"github.com/otelomni/otelomni/traceview"
+	"github.com/otelomni/otelomni/sanitize"
 )
 
 // checkpoint is where a followed file was read up to: the file (its device
@@ -225,7 +225,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 			probe = checkpoint{Dev: t.dev, Ino: t.ino, Stream: t.stream}
 		}
 		if err := probe.save(fl.checkpoint); err != nil {
-			return fmt.Errorf("the checkpoint %s cannot be saved: %w: nothing was read", traceview.Display(fl.checkpoint, 256), err)
+			return fmt.Errorf("the checkpoint %s cannot be saved: %w: nothing was read", sanitize.Display(fl.checkpoint, 256), err)
 		}
 	}
 	if cp.Version != 0 {
@@ -247,13 +247,13 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		} else {
 			// Rotated, replaced or truncated while the import was stopped:
 			// what the old file held after the checkpoint cannot be read.
-			fmt.Fprintf(im.stderr, "omnitrace import: %s is not the file the checkpoint was saved for (rotated, replaced or truncated while stopped): reading it from its start; what the old one held after the checkpoint is not read\n", traceview.Display(path, 256))
+			fmt.Fprintf(im.stderr, "omnitrace import: %s is not the file the checkpoint was saved for (rotated, replaced or truncated while stopped): reading it from its start; what the old one held after the checkpoint is not read\n", sanitize.Display(path, 256))
 		}
 	}
 	saved, handedAtSave := time.Now(), im.handedOn()
 	stopped := func(err error) error {
 		im.noteStats(in)
-		return &checkpointError{path: traceview.Display(fl.checkpoint, 256), err: err, held: in.Held(), sinceSave: im.handedOn() - handedAtSave}
+		return &checkpointError{path: sanitize.Display(fl.checkpoint, 256), err: err, held: in.Held(), sinceSave: im.handedOn() - handedAtSave}
 	}
 	tick := time.NewTicker(fl.poll)
 	defer tick.Stop()

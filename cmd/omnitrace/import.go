@@ -24,7 +24,6 @@ import (
 	"github.com/otelomni/otelomni/internal/omnirecord"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/sanitize"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 // maxLine bounds one line of input (a request of a hundred stages fits in
@@ -62,7 +61,7 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 	if f.start != "" {
 		t, err := time.Parse(time.RFC3339Nano, f.start)
 		if err != nil {
-			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", traceview.Display(f.start, 64))}
+			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", sanitize.Display(f.start, 64))}
 		}
 		o.Start = t
 	}
@@ -88,7 +87,7 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 // own zone, is refused: an import must not depend on where it runs.
 func parseZone(s string) (*time.Location, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("-tz %q: %s (an IANA name such as Asia/Tokyo, UTC, or an offset such as +09:00)", traceview.Display(s, 64), why)
+		return fmt.Errorf("-tz %q: %s (an IANA name such as Asia/Tokyo, UTC, or an offset such as +09:00)", sanitize.Display(s, 64), why)
 	}
 	switch s {
 	case "":
@@ -158,7 +157,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if out, serr := os.Stat(fl.out); serr == nil {
 			for _, name := range fs.Args() {
 				if in, serr := os.Stat(name); serr == nil && os.SameFile(in, out) {
-					err = usageError{fmt.Sprintf("-out %s is one of the inputs", traceview.Display(fl.out, 256))}
+					err = usageError{fmt.Sprintf("-out %s is one of the inputs", sanitize.Display(fl.out, 256))}
 				}
 			}
 		}
@@ -168,7 +167,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if cp, serr := os.Stat(fl.checkpoint); serr == nil {
 			for _, name := range append(fs.Args(), fl.out) {
 				if other, serr := os.Stat(name); name != "" && serr == nil && os.SameFile(cp, other) {
-					err = usageError{fmt.Sprintf("-checkpoint %s is the file followed, or -out", traceview.Display(fl.checkpoint, 256))}
+					err = usageError{fmt.Sprintf("-checkpoint %s is the file followed, or -out", sanitize.Display(fl.checkpoint, 256))}
 				}
 			}
 		}
@@ -187,7 +186,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	x, err := exportSetup(ctx, fl.out, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 		return 1
 	}
 	if x.pipe == nil {
@@ -215,7 +214,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			}
 			im.lastInput = i == len(names)-1
 			if err := im.readFile(name, stdin, opts); err != nil {
-				fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+				fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 				im.mu.Lock()
 				im.skipped++
 				im.mu.Unlock()
@@ -249,7 +248,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	readErr := err != nil
 	if readErr {
 		// Said before the counts, which it explains.
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 		var stop *checkpointError
 		if errors.As(err, &stop) {
 			stop.report(stderr)
@@ -313,9 +312,9 @@ func inputOrder(names []string, stderr io.Writer) []string {
 		if err == nil {
 			if j := slices.IndexFunc(ins, func(x in) bool { return x.fi != nil && os.SameFile(x.fi, fi) }); j >= 0 {
 				if ins[j].name == name {
-					fmt.Fprintf(stderr, "omnitrace import: %s is named twice: read once\n", traceview.Display(name, 256))
+					fmt.Fprintf(stderr, "omnitrace import: %s is named twice: read once\n", sanitize.Display(name, 256))
 				} else {
-					fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", traceview.Display(name, 256), traceview.Display(ins[j].name, 256))
+					fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", sanitize.Display(name, 256), sanitize.Display(ins[j].name, 256))
 				}
 				continue
 			}
@@ -376,7 +375,7 @@ func boundedErrors(w io.Writer) otel.ErrorHandler {
 		mu.Lock()
 		defer mu.Unlock()
 		if n++; n <= maxSDKErrors {
-			fmt.Fprintf(w, "omnitrace import: %s\n", traceview.Display(err.Error(), 512))
+			fmt.Fprintf(w, "omnitrace import: %s\n", sanitize.Display(err.Error(), 512))
 		} else if n == maxSDKErrors+1 {
 			fmt.Fprintln(w, "omnitrace import: more export errors not shown")
 		}
@@ -622,7 +621,7 @@ func (im *importer) reportAtLocked(name string, line int, err error, outcome str
 	if line > 0 {
 		where = fmt.Sprintf("%s:%d", name, line)
 	}
-	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, traceview.Display(err.Error(), 512), outcome)
+	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, sanitize.Display(err.Error(), 512), outcome)
 }
 
 // readFile imports one file, or stdin for "-".
@@ -719,7 +718,7 @@ func (im *importer) finish() int {
 			status = 1
 		}
 		if err != nil {
-			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", traceview.Display(err.Error(), 1024))
+			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", sanitize.Display(err.Error(), 1024))
 			status = 1
 		}
 	}

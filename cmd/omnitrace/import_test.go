@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,11 +34,21 @@ func importOut(t *testing.T, args ...string) (int, string, []traceview.Span) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ss, err := traceview.ParseOTLPJSON(f)
+	ss, err := readSpans(f)
 	if err != nil {
 		t.Fatalf("the output does not read back: %v", err)
 	}
 	return code, stderr, ss
+}
+
+// readSpans reads every span of an OTLP/JSON file.
+func readSpans(r io.Reader) ([]traceview.Span, error) {
+	var out []traceview.Span
+	err := traceview.ReadOTLPJSON(r, func(ss []traceview.Span) error {
+		out = append(out, ss...)
+		return nil
+	})
+	return out, err
 }
 
 func countNames(tr []traceview.Span) map[string]int {
@@ -249,7 +260,7 @@ func readTraces(t *testing.T, path string) []traceview.Span {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ss, err := traceview.ParseOTLPJSON(f)
+	ss, err := readSpans(f)
 	if err != nil {
 		t.Fatal(err)
 	}

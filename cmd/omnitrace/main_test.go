@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/otelomni/otelomni/traceview"
 )
 
 const (
@@ -125,8 +123,8 @@ func TestImportWithoutEnvironmentPrintsToTheConsole(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "imported 1") {
 		t.Fatalf("exit %d\nstdout:\n%.400s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var ss []traceview.Span
-	if err := traceview.ReadOTLPJSON(strings.NewReader(stdout), func(s []traceview.Span) error { ss = append(ss, s...); return nil }); err != nil {
+	ss, err := readSpans(strings.NewReader(stdout))
+	if err != nil {
 		t.Fatal(err)
 	}
 	names := countNames(ss)

@@ -17,7 +17,6 @@ import (
 	"github.com/otelomni/otelomni/internal/omnirecord"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/sanitize"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 // export is where an import's spans go, and what its spans are made
@@ -69,7 +68,7 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, er
 	case envNamesExporter():
 		client, ok := otlpClient()
 		if !ok {
-			return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: not an exporter an import sends to (otlp, console, none)", traceview.Display(kind, 64))
+			return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: not an exporter an import sends to (otlp, console, none)", sanitize.Display(kind, 64))
 		}
 		o, err := newOTLPSink(ctx, client)
 		if err != nil {
@@ -169,7 +168,7 @@ func describeExporter() string {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
 			// What is printed must not show a password or a token.
-			return "otlp to " + traceview.Display(sanitize.URL(v, 256), 200)
+			return "otlp to " + sanitize.Display(sanitize.URL(v, 256), 200)
 		}
 	}
 	return "otlp"

@@ -1,4 +1,7 @@
-package traceview
+// Package tracetable writes omnitrace's per-request table of a trace:
+// rows are phases, columns are stages and hand-overs, each cell a duration
+// in ms, laid out as vLLM-Omni's per-request debug table.
+package tracetable
 
 import (
 	"fmt"
@@ -9,10 +12,17 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/traceview"
 )
 
-// Table writes the per-request table of each omni.request span of a trace
+type (
+	span = traceview.Span
+	node = traceview.Node
+)
+
+// Write writes the per-request table of each omni.request span of a trace
 // (a root, or under another span, such as a gateway's server span), or of
 // those whose omni.request.id is one of requestIDs when any is given, and
 // returns how many it wrote. Each is laid out as vLLM-Omni's per-request
@@ -22,15 +32,15 @@ import (
 // 0.000. Rows with nothing measured are hidden. Cells are never sums: a
 // phase measured twice in one stage shows both values.
 //
-// Every string from the trace is bounded (see [Display]), and so are the
+// Every string from the trace is bounded (see sanitize.Display), and so are the
 // columns, rows and values per cell, so that the table stays what a person
 // can read whatever the trace holds. Spans that could not be placed in the
 // tree (a shared id, a loop of parents) are noted under the table.
-func Table(w io.Writer, trace []Span, requestIDs ...string) int {
-	roots, problems := BuildTrees(trace)
+func Write(w io.Writer, trace []traceview.Span, requestIDs ...string) int {
+	roots, problems := traceview.Trees(trace)
 	requests := requestNodes(roots)
 	if len(requestIDs) > 0 {
-		requests = slices.DeleteFunc(requests, func(n *Node) bool {
+		requests = slices.DeleteFunc(requests, func(n *node) bool {
 			return !slices.Contains(requestIDs, n.Span.Str(string(attrs.RequestIDKey)))
 		})
 	}
@@ -45,7 +55,7 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 				switch c.Span.Name {
 				case spans.StageSpanName:
 					id, _ := c.Span.Int(string(attrs.StageIDKey))
-					col := t.column(fmt.Sprintf("%d %s", id, Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)), int(id)*2+1)
+					col := t.column(fmt.Sprintf("%d %s", id, sanitize.Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)), int(id)*2+1)
 					if !lengthUnmeasured(c.Span) {
 						t.set("stage", 0, col, c.Span.Duration())
 					}
@@ -59,7 +69,7 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 				}
 			}
 		} else {
-			name := Display(root.Span.Str(string(attrs.StageNameKey)), maxNameCell)
+			name := sanitize.Display(root.Span.Str(string(attrs.StageNameKey)), maxNameCell)
 			if name == "" {
 				name = "request"
 			}
@@ -68,13 +78,13 @@ func Table(w io.Writer, trace []Span, requestIDs ...string) int {
 		s := root.Span
 		status := ""
 		if et := s.Str(string(attrs.ErrorTypeKey)); et != "" {
-			status = "  error.type=" + Display(et, maxNameCell)
+			status = "  error.type=" + sanitize.Display(et, maxNameCell)
 		}
 		length := fmt.Sprintf("%.3f ms", ms(s.Duration()))
 		if s.Duration() < 0 {
 			length = "length not shown" // ends before it starts: noted below
 		}
-		fmt.Fprintf(w, "request %q  trace %s  %s%s\n", Display(s.Str(string(attrs.RequestIDKey)), maxIDCell), Display(s.TraceID, maxIDCell), length, status)
+		fmt.Fprintf(w, "request %q  trace %s  %s%s\n", sanitize.Display(s.Str(string(attrs.RequestIDKey)), maxIDCell), sanitize.Display(s.TraceID, maxIDCell), length, status)
 		t.write(w)
 		fmt.Fprintln(w)
 	}
@@ -93,7 +103,7 @@ const maxTables = 100
 
 // lengthUnmeasured reports whether s is a span whose duration its record
 // did not give (an imported stage with nothing of its own measured).
-func lengthUnmeasured(s *Span) bool {
+func lengthUnmeasured(s *span) bool {
 	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
 	return v
 }
@@ -101,16 +111,105 @@ func lengthUnmeasured(s *Span) bool {
 // requestNodes returns the request spans of the trees, in the trees'
 // order: roots, under another span (a gateway's server span, say), or
 // under another request.
-func requestNodes(roots []*Node) []*Node {
-	var out []*Node
-	visit(roots, func(n *Node) bool {
+func requestNodes(roots []*node) []*node {
+	var out []*node
+	for _, n := range roots {
+		// Trees are at most 65 deep: the recursion is bounded.
 		if n.Span.Name == spans.RequestSpanName {
 			out = append(out, n)
 		}
-		return true
-	})
+		out = append(out, requestNodes(n.Children)...)
+	}
 	return out
 }
+
+// named returns the children of n named name.
+func named(n *node, name string) []*node {
+	var out []*node
+	for _, c := range n.Children {
+		if c.Span.Name == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// The table reads the tree as traceview's waterfall and summary read it
+// (TestTheTableAndTheSummaryReadTheSameTree holds them to it): a request
+// with omni.stage children is a multi-stage request, otherwise its stage
+// type, or the phases under it, tell its kind, which tells the phases
+// expected under it.
+
+// scopeKind is the kind of stage a request or stage span stands for.
+type scopeKind int
+
+const (
+	kindOther scopeKind = iota
+	kindDiffusion
+	kindLLM
+	kindMulti // a request span whose stages are omni.stage children
+)
+
+func kindOf(n *node) scopeKind {
+	if n.Span.Name == spans.RequestSpanName && len(named(n, spans.StageSpanName)) > 0 {
+		return kindMulti
+	}
+	switch n.Span.Str(string(attrs.StageTypeKey)) {
+	case attrs.StageLLM:
+		return kindLLM
+	case attrs.StageDiffusion:
+		return kindDiffusion
+	}
+	for _, c := range n.Children {
+		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
+			if p >= spans.LLMQueue && p <= spans.LLMDecode {
+				return kindLLM
+			}
+			if p < spans.LLMQueue {
+				return kindDiffusion
+			}
+		}
+	}
+	if n.Span.Name == spans.RequestSpanName {
+		// A single-stage request with no phase at all (aborted before
+		// anything was measured) is still read as a diffusion request.
+		return kindDiffusion
+	}
+	return kindOther
+}
+
+// scopePhases are the phases expected directly under a scope of a kind, in
+// tree order.
+func scopePhases(k scopeKind) []spans.Phase {
+	switch k {
+	case kindDiffusion:
+		return []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.OutputReadyWait, spans.Postprocess}
+	case kindLLM:
+		return []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode}
+	}
+	return nil
+}
+
+// nestedPhases are the phases expected under a phase span.
+func nestedPhases(p spans.Phase) []spans.Phase {
+	switch p {
+	case spans.Exec:
+		return []spans.Phase{spans.KVRecv, spans.Forward, spans.VAEDecode}
+	case spans.Forward:
+		return []spans.Phase{spans.DenoiseStep}
+	}
+	return nil
+}
+
+var transferParts = []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}
+
+// Bounds of what one cell prints, in bytes.
+const (
+	maxIDCell   = 128 // a request or trace id
+	maxNameCell = 40  // a stage name
+)
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // Bounds of one table.
 const (
@@ -167,13 +266,13 @@ func (t *table) set(label string, rank, col int, d time.Duration) {
 	r.cells[col] = append(r.cells[col], d)
 }
 
-func (t *table) scope(n *Node, col int) {
+func (t *table) scope(n *node, col int) {
 	if col < 0 {
 		return
 	}
 	k := kindOf(n)
 	t.phases(n, scopePhases(k), col)
-	for i, c := range n.Named(spans.OutputSpanName) {
+	for i, c := range named(n, spans.OutputSpanName) {
 		label := "output"
 		if idx, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
 			label = fmt.Sprintf("output #%d", idx)
@@ -184,12 +283,12 @@ func (t *table) scope(n *Node, col int) {
 	}
 }
 
-func (t *table) phases(n *Node, expected []spans.Phase, col int) {
+func (t *table) phases(n *node, expected []spans.Phase, col int) {
 	for _, p := range expected {
 		if p == spans.DenoiseStep {
 			continue // one row per step would drown the table
 		}
-		for _, c := range n.Named(p.SpanName()) {
+		for _, c := range named(n, p.SpanName()) {
 			label, rank := p.ID(), int(p)*100
 			if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
 				// Per-output rows sort by output, then phase.
