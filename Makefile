@@ -43,10 +43,10 @@ unit: $(JAEGER) $(OTELCOL)
 FUZZTIME ?= 10s
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz '^FuzzEmitMatchesTheRecordPath$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzEmitMatchesTheRecordPath$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/emit
 	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/tracetable

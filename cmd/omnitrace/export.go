@@ -20,12 +20,13 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/otelomni"
 )
 
 // The import's spans are OpenTelemetry Collector data (pdata's ptrace),
-// made by omnirecord.Emitter. Each worker fills a batch of its own, one
+// made by emit.Emitter. Each worker fills a batch of its own, one
 // ResourceSpans of the import's resource holding one ScopeSpans of
 // otelomni's scope; a full batch (-batch spans, or one request's beyond)
 // waits in a queue of at most queue spans for the one goroutine that
@@ -115,7 +116,7 @@ func (b *batch) reset() {
 }
 
 // emit makes r's spans into the batch, and hands the batch on once full.
-func (b *batch) emit(em *omnirecord.Emitter, r *omnirecord.Request, anchor time.Time) error {
+func (b *batch) emit(em *emit.Emitter, r *forms.Request, anchor time.Time) error {
 	b.mu.Lock()
 	n := b.spans.Len()
 	err := em.Emit(r, anchor, &b.spans)

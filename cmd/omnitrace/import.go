@@ -21,14 +21,16 @@ import (
 
 	"go.opentelemetry.io/otel"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	"github.com/otelomni/otelomni/internal/omnirecord/input"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/sanitize"
 )
 
 // maxLine bounds one line of input (a request of a hundred stages fits in
 // a tenth of it); a longer one is reported and skipped unread.
-const maxLine = omnirecord.MaxLine
+const maxLine = input.MaxLine
 
 // maxProblemLines bounds the problems printed per input; the rest are
 // counted. A file of a million bad lines must not print a million lines.
@@ -44,7 +46,7 @@ type importFlags struct {
 
 func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "write the traces to this OTLP/JSON file instead of exporting them")
-	fs.StringVar(&f.format, "format", omnirecord.FormatAuto, fmt.Sprintf("the input's form, one of %v (auto tells it by content)", omnirecord.Formats))
+	fs.StringVar(&f.format, "format", input.FormatAuto, fmt.Sprintf("the input's form, one of %v (auto tells it by content)", input.Formats))
 	fs.StringVar(&f.start, "start", "", "place requests whose input has no time (a summary) from this RFC 3339 time (default: the file's modification time)")
 	fs.StringVar(&f.run, "run", "", "a name for the run the input belongs to; it enters every trace id, so that runs reusing request ids stay apart")
 	fs.StringVar(&f.tz, "tz", "UTC", "the time zone a log's times are read in, which its lines do not say: an IANA name (Asia/Tokyo), UTC, or an offset (+09:00)")
@@ -52,12 +54,12 @@ func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "with -follow: resume from and save the position in this file")
 	fs.DurationVar(&f.idle, "idle", 10*time.Second, "with -follow: export a request once no record of it came for this long")
 	fs.DurationVar(&f.poll, "poll", 200*time.Millisecond, "with -follow: how often to look for more input")
-	fs.IntVar(&f.settle, "settle", omnirecord.DefaultSettle, "records a finished request of a log waits for before it is exported")
-	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once (beyond, the oldest is exported, or dropped if unfinished), of inputs held for their other forms, and of a summary (beyond, it is read again in parts)")
+	fs.IntVar(&f.settle, "settle", input.DefaultSettle, "records a finished request of a log waits for before it is exported")
+	fs.IntVar(&f.maxPending, "max-pending", input.DefaultMaxPending, "requests of a log held at once (beyond, the oldest is exported, or dropped if unfinished), of inputs held for their other forms, and of a summary (beyond, it is read again in parts)")
 }
 
-func (f *importFlags) options() (omnirecord.Options, error) {
-	o := omnirecord.Options{Format: f.format, RunName: sanitize.String(f.run, 256), Settle: f.settle, MaxPending: f.maxPending}
+func (f *importFlags) options() (input.Options, error) {
+	o := input.Options{Format: f.format, RunName: sanitize.String(f.run, 256), Settle: f.settle, MaxPending: f.maxPending}
 	if f.start != "" {
 		t, err := time.Parse(time.RFC3339Nano, f.start)
 		if err != nil {
@@ -205,8 +207,8 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		names := inputOrder(fs.Args(), stderr)
 		if len(names) > 1 {
 			// The forms of one run, in several inputs, make one trace of
-			// each request: see omnirecord.MergeForms.
-			im.join = omnirecord.NewJoiner(cmp.Or(fl.maxPending, omnirecord.DefaultMaxPending))
+			// each request: see forms.MergeForms.
+			im.join = input.NewJoiner(cmp.Or(fl.maxPending, input.DefaultMaxPending))
 		}
 		for i, name := range names {
 			if ctx.Err() != nil {
@@ -288,7 +290,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // so. The smallest files are read first and stdin last: the requests of
 // every input but the last are held until their other forms are read, and
 // the largest input is then the one not held. What an import makes does
-// not depend on the order (see omnirecord.MergeForms).
+// not depend on the order (see forms.MergeForms).
 func inputOrder(names []string, stderr io.Writer) []string {
 	if len(names) == 0 {
 		return []string{"-"}
@@ -397,7 +399,7 @@ type importer struct {
 	// join merges the forms of one request read from several inputs; nil
 	// with one input. lastInput: the input being read is the last. Both
 	// are the reading goroutine's.
-	join      *omnirecord.Joiner
+	join      *input.Joiner
 	lastInput bool
 
 	mu       sync.Mutex // guards what follows, written by the workers too
@@ -420,7 +422,7 @@ type importer struct {
 }
 
 type emitJob struct {
-	r      *omnirecord.Request
+	r      *forms.Request
 	anchor time.Time
 	// name is the input the request came from: a worker may emit it
 	// after the next input began.
@@ -441,7 +443,7 @@ func newImporter(ctx context.Context, x *export, stderr io.Writer) *importer {
 	im := &importer{ctx: ctx, x: x, stderr: stderr,
 		work: make(chan emitJob, queuedRequests), stages: make(chan struct{}, queuedStages)}
 	for i := 0; i < max(1, min(runtime.GOMAXPROCS(0), 4)); i++ {
-		em := omnirecord.NewEmitter(x.limits, x.sample)
+		em := emit.NewEmitter(x.limits, x.sample)
 		var b *batch
 		if x.pipe != nil {
 			b = x.pipe.newBatch()
@@ -460,11 +462,11 @@ func newImporter(ctx context.Context, x *export, stderr io.Writer) *importer {
 
 // Request hands one request to the workers, once its other forms, in the
 // other inputs, are read.
-func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
+func (im *importer) Request(r *forms.Request, anchor time.Time) {
 	im.mu.Lock()
 	name := im.name
 	im.mu.Unlock()
-	if im.join != nil && omnirecord.Joins(r) {
+	if im.join != nil && forms.Joins(r) {
 		if !im.lastInput {
 			for _, j := range im.join.Hold(r, anchor, name) {
 				im.joined(j)
@@ -481,7 +483,7 @@ func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
 
 // joined reports what the forms of a merged request disagree on, and
 // hands it to the workers.
-func (im *importer) joined(j omnirecord.Joined) {
+func (im *importer) joined(j input.Joined) {
 	if len(j.Notes) > 0 {
 		im.mu.Lock()
 		for _, n := range j.Notes {
@@ -570,7 +572,7 @@ func (im *importer) enqueue(j emitJob, stop <-chan struct{}) bool {
 // emit emits one request into the worker's batch b (nil: tracing is off,
 // and the request is only placed); a request that cannot be placed makes
 // no span and is reported.
-func (im *importer) emit(em *omnirecord.Emitter, b *batch, j emitJob) {
+func (im *importer) emit(em *emit.Emitter, b *batch, j emitJob) {
 	var err error
 	if b != nil {
 		err = b.emit(em, j.r, j.anchor)
@@ -591,9 +593,9 @@ func (im *importer) emit(em *omnirecord.Emitter, b *batch, j emitJob) {
 func (im *importer) Problem(line int, err error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	if errors.Is(err, omnirecord.ErrLeftOut) {
+	if errors.Is(err, forms.ErrLeftOut) {
 		// A field left out of a request that is still imported.
-		im.leftOut += omnirecord.LeftOutFields(err)
+		im.leftOut += input.LeftOutFields(err)
 		im.reportLocked(line, err, "")
 		return
 	}
@@ -625,7 +627,7 @@ func (im *importer) reportAtLocked(name string, line int, err error, outcome str
 }
 
 // readFile imports one file, or stdin for "-".
-func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Options) error {
+func (im *importer) readFile(name string, stdin io.Reader, opts input.Options) error {
 	im.mu.Lock()
 	im.name, im.problems = sanitize.String(name, 256), 0
 	im.mu.Unlock()
@@ -650,7 +652,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 		}
 		r = f
 	}
-	in, err := omnirecord.NewInput(ref, opts, im)
+	in, err := input.NewInput(ref, opts, im)
 	if err != nil {
 		return err
 	}
@@ -681,7 +683,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	return nil
 }
 
-func (im *importer) noteStats(in *omnirecord.Input) {
+func (im *importer) noteStats(in *input.Input) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	late, dropped := in.Stats()

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -135,10 +135,10 @@ func TestImportedSpansSayHowExactTheyAre(t *testing.T) {
 	for _, s := range tr {
 		switch s.Name {
 		case spans.Exec.SpanName():
-			if v, ok := s.Attrs[string(omnirecord.ResolutionKey)]; !ok || v.AsFloat64() != 1 {
+			if v, ok := s.Attrs[string(forms.ResolutionKey)]; !ok || v.AsFloat64() != 1 {
 				t.Errorf("exec: resolution %v", v)
 			}
-			if b, _ := s.Bool(string(omnirecord.SummedKey)); !b {
+			if b, _ := s.Bool(string(forms.SummedKey)); !b {
 				t.Error("exec is summed over outputs")
 			}
 			if b, _ := s.Bool("omni.timing.reconstructed"); !b {
@@ -152,7 +152,7 @@ func TestImportedSpansSayHowExactTheyAre(t *testing.T) {
 			t.Errorf("%s made from a 0 that means not measured", s.Name)
 		case spans.StageSpanName:
 			if s.Str(string(attrs.StageNameKey)) == "dit" {
-				if u := s.Attrs[string(omnirecord.UnmeasuredZeroKey)].AsStringSlice(); len(u) != 3 {
+				if u := s.Attrs[string(forms.UnmeasuredZeroKey)].AsStringSlice(); len(u) != 3 {
 					t.Errorf("unmeasured zeros %v", u)
 				}
 			}

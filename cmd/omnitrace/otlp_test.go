@@ -31,7 +31,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/otelomni"
 )
 
@@ -82,12 +83,12 @@ func testSettings(res *resource.Resource) pipeSettings {
 
 // importBatch makes the spans of the JSON-lines records as an import's
 // worker does, in one batch of the import's resource and scope.
-func importBatch(t testing.TB, res *resource.Resource, limits omnirecord.Limits, lines ...string) ptrace.Traces {
+func importBatch(t testing.TB, res *resource.Resource, limits emit.Limits, lines ...string) ptrace.Traces {
 	t.Helper()
 	b := (&pipe{set: testSettings(res)}).newBatch()
-	em := omnirecord.NewEmitter(limits, nil)
+	em := emit.NewEmitter(limits, nil)
 	for _, l := range lines {
-		r, err := omnirecord.Parse([]byte(l))
+		r, err := forms.Parse([]byte(l))
 		if err != nil {
 			t.Fatalf("%v: %s", err, l)
 		}
@@ -278,9 +279,9 @@ func TestShutdownCutsAStuckExportShort(t *testing.T) {
 	set.batch = 1
 	p := newPipe(set, s)
 	b := p.newBatch()
-	em := omnirecord.NewEmitter(spanLimits(), nil)
+	em := emit.NewEmitter(spanLimits(), nil)
 	for _, l := range []string{goodLine, twoStages} {
-		r, err := omnirecord.Parse([]byte(l))
+		r, err := forms.Parse([]byte(l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,7 +471,7 @@ func FuzzOTLPSink(f *testing.F) {
 		line := fmt.Sprintf(`{"request_id": %s, "model": %s, "arrival_time": 1796000000.5, "stages": [{"stage_id": 0, "stage_name": %s, "submit_time": 1796000000.5, "forward_time_ms": 1, %s: %s, "n": %g},`+
 			` {"stage_id": 1, "submit_time": 1796000000.6, "rx_decode_time_ms": 0.5, "vllm_decode_ms": 3}]}`,
 			quote(id), quote(model), quote(stage), quote("x"+key), quote(val), clampFloat(x))
-		if _, err := omnirecord.Parse([]byte(line)); err != nil {
+		if _, err := forms.Parse([]byte(line)); err != nil {
 			return
 		}
 		ctx := context.Background()

@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/sanitize"
 )
@@ -25,7 +25,7 @@ type export struct {
 	// pipe is nil when the environment turns tracing off.
 	pipe   *pipe
 	dest   string
-	limits omnirecord.Limits
+	limits emit.Limits
 	// sample is the environment's sampler's decision for a trace; nil
 	// keeps every trace.
 	sample func(trace.TraceID) bool
@@ -34,7 +34,7 @@ type export struct {
 // exportSetup reads where an import's spans go from the standard OTEL_*
 // variables (to the console when none names an exporter or endpoint), or
 // to the OTLP/JSON file out, and what limits and sampler apply, as the
-// SDK reads them. Ids come from the records (see omnirecord.Emitter), and
+// SDK reads them. Ids come from the records (see emit.Emitter), and
 // the resource is fixed (see importResource): importing the same input
 // twice makes the same spans, byte for byte, which a backend stores once.
 func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, error) {
@@ -123,8 +123,8 @@ func batchSettings() pipeSettings {
 
 // spanLimits are the SDK's attribute limits, from the variables the SDK
 // reads, with otelsetup's default value length.
-func spanLimits() omnirecord.Limits {
-	return omnirecord.Limits{
+func spanLimits() emit.Limits {
+	return emit.Limits{
 		Attributes:  envInt(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
 		ValueLength: envInt(otelsetup.DefaultAttributeValueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
 	}
