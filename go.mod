@@ -3,6 +3,9 @@ module github.com/otelomni/otelomni
 go 1.26.0
 
 require (
+	github.com/goccy/go-json v0.12.0
+	github.com/json-iterator/go v1.1.12
+	github.com/valyala/fastjson v1.6.10
 	go.opentelemetry.io/collector/pdata v1.71.0
 	go.opentelemetry.io/contrib/bridges/otelslog v0.21.0
 	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
@@ -32,7 +35,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0 // indirect
 	github.com/hashicorp/go-version v1.9.0 // indirect
-	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
