@@ -21,9 +21,10 @@ demo:
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
 ## fuzz runs of the record parser, the import's readers of every form and
-## its merge of several forms of one request, the
-## OTLP/JSON reader, the trace-tree builders, the string bounding, the
-## import's OTLP encoder, and the crash journal's recovery and decoder.
+## its merge of several forms of one request, the import's spans against
+## the record path's, the OTLP/JSON reader, the trace-tree builders and the
+## table, the string bounding, the import's OTLP requests, and the crash
+## journal's recovery and decoder.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -46,13 +47,15 @@ unit: $(JAEGER) $(OTELCOL)
 FUZZTIME ?= 10s
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/omnirecord
-	$(GO) test -run '^$$' -fuzz '^FuzzParseOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzEmitMatchesTheRecordPath$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/emit
+	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/tracetable
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize
-	$(GO) test -run '^$$' -fuzz '^FuzzProtoExporter$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
 	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./internal/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/journal
 

@@ -85,7 +85,7 @@ func TestDiffusionDemoTracesLandInJaeger(t *testing.T) {
 // its request id.
 func checkSingleStageTrace(t *testing.T, tr []traceview.Span, sent map[string]string, service string) string {
 	t.Helper()
-	roots := traceview.Trees(tr)
+	roots, _ := traceview.Trees(tr)
 	if len(roots) != 1 || roots[0].Span.Name != spans.RequestSpanName {
 		t.Errorf("trace %s: want one omni.request root, got %d roots", tr[0].TraceID, len(roots))
 		return ""

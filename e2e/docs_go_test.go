@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"go/ast"
 	"go/parser"
 	"go/scanner"
@@ -151,6 +152,7 @@ func declaredNames(at, text string) ([]string, error) {
 // $DOCS_SPANS.
 const recorderGiven = `
 import (
+	"bytes"
 	"os"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -167,7 +169,11 @@ var in = otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdk
 func main() {
 	docBlock()
 	docAfter()
-	if err := os.WriteFile(os.Getenv("DOCS_SPANS"), traceview.AppendOTLPJSON(nil, rec.Ended()), 0o644); err != nil {
+	var b bytes.Buffer
+	if err := traceview.WriteOTLPJSON(&b, traceview.FromSDK(rec.Ended())); err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(os.Getenv("DOCS_SPANS"), b.Bytes(), 0o644); err != nil {
 		panic(err)
 	}
 }
@@ -310,9 +316,19 @@ func runRecorded(t *testing.T, s *docSession, bin string, env ...string) (string
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ss, err := traceview.ParseOTLPJSON(f)
+	ss, err := readOTLPJSON(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return stderr.String(), ss
+}
+
+// readOTLPJSON reads every span of an OTLP/JSON document, or of one a line.
+func readOTLPJSON(r io.Reader) ([]traceview.Span, error) {
+	var all []traceview.Span
+	err := traceview.ReadOTLPJSON(r, func(ss []traceview.Span) error {
+		all = append(all, ss...)
+		return nil
+	})
+	return all, err
 }

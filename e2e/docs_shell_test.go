@@ -420,7 +420,7 @@ func runCurlKept(t *testing.T, s *docSession, c string) {
 	if err := json.Unmarshal([]byte(out), &body); err != nil || len(body.Result) == 0 {
 		t.Fatalf("%s: not a result of the query API (%v):\n%s", filled, err, tail(out))
 	}
-	ss, err := traceview.ParseOTLPJSON(strings.NewReader(string(body.Result)))
+	ss, err := readOTLPJSON(strings.NewReader(string(body.Result)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +591,7 @@ func runOmniJaeger(t *testing.T, s *docSession, c string) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	for id, tr := range traces {
-		if roots := traceview.Trees(tr); len(roots) != 1 {
+		if roots, _ := traceview.Trees(tr); len(roots) != 1 {
 			t.Errorf("trace %s has %d roots, want one omni.request", id, len(roots))
 		}
 		checkTree(t, id, tr, multiStageParent)

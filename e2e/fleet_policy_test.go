@@ -101,7 +101,7 @@ func TestFleetPoliciesKeepByModalityErrorAndQueueWait(t *testing.T) {
 				if len(got) != made[ids[i]] {
 					t.Fatalf("kept by %s: the backend has %d of its %d spans", tc.policy, len(got), made[ids[i]])
 				}
-				if roots := traceview.Trees(got); len(roots) != 1 {
+				if roots, _ := traceview.Trees(got); len(roots) != 1 {
 					t.Errorf("kept trace in %d trees, want one", len(roots))
 				}
 				return

@@ -236,7 +236,7 @@ func checkRecovered(t *testing.T, traces map[string][]traceview.Span, got starte
 				}
 			}
 		}
-		roots := traceview.Trees(dedup)
+		roots, _ := traceview.Trees(dedup)
 		hasRequest := false
 		for _, s := range dedup {
 			hasRequest = hasRequest || s.Name == spans.RequestSpanName
@@ -423,7 +423,7 @@ func TestAKilledStageJoinsItsRequestsTrace(t *testing.T) {
 	if tr == nil {
 		t.Fatalf("no trace of the image request %q in Jaeger", imageID)
 	}
-	roots := traceview.Trees(tr)
+	roots, _ := traceview.Trees(tr)
 	if len(roots) != 1 || roots[0].Span.Name != spans.RequestSpanName || roots[0].Span.StatusCode != codes.Error {
 		t.Fatalf("the request's trace has %d roots, want one omni.request with status Error", len(roots))
 	}

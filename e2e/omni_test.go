@@ -96,7 +96,7 @@ func TestMultiStagePipelinesAreOneTraceAcrossProcesses(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, tr := range traces {
-		roots := traceview.Trees(tr)
+		roots, _ := traceview.Trees(tr)
 		if len(roots) != 1 || roots[0].Span.Name != spans.RequestSpanName {
 			t.Errorf("a trace has %d roots (want one omni.request): spans from a process did not join the trace", len(roots))
 			continue

@@ -13,6 +13,7 @@ package sanitize
 import (
 	"math"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -125,4 +126,53 @@ func KeyValues(kvs []attribute.KeyValue, maxKey, maxValue int) []attribute.KeyVa
 		return out
 	}
 	return kvs
+}
+
+// Display returns s fit for one cell of a terminal table, or one line of
+// a terminal: valid UTF-8, with control and format characters (which could
+// move the cursor, clear the screen or reorder what is shown) shown as
+// '?', and at most limit bytes, cut at a character boundary and marked
+// with "…" when cut. Strings in traces and inputs are other people's: one
+// 999 000-byte stage name must not make a 360 MB table.
+func Display(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	clean := len(s) <= limit && utf8.ValidString(s)
+	if clean {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c == 0x7f || c >= utf8.RuneSelf {
+				clean = false
+				break
+			}
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			// Control and format characters (bidi overrides, zero-width
+			// marks) could move the cursor or reorder what is shown.
+			r = '?'
+		}
+		b.WriteRune(r)
+		if b.Len() > limit {
+			break // it will be cut: the rest need not be read
+		}
+	}
+	out := b.String()
+	if len(out) <= limit {
+		return out
+	}
+	mark := "…"
+	if limit < len(mark) {
+		mark = "" // no room for the mark: at most limit bytes, always
+	}
+	n := limit - len(mark)
+	for n > 0 && !utf8.RuneStart(out[n]) {
+		n--
+	}
+	return out[:n] + mark
 }

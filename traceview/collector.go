@@ -1,35 +1,28 @@
 package traceview
 
 import (
-	"context"
 	"sync"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// maxPending bounds the traces a Collector holds while waiting for their
+// maxPending bounds the traces a collector holds while waiting for their
 // root to end, so that a root that never ends cannot grow memory forever.
 const maxPending = 10000
 
-// Collector is a span processor that gathers each trace's spans and hands
-// them to OnTrace when the trace's local root ends (in a request's process,
-// the omni.request span).
-type Collector struct {
-	OnTrace func([]Span)
+// collector gathers each trace's spans and hands them to onTrace when the
+// trace's local root ends (in a request's process, the omni.request span).
+type collector struct {
+	onTrace func([]Span)
 
 	mu      sync.Mutex
 	pending map[trace.TraceID][]sdktrace.ReadOnlySpan
 	order   []trace.TraceID
 }
 
-var _ sdktrace.SpanProcessor = (*Collector)(nil)
-
-// OnStart does nothing.
-func (c *Collector) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-// OnEnd keeps s, and delivers the trace when s is its local root.
-func (c *Collector) OnEnd(s sdktrace.ReadOnlySpan) {
+// onEnd keeps s, and delivers the trace when s is its local root.
+func (c *collector) onEnd(s sdktrace.ReadOnlySpan) {
 	tid := s.SpanContext().TraceID()
 	root := !s.Parent().IsValid() || s.Parent().IsRemote()
 	c.mu.Lock()
@@ -47,20 +40,14 @@ func (c *Collector) OnEnd(s sdktrace.ReadOnlySpan) {
 		delete(c.pending, tid)
 	}
 	c.mu.Unlock()
-	if done != nil && c.OnTrace != nil {
-		c.OnTrace(FromSDK(done))
+	if done != nil && c.onTrace != nil {
+		c.onTrace(FromSDK(done))
 	}
 }
 
-// Shutdown does nothing.
-func (c *Collector) Shutdown(context.Context) error { return nil }
-
-// ForceFlush does nothing.
-func (c *Collector) ForceFlush(context.Context) error { return nil }
-
 // evictLocked drops the oldest pending trace beyond maxPending, and forgets
 // the order of traces already delivered.
-func (c *Collector) evictLocked() {
+func (c *collector) evictLocked() {
 	for len(c.pending) >= maxPending && len(c.order) > 0 {
 		delete(c.pending, c.order[0])
 		c.order = c.order[1:]

@@ -22,7 +22,7 @@ type Exporter struct {
 	mu        sync.Mutex
 	w         io.Writer
 	summary   *Summary
-	collector Collector
+	collector collector
 	quiet     bool
 }
 
@@ -43,7 +43,7 @@ func NewExporter(w io.Writer, opts ...ExporterOption) *Exporter {
 			o(e)
 		}
 	}
-	e.collector.OnTrace = e.show
+	e.collector.onTrace = e.show
 	return e
 }
 
@@ -60,7 +60,7 @@ func (e *Exporter) show(trace []Span) {
 // ExportSpans groups spans by trace and shows each trace once complete.
 func (e *Exporter) ExportSpans(_ context.Context, ss []sdktrace.ReadOnlySpan) error {
 	for _, s := range ss {
-		e.collector.OnEnd(s)
+		e.collector.onEnd(s)
 	}
 	return nil
 }

@@ -63,26 +63,3 @@ func TestWaterfallOfThousandsOfOutputsStaysShortAndAStageIsShown(t *testing.T) {
 		t.Errorf("%d lines:\n%.2000s", lines, out.String())
 	}
 }
-
-func TestDisplayBoundsAndDefusesClientStrings(t *testing.T) {
-	cases := map[string]struct {
-		in    string
-		limit int
-		want  string
-	}{
-		"short":                  {"chatcmpl-1", 16, "chatcmpl-1"},
-		"terminal escapes":       {"id\x1b[2J\x07", 16, "id?[2J?"},
-		"bidi override":          {"ab\u202ecd", 16, "ab?cd"},
-		"zero-width space":       {"a\u200bb", 16, "a?b"},
-		"invalid UTF-8":          {"a\xffb", 16, "a?b"},
-		"long":                   {strings.Repeat("x", 1000), 16, strings.Repeat("x", 13) + "…"},
-		"a limit below the mark": {"abcdef", 2, "ab"},
-		"no room":                {"abc", 0, ""},
-	}
-	for name, tc := range cases {
-		got := Display(tc.in, tc.limit)
-		if got != tc.want || len(got) > max(tc.limit, 0) {
-			t.Errorf("%s: Display = %q, want %q", name, got, tc.want)
-		}
-	}
-}

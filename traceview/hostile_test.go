@@ -3,6 +3,7 @@ package traceview
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -67,7 +68,7 @@ func TestHostileTracesAreReportedNotFatal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			roots, problems := BuildTrees(append([]Span(nil), c.trace...))
+			roots, problems := Trees(append([]Span(nil), c.trace...))
 			if n := countNodes(roots); n != len(c.trace) {
 				t.Errorf("the forest holds %d spans, want each of the %d once", n, len(c.trace))
 			}
@@ -75,7 +76,6 @@ func TestHostileTracesAreReportedNotFatal(t *testing.T) {
 				t.Errorf("problems %q lack %q", problems, c.problem)
 			}
 			var out bytes.Buffer
-			Table(&out, append([]Span(nil), c.trace...))
 			var sum Summary
 			sum.Add(append([]Span(nil), c.trace...))
 			sum.Write(&out)
@@ -86,8 +86,8 @@ func TestHostileTracesAreReportedNotFatal(t *testing.T) {
 			if strings.Contains(out.String(), "\x1b") || !utf8Valid(out.Bytes()) {
 				t.Error("output carries a control character or invalid UTF-8")
 			}
-			if c.problem != "" && !strings.Contains(out.String(), "note: ") && sum.Problems() == 0 {
-				t.Error("the problem is reported neither in the table nor in the summary")
+			if c.problem != "" && sum.Problems() == 0 {
+				t.Error("the problem is not counted by the summary")
 			}
 		})
 	}
@@ -107,46 +107,7 @@ func countNodes(roots []*Node) int {
 
 func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
 
-func TestTableBoundsColumnsRowsAndCells(t *testing.T) {
-	tr := []Span{hostileSpan("r", "", spans.RequestSpanName, 0, 10)}
-	for i := 0; i < 100; i++ {
-		s := hostileSpan(fmt.Sprint("s", i), "r", spans.StageSpanName, 1, 2)
-		s.Attrs[string(attrs.StageIDKey)] = attribute.Int64Value(int64(i))
-		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(fmt.Sprint("stage", i))
-		tr = append(tr, s)
-		for j := 0; j < 20; j++ {
-			tr = append(tr, hostileSpan(fmt.Sprint("q", i, "-", j), s.SpanID, spans.LLMDecode.SpanName(), 1, 2))
-		}
-	}
-	var out bytes.Buffer
-	Table(&out, tr)
-	if !strings.Contains(out.String(), "84 more stage or hand-over columns") {
-		t.Errorf("columns beyond %d are counted, not printed:\n%.2000s", maxColumns, out.String())
-	}
-	if !strings.Contains(out.String(), "+16 more") {
-		t.Errorf("values beyond %d in a cell are counted:\n%.2000s", maxCellValues, out.String())
-	}
-	if lines := strings.Count(out.String(), "\n"); lines > maxRows+10 {
-		t.Errorf("%d lines", lines)
-	}
-}
-
-func TestDisplay(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"thinker", "thinker"},
-		{"a\x1b[2Jb", "a?[2Jb"},
-		{"bad\xffbyte", "bad?byte"},
-		{strings.Repeat("x", 50), strings.Repeat("x", 17) + "…"},
-		{strings.Repeat("日", 10), "日日日日日…"},
-	}
-	for _, c := range cases {
-		if got := Display(c.in, 20); got != c.want || len(got) > 20 {
-			t.Errorf("Display(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-func TestParseOTLPJSONRefusesWhatOTLPCannotMean(t *testing.T) {
+func TestReadOTLPJSONRefusesWhatOTLPCannotMean(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"a time beyond 2262", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"x","startTimeUnixNano":"18446744073709551615"}]}]}]}`, "beyond 2262"},
 		{"not an object", `[1,2]`, "not a JSON object"},
@@ -154,7 +115,7 @@ func TestParseOTLPJSONRefusesWhatOTLPCannotMean(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseOTLPJSON(strings.NewReader(c.doc))
+			_, err := readAll(strings.NewReader(c.doc))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want one naming %q", err, c.want)
 			}
@@ -162,59 +123,34 @@ func TestParseOTLPJSONRefusesWhatOTLPCannotMean(t *testing.T) {
 	}
 }
 
-func TestParseOTLPJSONErrorsAreBounded(t *testing.T) {
+func TestReadOTLPJSONErrorsAreBounded(t *testing.T) {
 	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"` + strings.Repeat("x", 1<<20) + `","startTimeUnixNano":"` + strings.Repeat("y", 1<<20) + `"}]}]}]}`
-	_, err := ParseOTLPJSON(strings.NewReader(doc))
+	_, err := readAll(strings.NewReader(doc))
 	if err == nil || len(err.Error()) > 1024 {
 		t.Errorf("error of %d bytes", len(fmt.Sprint(err)))
 	}
 }
 
-// TestTableFindsRequestsUnderOtherSpans: a request span under a gateway's
-// server span, or set loose from a loop of parents, gets its table (and is
-// summarised); a trace without one writes none and says so by the count.
-func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
+// TestRequestsUnderOtherSpansAreFound: a request span under a gateway's
+// server span, or nested under another request, is summarised, and has its
+// waterfall, each once.
+func TestRequestsUnderOtherSpansAreFound(t *testing.T) {
 	gw := hostileSpan("g", "", "POST /v1/images", 0, 12)
 	req := hostileSpan("r", "g", spans.RequestSpanName, 1, 11)
 	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("under-a-gateway")
 	exec := hostileSpan("e", "r", spans.Exec.SpanName(), 2, 10)
 	exec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
 	var out bytes.Buffer
-	if n := Table(&out, []Span{gw, req, exec}); n != 1 || !strings.Contains(out.String(), `request "under-a-gateway"`) ||
-		!strings.Contains(out.String(), "exec") {
-		t.Errorf("%d tables:\n%s", n, out.String())
-	}
 	var sum Summary
 	sum.Add([]Span{gw, req, exec})
 	if sum.Requests() != 1 || sum.Spans()["exec"] != 1 {
 		t.Errorf("the summary of a request under a gateway: %d requests, spans %v", sum.Requests(), sum.Spans())
 	}
-	// A loop: the request's parent is its own child.
-	loopReq, loopExec := req, exec
-	loopReq.ParentID = "e"
-	out.Reset()
-	if n := Table(&out, []Span{loopReq, loopExec}); n != 1 || !strings.Contains(out.String(), "note:") {
-		t.Errorf("a loop: %d tables:\n%s", n, out.String())
-	}
-	out.Reset()
-	if n := Table(&out, []Span{gw}); n != 0 || out.Len() != 0 {
-		t.Errorf("no request span: %d tables:\n%s", n, out.String())
-	}
-	// A second request beside the first, and one nested under its exec:
-	// each has its table, and a request id picks one.
 	r2 := hostileSpan("r2", "g", spans.RequestSpanName, 1, 11)
 	r2.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("second")
 	nested := hostileSpan("n", "e", spans.RequestSpanName, 3, 4)
 	nested.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("nested")
 	all := []Span{gw, req, exec, r2, nested}
-	out.Reset()
-	if n := Table(&out, all); n != 3 {
-		t.Errorf("%d tables, want 3:\n%s", n, out.String())
-	}
-	out.Reset()
-	if n := Table(&out, all, "nested"); n != 1 || !strings.Contains(out.String(), `request "nested"`) || strings.Contains(out.String(), "second") {
-		t.Errorf("the table of one request: %d tables:\n%s", n, out.String())
-	}
 	// Each request's exec is divided by its own steps, once: the nested
 	// request's exec is not also counted under the request it hangs in.
 	req.Attrs[string(attrs.NumInferenceStepsKey)] = attribute.Int64Value(2)
@@ -265,17 +201,6 @@ func TestAStageLengthNotMeasuredIsNeitherShownNorCounted(t *testing.T) {
 	dit := mkStage("s1", "dit", 1, 0, 100, false)
 	zero := mkStage("s2", "vae", 2, 100, 100, false) // measured as 0
 	trace := []Span{req, thinker, dit, zero}
-	var out bytes.Buffer
-	Table(&out, trace)
-	var stageRow string
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "stage") {
-			stageRow = line
-		}
-	}
-	if got := strings.Join(strings.Fields(stageRow), " "); got != "stage 100.000 0.000" {
-		t.Errorf("the stage row shows the measured 0 and 100 only:\n%s", out.String())
-	}
 	var sum Summary
 	sum.Add(trace)
 	if got := sum.Spans(); got["stage thinker"] != 0 || got["stage dit"] != 1 || got["stage vae"] != 1 {
@@ -293,7 +218,7 @@ func TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown(t *testing.T) {
 	bad := `{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000b1","name":"x","startTimeUnixNano":"18446744073709551615"}`
 	doc := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + bad + `,` + good + `]}]}]}` + "\n" +
 		`{"resourceSpans":[{"scopeSpans":[{"spans":[` + bad + `,` + bad + `]}]}]}` + "\n" + `{"resourceSpans":[{"scopeSp`
-	ss, err := ParseOTLPJSON(strings.NewReader(doc))
+	ss, err := readAll(strings.NewReader(doc))
 	if len(ss) != 1 || ss[0].Str(string(attrs.RequestIDKey)) != "good" {
 		t.Fatalf("read %d spans, want the good one", len(ss))
 	}
@@ -305,10 +230,8 @@ func TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown(t *testing.T) {
 	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("neg")
 	neg := hostileSpan("e", "r", spans.Exec.SpanName(), 8, 3)
 	neg.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
-	var out bytes.Buffer
-	Table(&out, []Span{req, neg})
-	if strings.Contains(out.String(), "-5.000") || !strings.Contains(out.String(), "ends before it starts") {
-		t.Errorf("a span ending before it starts:\n%s", out.String())
+	if _, problems := Trees([]Span{req, neg}); !strings.Contains(strings.Join(problems, "\n"), "ends before it starts") {
+		t.Errorf("a span ending before it starts is not noted: %q", problems)
 	}
 	var sum Summary
 	sum.Add([]Span{req, neg})
@@ -336,7 +259,7 @@ func TestABadDocumentCostsNoDocumentAfterIt(t *testing.T) {
 		return `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcd` + id + `","spanId":"00000000000000` + id + `","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000001000000"}]}]}]}`
 	}
 	in := strings.Join([]string{doc("01"), `{"resourceSpans": [ this is not JSON`, doc("02"), `{"resourceSpans": "not a list"}`, `[1, 2]`, doc("03")}, "\n")
-	ss, err := ParseOTLPJSON(strings.NewReader(in))
+	ss, err := readAll(strings.NewReader(in))
 	if len(ss) != 3 {
 		t.Errorf("read %d spans, want the 3 good documents' (error %v)", len(ss), err)
 	}
@@ -345,26 +268,11 @@ func TestABadDocumentCostsNoDocumentAfterIt(t *testing.T) {
 	}
 }
 
-// TestTablesOfOneTraceAreBounded: a trace holding thousands of request
-// spans writes at most maxTables tables, and says how many it left out.
-func TestTablesOfOneTraceAreBounded(t *testing.T) {
-	var trace []Span
-	for i := range 3 * maxTables {
-		r := hostileSpan(strconv.Itoa(i), "", spans.RequestSpanName, float64(i), float64(i+1))
-		r.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue(strconv.Itoa(i))
-		trace = append(trace, r)
-	}
-	var out bytes.Buffer
-	if n := Table(&out, trace); n != maxTables || !strings.Contains(out.String(), "200 more requests") {
-		t.Errorf("%d tables; tail:\n%s", n, out.String()[max(0, out.Len()-300):])
-	}
-}
-
 // TestADocumentWithoutOTLPIsCounted: JSON that holds no OTLP at all (a
 // backend's error answer) is counted as a document not read, not taken
 // for an empty trace.
 func TestADocumentWithoutOTLPIsCounted(t *testing.T) {
-	_, err := ParseOTLPJSON(strings.NewReader(`{"error": {"code": 500, "message": "storage down"}}` + "\n" + `{"resourceSpans": []}`))
+	_, err := readAll(strings.NewReader(`{"error": {"code": 500, "message": "storage down"}}` + "\n" + `{"resourceSpans": []}`))
 	if err == nil || !strings.Contains(err.Error(), "1 document not read") || !strings.Contains(err.Error(), "storage down") {
 		t.Errorf("error %v: want the error answer counted, and an empty request accepted", err)
 	}
@@ -377,8 +285,18 @@ func TestADocumentTooLargeCostsNoDocumentAfterIt(t *testing.T) {
 	maxDocument = 1 << 10
 	good := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0123456789abcdef0123456789abcdef","spanId":"00000000000000a1","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000001000000"}]}]}]}`
 	big := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"` + strings.Repeat("x", 1<<12) + `"}]}]}]}`
-	ss, err := ParseOTLPJSON(strings.NewReader(big + "\n" + good + "\n"))
+	ss, err := readAll(strings.NewReader(big + "\n" + good + "\n"))
 	if len(ss) != 1 || err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("read %d spans, error %v: want the good document, and the large one counted", len(ss), err)
 	}
+}
+
+// readAll reads every span of r's documents, and what could not be read.
+func readAll(r io.Reader) ([]Span, error) {
+	var out []Span
+	err := ReadOTLPJSON(r, func(ss []Span) error {
+		out = append(out, ss...)
+		return nil
+	})
+	return out, err
 }

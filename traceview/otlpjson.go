@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,55 +11,42 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/otelomni/otelomni/sanitize"
 )
 
-// MaxOTLPDocument bounds one OTLP/JSON document (one ExportTraceServiceRequest,
-// or one Jaeger answer): a reader never holds more than this of its input
-// at once.
-const MaxOTLPDocument = 256 << 20
-
-// maxDocument is MaxOTLPDocument, a variable for tests.
-var maxDocument int64 = MaxOTLPDocument
+// maxDocument bounds one OTLP/JSON document (one TracesData, or one
+// Jaeger answer): a reader never holds more than this of its input at
+// once. A variable for tests.
+var maxDocument int64 = 256 << 20
 
 // maxErrorText bounds the part of a decoding error quoted back: an error
 // about a 50 MB document is no message for a terminal.
 const maxErrorText = 300
 
-// ErrOTLPJSON is wrapped by every error that malformed OTLP/JSON causes.
-var ErrOTLPJSON = errors.New("traceview: reading OTLP/JSON")
+// errOTLPJSON is wrapped by every error that malformed OTLP/JSON causes.
+var errOTLPJSON = errors.New("traceview: reading OTLP/JSON")
 
-var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: true, RecursionLimit: 64}
-
-// ParseOTLPJSON reads every span of one or more OTLP/JSON documents, one
-// after another: ExportTraceServiceRequest objects as the OTLP file
-// exporter writes them (one per line), or Jaeger's /api/v3 answers, which
-// wrap one in {"result": ...}. Trace and span ids may be hex, as the
-// OTLP/JSON specification and Jaeger write them, or base64, as the protobuf
-// JSON mapping writes bytes. A span whose times OTLP cannot mean is
-// skipped and the rest of its document read; a malformed document (a
-// truncated last line) ends the reading. Either way it returns every span
-// it could read together with an error wrapping [ErrOTLPJSON] that says
-// what it could not.
-func ParseOTLPJSON(r io.Reader) ([]Span, error) {
-	var out []Span
-	err := ReadOTLPJSON(r, func(ss []Span) error {
-		out = append(out, ss...)
-		return nil
-	})
-	return out, err
-}
-
-// ReadOTLPJSON reads OTLP/JSON documents as [ParseOTLPJSON] does and hands
-// the spans of each document to fn as soon as it is read; an error from fn
-// stops the reading and is returned.
+// ReadOTLPJSON reads the spans of one or more OTLP/JSON documents, one
+// after another, and hands the spans of each to fn as soon as it is read:
+// TracesData (or ExportTraceServiceRequest) objects as the OpenTelemetry
+// Collector's file exporter writes them, one a line, and Jaeger's /api/v3
+// answers, which wrap one in {"result": ...}. Each document is at most
+// 256 MiB, and is decoded by the Collector's own OTLP/JSON decoding
+// (pdata's ptrace.JSONUnmarshaler): trace and span ids in hex, as the
+// OTLP/JSON specification writes them.
+//
+// A span whose times OTLP cannot mean (after 2262) is skipped and the rest
+// of its document read; a document that is not OTLP, or not JSON, is
+// skipped and the reading goes on at the next line; a document cut short
+// at the end of the input (a truncated last line) ends the reading. Each
+// of these is said, bounded, in the error returned once the input is read,
+// which wraps errOTLPJSON; an error from fn stops the reading and is
+// returned.
 func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 	lr := &limitedReader{r: r}
 	dec := json.NewDecoder(lr)
@@ -88,10 +74,10 @@ func ReadOTLPJSON(r io.Reader, fn func([]Span) error) error {
 			if !errors.As(err, &syntax) {
 				// The input ends inside a document (a file cut short), or
 				// cannot be read: what came before it stands.
-				return errors.Join(skip.err(), bad.err(), fmt.Errorf("%w: document %d: %s", ErrOTLPJSON, n, sanitize.String(err.Error(), maxErrorText)))
+				return errors.Join(skip.err(), bad.err(), fmt.Errorf("%w: document %d: %s", errOTLPJSON, n, sanitize.String(err.Error(), maxErrorText)))
 			}
 			// A malformed document: the next may begin on the next line,
-			// as the OTLP file exporter writes one a line.
+			// as the file exporter writes one a line.
 			bad.add(n, err)
 			var ok bool
 			if dec, ok = nextLine(dec, lr); !ok {
@@ -157,7 +143,7 @@ func (b *badDocs) err() error {
 	if b.n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s not read (the first, document %d: %s)", ErrOTLPJSON, plural(b.n, "document"), b.first, sanitize.String(b.err1.Error(), maxErrorText))
+	return fmt.Errorf("%w: %s not read (the first, document %d: %s)", errOTLPJSON, plural(b.n, "document"), b.first, sanitize.String(b.err1.Error(), maxErrorText))
 }
 
 // skippedSpans reports the spans of a document left out, and why the first
@@ -189,7 +175,7 @@ func (c *skipCount) err() error {
 	if c.spans == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s skipped in %s (the first, in document %d: %s)", ErrOTLPJSON,
+	return fmt.Errorf("%w: %s skipped in %s (the first, in document %d: %s)", errOTLPJSON,
 		plural(c.spans, "span"), plural(c.docs, "document"), c.firstDoc, sanitize.String(c.first.Error(), maxErrorText))
 }
 
@@ -219,7 +205,8 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeDocument decodes one document: a request, or Jaeger's wrapper.
+// decodeDocument decodes one document: a TracesData, or Jaeger's wrapper
+// of one.
 func decodeDocument(raw []byte) ([]Span, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
@@ -233,37 +220,35 @@ func decodeDocument(raw []byte) ([]Span, error) {
 			raw = wrapper.Result
 		}
 	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := unmarshal.Unmarshal(raw, &req); err != nil {
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	if err != nil {
 		return nil, err
 	}
-	if len(req.GetResourceSpans()) == 0 && !bytes.Contains(raw, []byte(`"resourceSpans"`)) && !bytes.Contains(raw, []byte(`"resource_spans"`)) {
+	if td.ResourceSpans().Len() == 0 && !bytes.Contains(raw, []byte(`"resourceSpans"`)) && !bytes.Contains(raw, []byte(`"resource_spans"`)) {
 		// No OTLP at all: {"foo": 1}, or a backend's {"error": {...}}.
 		return nil, fmt.Errorf("no resourceSpans in %s", sanitize.String(string(raw), 200))
 	}
-	return FromProto(req.GetResourceSpans())
+	return fromTraces(td)
 }
 
-// FromProto converts OTLP resource spans to spans. A span whose times OTLP
+// fromTraces converts OTLP traces to spans. A span whose times OTLP
 // cannot mean (after 2262) is skipped, and the error says how many were;
-// the other spans are returned. A span that ends before it starts is kept:
-// that is the views' to report.
-func FromProto(rss []*tracepb.ResourceSpans) ([]Span, error) {
-	var out []Span
+// the other spans are returned. A span that ends before it starts is
+// kept: that is the views' to report.
+func fromTraces(td ptrace.Traces) ([]Span, error) {
+	out := make([]Span, 0, td.SpanCount())
 	var skip *skippedSpans
-	for _, rs := range rss {
+	for _, rs := range td.ResourceSpans().All() {
 		service, pid := "", int64(0)
-		for _, kv := range rs.GetResource().GetAttributes() {
-			switch kv.GetKey() {
-			case "service.name":
-				service = kv.GetValue().GetStringValue()
-			case "process.pid":
-				pid = kv.GetValue().GetIntValue()
-			}
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.Str()
 		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				sp, err := fromProtoSpan(s)
+		if v, ok := rs.Resource().Attributes().Get("process.pid"); ok {
+			pid = v.Int()
+		}
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				sp, err := fromSpan(s)
 				if err != nil {
 					if skip == nil {
 						skip = &skippedSpans{first: err}
@@ -282,33 +267,39 @@ func FromProto(rss []*tracepb.ResourceSpans) ([]Span, error) {
 	return out, nil
 }
 
-func fromProtoSpan(s *tracepb.Span) (Span, error) {
-	start, err := unixNano(s.GetStartTimeUnixNano())
+func fromSpan(s ptrace.Span) (Span, error) {
+	start, err := unixNano(uint64(s.StartTimestamp()))
 	if err != nil {
-		return Span{}, fmt.Errorf("span %q: start: %w", sanitize.String(s.GetName(), 64), err)
+		return Span{}, fmt.Errorf("span %q: start: %w", sanitize.String(s.Name(), 64), err)
 	}
-	end, err := unixNano(s.GetEndTimeUnixNano())
+	end, err := unixNano(uint64(s.EndTimestamp()))
 	if err != nil {
-		return Span{}, fmt.Errorf("span %q: end: %w", sanitize.String(s.GetName(), 64), err)
+		return Span{}, fmt.Errorf("span %q: end: %w", sanitize.String(s.Name(), 64), err)
 	}
 	sp := Span{
-		TraceID:  idHex(s.GetTraceId(), 16),
-		SpanID:   idHex(s.GetSpanId(), 8),
-		ParentID: idHex(s.GetParentSpanId(), 8),
-		Name:     s.GetName(), Start: start, End: end,
-		Attrs:         make(map[string]attribute.Value, len(s.GetAttributes())),
-		StatusMessage: s.GetStatus().GetMessage(),
+		Name: s.Name(), Start: start, End: end,
+		Attrs:         make(map[string]attribute.Value, s.Attributes().Len()),
+		StatusMessage: s.Status().Message(),
 	}
-	for _, kv := range s.GetAttributes() {
-		sp.Attrs[kv.GetKey()] = fromAnyValue(kv.GetValue(), 0)
+	if id := s.TraceID(); !id.IsEmpty() {
+		sp.TraceID = id.String()
 	}
-	for _, l := range s.GetLinks() {
-		sp.Links = append(sp.Links, Link{TraceID: idHex(l.GetTraceId(), 16), SpanID: idHex(l.GetSpanId(), 8)})
+	if id := s.SpanID(); !id.IsEmpty() {
+		sp.SpanID = id.String()
 	}
-	switch s.GetStatus().GetCode() {
-	case tracepb.Status_STATUS_CODE_ERROR:
+	if id := s.ParentSpanID(); !id.IsEmpty() {
+		sp.ParentID = id.String()
+	}
+	for k, v := range s.Attributes().All() {
+		sp.Attrs[k] = fromValue(v, 0)
+	}
+	for _, l := range s.Links().All() {
+		sp.Links = append(sp.Links, Link{TraceID: l.TraceID().String(), SpanID: l.SpanID().String()})
+	}
+	switch s.Status().Code() {
+	case ptrace.StatusCodeError:
 		sp.StatusCode = codes.Error
-	case tracepb.Status_STATUS_CODE_OK:
+	case ptrace.StatusCodeOk:
 		sp.StatusCode = codes.Ok
 	}
 	return sp, nil
@@ -323,67 +314,35 @@ func unixNano(n uint64) (time.Time, error) {
 	return time.Unix(0, int64(n)).UTC(), nil
 }
 
-// idHex returns an id as lower-case hex. The protobuf JSON mapping writes
-// ids as base64, and the OTLP/JSON specification (and Jaeger) as hex; a hex
-// id decoded as base64 comes out 1.5 times too long (24 bytes for a trace
-// id, 12 for a span id), and encoding those bytes back gives the hex text
-// exactly, since both lengths are whole base64 quanta.
-func idHex(b []byte, size int) string {
-	switch len(b) {
-	case 0:
-		return ""
-	case size:
-		return hex.EncodeToString(b)
-	case size * 3 / 2:
-		text := base64.StdEncoding.EncodeToString(b)
-		if _, err := hex.DecodeString(text); err == nil {
-			return toLowerHex(text)
-		}
-	}
-	// Neither form: keep something printable that cannot pass for an id.
-	return "invalid:" + hex.EncodeToString(b[:min(len(b), 32)])
-}
-
-func toLowerHex(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'F' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// maxValueDepth bounds nested arrays and maps turned into one value.
+// maxValueDepth bounds nested arrays turned into one value.
 const maxValueDepth = 8
 
-// fromAnyValue converts an OTLP attribute value; arrays become string
-// slices and maps their JSON text, as the views only print them.
-func fromAnyValue(v *commonpb.AnyValue, depth int) attribute.Value {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return attribute.StringValue(x.StringValue)
-	case *commonpb.AnyValue_BoolValue:
-		return attribute.BoolValue(x.BoolValue)
-	case *commonpb.AnyValue_IntValue:
-		return attribute.Int64Value(x.IntValue)
-	case *commonpb.AnyValue_DoubleValue:
-		return attribute.Float64Value(x.DoubleValue)
-	case *commonpb.AnyValue_BytesValue:
-		return attribute.StringValue(base64.StdEncoding.EncodeToString(x.BytesValue))
-	case *commonpb.AnyValue_ArrayValue:
-		vals := x.ArrayValue.GetValues()
-		ss := make([]string, 0, len(vals))
-		for _, e := range vals {
+// fromValue converts an OTLP attribute value; arrays become string slices
+// and maps their JSON text, as the views only print them.
+func fromValue(v pcommon.Value, depth int) attribute.Value {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return attribute.StringValue(v.Str())
+	case pcommon.ValueTypeBool:
+		return attribute.BoolValue(v.Bool())
+	case pcommon.ValueTypeInt:
+		return attribute.Int64Value(v.Int())
+	case pcommon.ValueTypeDouble:
+		return attribute.Float64Value(v.Double())
+	case pcommon.ValueTypeBytes:
+		return attribute.StringValue(base64.StdEncoding.EncodeToString(v.Bytes().AsRaw()))
+	case pcommon.ValueTypeSlice:
+		vals := v.Slice()
+		ss := make([]string, 0, vals.Len())
+		for _, e := range vals.All() {
 			if depth >= maxValueDepth {
 				break
 			}
-			ss = append(ss, fromAnyValue(e, depth+1).String())
+			ss = append(ss, fromValue(e, depth+1).String())
 		}
 		return attribute.StringSliceValue(ss)
-	case *commonpb.AnyValue_KvlistValue:
-		b, _ := protojson.Marshal(x.KvlistValue)
-		return attribute.StringValue(string(b))
+	case pcommon.ValueTypeMap:
+		return attribute.StringValue(v.AsString())
 	}
 	return attribute.Value{}
 }

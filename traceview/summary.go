@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -127,7 +128,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 			switch c.Span.Name {
 			case spans.StageSpanName:
 				id, _ := c.Span.Int(string(attrs.StageIDKey))
-				name := Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)
+				name := sanitize.Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)
 				if name == "" {
 					name = fmt.Sprint(id) // a stage the input did not name
 				}
@@ -151,7 +152,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 		return
 	}
 	s.phases(n, scopePhases(k), prefix, stageRank, add)
-	for _, c := range n.Named(spans.OutputSpanName) {
+	for _, c := range n.named(spans.OutputSpanName) {
 		r := [3]int{stageRank, spans.NumPhases, 0}
 		s.expect(prefix+"output", r)
 		add(prefix+"output", r, c.Span.Duration(), false)
@@ -165,7 +166,7 @@ func (s *Summary) phases(n *Node, expected []spans.Phase, prefix string, stageRa
 		if p != spans.DenoiseStep {
 			s.expect(label, r)
 		}
-		for _, c := range n.Named(p.SpanName()) {
+		for _, c := range n.named(p.SpanName()) {
 			add(label, r, c.Span.Duration(), false)
 			if nested := nestedPhases(p); nested != nil {
 				s.phases(c, nested, prefix, stageRank, add)
@@ -191,7 +192,7 @@ func findAll(n *Node, name string) []*Node {
 }
 
 // Problems returns the number of spans, over all traces added, that could
-// not be placed in their tree (see [BuildTrees]; they are counted as
+// not be placed in their tree (see [Trees]; they are counted as
 // roots) or that end before they start (their length is not counted).
 func (s *Summary) Problems() int {
 	s.mu.Lock()
@@ -251,15 +252,15 @@ func (s *Summary) Write(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "%-34s %10s %6d %10.3f %10.3f %10.3f %10.3f\n", r.label, measured, r.spans,
-			ms(Percentile(d, 0.50)), ms(Percentile(d, 0.90)), ms(Percentile(d, 0.99)), ms(r.max))
+			ms(percentile(d, 0.50)), ms(percentile(d, 0.90)), ms(percentile(d, 0.99)), ms(r.max))
 	}
 	if s.hidden > 0 {
 		fmt.Fprintf(w, "(%d spans of rows beyond the first %d not shown)\n", s.hidden, maxSummaryRows)
 	}
 }
 
-// Percentile returns the nearest-rank q-quantile of sorted durations.
-func Percentile(sorted []time.Duration, q float64) time.Duration {
+// percentile returns the nearest-rank q-quantile of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}

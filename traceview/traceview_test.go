@@ -3,6 +3,7 @@ package traceview
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +24,9 @@ func at(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Mill
 func record(t *testing.T, info otelomni.RequestInfo, rec *spans.DiffusionRecord, end time.Time) []Span {
 	t.Helper()
 	var got []Span
-	c := &Collector{OnTrace: func(s []Span) { got = s }}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(c))
+	exp := NewExporter(io.Discard, WithoutWaterfalls())
+	exp.collector.onTrace = func(s []Span) { got = s }
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	in := otelomni.New(otelomni.WithTracerProvider(tp))
 	info.Start = t0
 	_, req := in.Start(context.Background(), info)
@@ -35,7 +37,7 @@ func record(t *testing.T, info otelomni.RequestInfo, rec *spans.DiffusionRecord,
 		t.Fatal(err)
 	}
 	if got == nil {
-		t.Fatal("the collector delivered no trace")
+		t.Fatal("the exporter delivered no trace")
 	}
 	return got
 }
@@ -138,14 +140,15 @@ func TestSummaryCountsRequestsAndSpansAndNeverSums(t *testing.T) {
 	}
 }
 
-func TestParseOTLPJSON(t *testing.T) {
+func TestReadOTLPJSON(t *testing.T) {
 	// Jaeger's shape: hex ids, ints as strings, a result wrapper; then the
-	// protobuf JSON mapping's base64 ids.
+	// file exporter's, one TracesData a line, with numbers as numbers and
+	// enums by name.
 	doc := `{"result":{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}},{"key":"process.pid","value":{"intValue":"42"}}]},
 "scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"omni.request","startTimeUnixNano":"1796000000000000000","endTimeUnixNano":"1796000000500000000",
 "attributes":[{"key":"omni.request.id","value":{"stringValue":"0_501f96ba-7c1d"}},{"key":"omni.diffusion.num_inference_steps","value":{"intValue":"50"}},{"key":"omni.output.final","value":{"boolValue":true}}],"status":{"code":2,"message":"boom"}}]}]}]}}
-{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"W47/95gDgQPSabYzgT/GDA==","spanId":"7uGbfsPBsXQ=","name":"x","startTimeUnixNano":1796000000000000000,"endTimeUnixNano":1796000000000000000,"status":{"code":"STATUS_CODE_OK"}}]}]}]}`
-	ss, err := ParseOTLPJSON(strings.NewReader(doc))
+{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"x","startTimeUnixNano":1796000000000000000,"endTimeUnixNano":1796000000000000000,"status":{"code":"STATUS_CODE_OK"}}]}]}]}`
+	ss, err := readAll(strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +165,10 @@ func TestParseOTLPJSON(t *testing.T) {
 	if f, ok := a.Bool(string(attrs.OutputFinalKey)); !ok || !f || a.StatusCode != codes.Error || a.StatusMessage != "boom" {
 		t.Errorf("final %v status %v %q", f, a.StatusCode, a.StatusMessage)
 	}
-	if b.TraceID != a.TraceID || b.SpanID != a.SpanID {
-		t.Errorf("base64 ids %s/%s, want %s/%s", b.TraceID, b.SpanID, a.TraceID, a.SpanID)
+	if b.TraceID != a.TraceID || b.SpanID != a.SpanID || b.StatusCode != codes.Ok {
+		t.Errorf("ids %s/%s, want %s/%s; status %v", b.TraceID, b.SpanID, a.TraceID, a.SpanID, b.StatusCode)
 	}
-	if _, err := ParseOTLPJSON(strings.NewReader(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x","startTimeUnixNano":"soon"}]}]}]}`)); err == nil {
+	if _, err := readAll(strings.NewReader(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x","startTimeUnixNano":"soon"}]}]}]}`)); err == nil {
 		t.Error("a malformed time must be an error")
 	}
 }
@@ -179,7 +182,7 @@ func TestOTLPJSONRoundTrip(t *testing.T) {
 	if err := WriteOTLPJSON(&b, tr); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseOTLPJSON(&b)
+	back, err := readAll(&b)
 	if err != nil {
 		t.Fatal(err)
 	}

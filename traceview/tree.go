@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -13,32 +14,26 @@ type Node struct {
 	Children []*Node
 }
 
-// Trees builds the trees of one trace's spans. A span whose parent is not
-// among them is a root. It never fails: see [BuildTrees] for the spans it
-// had to treat as roots.
-func Trees(ss []Span) []*Node {
-	roots, _ := BuildTrees(ss)
-	return roots
-}
+// maxTreeDepth bounds how deep a tree is built: a span deeper than this
+// is made a root, so that no view recurses without bound on a hostile
+// chain.
+const maxTreeDepth = 64
 
-// MaxTreeDepth bounds how deep a tree is built: a span deeper than this is
-// made a root, so that no view recurses without bound on a hostile chain.
-const MaxTreeDepth = 64
-
-// BuildTrees builds the trees of one trace's spans, in start order, and
-// reports what kept a span from its parent: a span id used twice (the
-// later span is a root and parents nothing), a span naming itself as
+// Trees builds the trees of one trace's spans, in start order (it sorts
+// ss), and reports what kept a span from its parent: a span id used twice
+// (the later span is a root and parents nothing), a span naming itself as
 // parent, a parent chain that loops back on itself (cut at the span that
-// closes the loop), and a chain deeper than [MaxTreeDepth]. Such spans
-// become roots, so that every span is shown exactly once and no view ever
-// loops. A span that ends before it starts is reported too: the views
-// leave its length out.
-func BuildTrees(ss []Span) ([]*Node, []string) {
+// closes the loop), and a chain deeper than 64. Such spans become roots,
+// so that every span is in the trees exactly once and no view ever loops.
+// A span whose parent is not among ss is a root. A span that ends before
+// it starts is reported too: the views leave its length out. The list of
+// problems is bounded; the last says how many more there were.
+func Trees(ss []Span) ([]*Node, []string) {
 	roots, problems, _ := buildTrees(ss)
 	return roots, problems
 }
 
-// buildTrees is [BuildTrees], which also returns how many spans had a
+// buildTrees is [Trees], which also returns how many spans had a
 // problem: the list of problems is bounded, the count is not.
 func buildTrees(ss []Span) ([]*Node, []string, int) {
 	sortByStart(ss)
@@ -56,10 +51,10 @@ func buildTrees(ss []Span) ([]*Node, []string, int) {
 		n := &Node{Span: &ss[i]}
 		all[i] = n
 		if ss[i].End.Before(ss[i].Start) {
-			report("%s %s ends before it starts; its length is not shown", Display(ss[i].Name, 60), Display(ss[i].SpanID, 40))
+			report("%s %s ends before it starts; its length is not shown", sanitize.Display(ss[i].Name, 60), sanitize.Display(ss[i].SpanID, 40))
 		}
 		if _, dup := nodes[ss[i].SpanID]; dup {
-			report("span id %s is used by more than one span; %s is shown as a root", Display(ss[i].SpanID, 40), Display(ss[i].Name, 60))
+			report("span id %s is used by more than one span; %s is shown as a root", sanitize.Display(ss[i].SpanID, 40), sanitize.Display(ss[i].Name, 60))
 			continue
 		}
 		nodes[ss[i].SpanID] = n
@@ -71,7 +66,7 @@ func buildTrees(ss []Span) ([]*Node, []string, int) {
 			continue
 		}
 		if s.ParentID == s.SpanID {
-			report("span %s (%s) names itself as its parent; shown as a root", Display(s.SpanID, 40), Display(s.Name, 60))
+			report("span %s (%s) names itself as its parent; shown as a root", sanitize.Display(s.SpanID, 40), sanitize.Display(s.Name, 60))
 			continue
 		}
 		if p, ok := nodes[s.ParentID]; ok {
@@ -88,7 +83,7 @@ func buildTrees(ss []Span) ([]*Node, []string, int) {
 			state[m] = 1
 			chain = append(chain, m)
 			if p := parent[m]; p != nil && state[p] == 1 {
-				report("spans %s and %s are each other's ancestors; %s is shown as a root", Display(m.Span.SpanID, 40), Display(p.Span.SpanID, 40), Display(m.Span.Name, 60))
+				report("spans %s and %s are each other's ancestors; %s is shown as a root", sanitize.Display(m.Span.SpanID, 40), sanitize.Display(p.Span.SpanID, 40), sanitize.Display(m.Span.Name, 60))
 				delete(parent, m)
 			}
 		}
@@ -113,9 +108,9 @@ func buildTrees(ss []Span) ([]*Node, []string, int) {
 		}
 		for i := len(up) - 1; i >= 0; i-- {
 			d++
-			if d > MaxTreeDepth {
-				if d == MaxTreeDepth+1 {
-					report("a chain of spans is deeper than %d; %s is shown as a root", MaxTreeDepth, Display(up[i].Span.Name, 60))
+			if d > maxTreeDepth {
+				if d == maxTreeDepth+1 {
+					report("a chain of spans is deeper than %d; %s is shown as a root", maxTreeDepth, sanitize.Display(up[i].Span.Name, 60))
 				}
 				delete(parent, up[i])
 				d = 0
@@ -145,7 +140,7 @@ func buildTrees(ss []Span) ([]*Node, []string, int) {
 const maxProblems = 20
 
 // Named returns the children of n named name.
-func (n *Node) Named(name string) []*Node {
+func (n *Node) named(name string) []*Node {
 	var out []*Node
 	for _, c := range n.Children {
 		if c.Span.Name == name {
@@ -166,7 +161,7 @@ const (
 )
 
 func kindOf(n *Node) scopeKind {
-	if n.Span.Name == spans.RequestSpanName && len(n.Named(spans.StageSpanName)) > 0 {
+	if n.Span.Name == spans.RequestSpanName && len(n.named(spans.StageSpanName)) > 0 {
 		return kindMulti
 	}
 	switch n.Span.Str(string(attrs.StageTypeKey)) {
@@ -237,4 +232,25 @@ func visit(roots []*Node, f func(*Node) bool) {
 			stack = append(stack, n.Children[i])
 		}
 	}
+}
+
+// requestNodes returns the request spans of the trees, in the trees'
+// order: roots, under another span (a gateway's server span, say), or
+// under another request.
+func requestNodes(roots []*Node) []*Node {
+	var out []*Node
+	visit(roots, func(n *Node) bool {
+		if n.Span.Name == spans.RequestSpanName {
+			out = append(out, n)
+		}
+		return true
+	})
+	return out
+}
+
+// lengthUnmeasured reports whether s is a span whose duration its record
+// did not give (an imported stage with nothing of its own measured).
+func lengthUnmeasured(s *Span) bool {
+	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
+	return v
 }

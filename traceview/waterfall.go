@@ -10,14 +10,22 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/spans"
+)
+
+// Bounds of what one cell of a view prints, in bytes.
+const (
+	maxIDCell      = 128 // a request or trace id
+	maxNameCell    = 40  // a stage name, a model, an error type
+	maxMessageCell = 200 // a status message
 )
 
 // maxOutputRows bounds the outputs a waterfall shows one by one.
 const maxOutputRows = 16
 
-// WaterfallWidth is the width of the timeline, in characters.
-const WaterfallWidth = 48
+// waterfallWidth is the width of the timeline, in characters.
+const waterfallWidth = 48
 
 // labelWidth is the width of the row labels.
 const labelWidth = 30
@@ -36,7 +44,8 @@ func Waterfall(w io.Writer, trace []Span) {
 		}
 	}
 	var scopes []*Node
-	for _, root := range Trees(trace) {
+	roots, _ := Trees(trace)
+	for _, root := range roots {
 		switch root.Span.Name {
 		case spans.EngineStartSpanName:
 			engineWaterfall(w, root)
@@ -69,19 +78,19 @@ type waterfall struct {
 func (wf *waterfall) header(s *Span) {
 	var b strings.Builder
 	if s.Name == spans.StageSpanName {
-		fmt.Fprintf(&b, "%s %s (%s)", s.Name, Display(s.Str(string(attrs.StageNameKey)), maxNameCell),
-			Display(s.Str(string(attrs.StageTypeKey)), maxNameCell))
+		fmt.Fprintf(&b, "%s %s (%s)", s.Name, sanitize.Display(s.Str(string(attrs.StageNameKey)), maxNameCell),
+			sanitize.Display(s.Str(string(attrs.StageTypeKey)), maxNameCell))
 	} else {
-		fmt.Fprintf(&b, "%s %q", s.Name, Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
+		fmt.Fprintf(&b, "%s %q", s.Name, sanitize.Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
 	}
 	for _, k := range []string{string(attrs.OutputModalityKey), string(attrs.RequestModelKey)} {
 		if v := s.Str(k); v != "" {
-			fmt.Fprintf(&b, " %s", Display(v, maxNameCell))
+			fmt.Fprintf(&b, " %s", sanitize.Display(v, maxNameCell))
 		}
 	}
 	fmt.Fprintf(&b, "  %.3f ms", ms(s.Duration()))
 	if s.StatusCode == codes.Error {
-		fmt.Fprintf(&b, "  ERROR %s: %s", Display(s.Str(string(attrs.ErrorTypeKey)), maxNameCell), Display(s.StatusMessage, maxMessageCell))
+		fmt.Fprintf(&b, "  ERROR %s: %s", sanitize.Display(s.Str(string(attrs.ErrorTypeKey)), maxNameCell), sanitize.Display(s.StatusMessage, maxMessageCell))
 	}
 	fmt.Fprintln(wf.w, b.String())
 	fmt.Fprintf(wf.w, "  %-*s |%s| %12s\n", labelWidth-2, "phase", timelineLabel(wf.total), "ms")
@@ -89,10 +98,10 @@ func (wf *waterfall) header(s *Span) {
 
 func timelineLabel(total time.Duration) string {
 	l := fmt.Sprintf("0 .. %.0f ms", ms(total))
-	if len(l) >= WaterfallWidth {
-		return l[:WaterfallWidth]
+	if len(l) >= waterfallWidth {
+		return l[:waterfallWidth]
 	}
-	return l + strings.Repeat(" ", WaterfallWidth-len(l))
+	return l + strings.Repeat(" ", waterfallWidth-len(l))
 }
 
 // scope writes the rows under a request or stage span.
@@ -102,7 +111,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 		for _, c := range n.Children {
 			switch c.Span.Name {
 			case spans.StageSpanName:
-				label := fmt.Sprintf("stage %s (%s)", Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell), Display(c.Span.Str(string(attrs.StageTypeKey)), maxNameCell))
+				label := fmt.Sprintf("stage %s (%s)", sanitize.Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell), sanitize.Display(c.Span.Str(string(attrs.StageTypeKey)), maxNameCell))
 				wf.row(depth, label, c.Span)
 				wf.scope(c, depth+1)
 			case spans.TransferSpanName:
@@ -117,7 +126,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 		return
 	}
 	wf.phases(n, scopePhases(k), depth)
-	for _, c := range n.Named(spans.OutputSpanName) {
+	for _, c := range n.named(spans.OutputSpanName) {
 		wf.other(c, depth)
 	}
 }
@@ -133,7 +142,7 @@ func (wf *waterfall) phases(n *Node, expected []spans.Phase, depth int) {
 			}
 			continue
 		}
-		found := n.Named(p.SpanName())
+		found := n.named(p.SpanName())
 		if p == spans.DenoiseStep {
 			wf.steps(found, depth)
 			continue
@@ -229,13 +238,13 @@ func phaseLabel(p spans.Phase, s *Span) string {
 		label += fmt.Sprintf(" @%d", i)
 	}
 	if b := s.Str(string(attrs.BatchIDKey)); b != "" {
-		label += " in " + Display(b, 12)
+		label += " in " + sanitize.Display(b, 12)
 	}
 	return label
 }
 
 func (wf *waterfall) other(c *Node, depth int) {
-	label := Display(c.Span.Name, maxNameCell)
+	label := sanitize.Display(c.Span.Name, maxNameCell)
 	if c.Span.Name == spans.OutputSpanName {
 		label = "output"
 		if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
@@ -249,7 +258,7 @@ func (wf *waterfall) other(c *Node, depth int) {
 }
 
 func (wf *waterfall) absent(depth int, label string) {
-	fmt.Fprintf(wf.w, "  %-*s  %-*s %12s\n", labelWidth-2, indent(depth-1)+label, WaterfallWidth, "", "not measured")
+	fmt.Fprintf(wf.w, "  %-*s  %-*s %12s\n", labelWidth-2, indent(depth-1)+label, waterfallWidth, "", "not measured")
 }
 
 func (wf *waterfall) row(depth int, label string, s *Span) {
@@ -263,24 +272,24 @@ func (wf *waterfall) row(depth int, label string, s *Span) {
 // bar places s on the request's timeline. A zero-length span is a thin
 // mark at its place; any other span is at least one full cell.
 func (wf *waterfall) bar(s *Span) string {
-	cells := []rune(strings.Repeat("·", WaterfallWidth))
+	cells := []rune(strings.Repeat("·", waterfallWidth))
 	if wf.total <= 0 {
 		return string(cells)
 	}
 	pos := func(t time.Time) float64 {
-		f := float64(t.Sub(wf.t0)) / float64(wf.total) * WaterfallWidth
-		return min(max(f, 0), WaterfallWidth)
+		f := float64(t.Sub(wf.t0)) / float64(wf.total) * waterfallWidth
+		return min(max(f, 0), waterfallWidth)
 	}
 	a, b := pos(s.Start), pos(s.End)
 	i, j := int(a), int(b+0.999)
 	if s.End.Equal(s.Start) {
-		cells[min(i, WaterfallWidth-1)] = '│'
+		cells[min(i, waterfallWidth-1)] = '│'
 		return string(cells)
 	}
 	if j <= i {
 		j = i + 1
 	}
-	for k := i; k < j && k < WaterfallWidth; k++ {
+	for k := i; k < j && k < waterfallWidth; k++ {
 		cells[k] = '█'
 	}
 	return string(cells)
@@ -293,7 +302,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // engineWaterfall writes the engine's start: one row per step.
 func engineWaterfall(w io.Writer, root *Node) {
 	wf := waterfall{w: w, t0: root.Span.Start, total: root.Span.Duration()}
-	fmt.Fprintf(w, "%s %s  %.3f ms\n", root.Span.Name, Display(root.Span.Str(string(attrs.EngineModelKey)), maxNameCell), ms(root.Span.Duration()))
+	fmt.Fprintf(w, "%s %s  %.3f ms\n", root.Span.Name, sanitize.Display(root.Span.Str(string(attrs.EngineModelKey)), maxNameCell), ms(root.Span.Duration()))
 	fmt.Fprintf(w, "  %-*s |%s| %12s\n", labelWidth-2, "step", timelineLabel(wf.total), "ms")
 	for _, c := range root.Children {
 		label := strings.TrimPrefix(c.Span.Name, "omni.engine.")
@@ -302,7 +311,7 @@ func engineWaterfall(w io.Writer, root *Node) {
 		} else if n := c.Span.Str(string(attrs.StageNameKey)); n != "" {
 			label += " " + n
 		}
-		wf.row(1, Display(label, labelWidth-2), c.Span)
+		wf.row(1, sanitize.Display(label, labelWidth-2), c.Span)
 	}
 	fmt.Fprintln(w)
 }
@@ -311,7 +320,7 @@ func engineWaterfall(w io.Writer, root *Node) {
 func batchLine(w io.Writer, s *Span) {
 	size, _ := s.Int(string(attrs.BatchSizeKey))
 	fmt.Fprintf(w, "%s %q of %d requests (%s)  %.3f ms, linked to %d member execs\n\n", s.Name,
-		Display(s.Str(string(attrs.BatchIDKey)), maxIDCell), size, Display(s.Str(string(attrs.RequestModelKey)), maxNameCell),
+		sanitize.Display(s.Str(string(attrs.BatchIDKey)), maxIDCell), size, sanitize.Display(s.Str(string(attrs.RequestModelKey)), maxNameCell),
 		ms(s.Duration()), len(s.Links))
 }
 

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
-	"github.com/otelomni/otelomni/traceview"
+	"github.com/otelomni/otelomni/internal/omnirecord/input"
+	"github.com/otelomni/otelomni/sanitize"
 )
 
 // checkpoint is where a followed file was read up to: the file (its device
@@ -25,13 +25,13 @@ import (
 // that offset (each with where its records lie, so that a new request
 // reusing an id is not taken for it), and the form the file was found in.
 type checkpoint struct {
-	Version int               `json:"version"`
-	Dev     uint64            `json:"dev"`
-	Ino     uint64            `json:"ino"`
-	Offset  int64             `json:"offset"`
-	Next    int64             `json:"next"`
-	Format  string            `json:"format,omitempty"`
-	Done    []omnirecord.Done `json:"done,omitempty"`
+	Version int          `json:"version"`
+	Dev     uint64       `json:"dev"`
+	Ino     uint64       `json:"ino"`
+	Offset  int64        `json:"offset"`
+	Next    int64        `json:"next"`
+	Format  string       `json:"format,omitempty"`
+	Done    []input.Done `json:"done,omitempty"`
 	// Line is the number of lines before Offset.
 	Line int `json:"line,omitempty"`
 	// Head is a digest of the file's first HeadLen bytes: a file deleted
@@ -108,7 +108,7 @@ func loadCheckpoint(path string) (checkpoint, error) {
 		}
 		cp = checkpoint{Version: 1, Dev: rest.Dev, Ino: rest.Ino, Offset: rest.Offset, Next: rest.Next}
 		for _, id := range v1.Done {
-			cp.Done = append(cp.Done, omnirecord.Done{Key: omnirecord.DoneKey(id), First: 0, Last: rest.Next})
+			cp.Done = append(cp.Done, input.Done{Key: input.DoneKey(id), First: 0, Last: rest.Next})
 		}
 	case checkpointVersion:
 		if err := json.Unmarshal(b, &cp); err != nil {
@@ -189,7 +189,7 @@ func fileID(fi os.FileInfo) (uint64, uint64) {
 // every second and on the way out, and read back at start, so that a
 // restart neither loses a request nor exports one twice. It returns when
 // ctx is done.
-func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Options, im *importer) error {
+func follow(ctx context.Context, path string, fl importFlags, opts input.Options, im *importer) error {
 	im.mu.Lock()
 	im.name = path
 	im.mu.Unlock()
@@ -197,14 +197,14 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(path); err == nil && cp.Format != "" && (opts.Format == "" || opts.Format == omnirecord.FormatAuto) {
+	if fi, err := os.Stat(path); err == nil && cp.Format != "" && (opts.Format == "" || opts.Format == input.FormatAuto) {
 		// Resuming inside the file: its first line read again need not
 		// be one that tells its form.
 		if dev, ino := fileID(fi); dev == cp.Dev && ino == cp.Ino {
 			opts.Format = cp.Format
 		}
 	}
-	in, err := omnirecord.NewInput(time.Now().UTC(), opts, im)
+	in, err := input.NewInput(time.Now().UTC(), opts, im)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 			probe = checkpoint{Dev: t.dev, Ino: t.ino, Stream: t.stream}
 		}
 		if err := probe.save(fl.checkpoint); err != nil {
-			return fmt.Errorf("the checkpoint %s cannot be saved: %w: nothing was read", traceview.Display(fl.checkpoint, 256), err)
+			return fmt.Errorf("the checkpoint %s cannot be saved: %w: nothing was read", sanitize.Display(fl.checkpoint, 256), err)
 		}
 	}
 	if cp.Version != 0 {
@@ -247,13 +247,13 @@ func follow(ctx context.Context, path string, fl importFlags, opts omnirecord.Op
 		} else {
 			// Rotated, replaced or truncated while the import was stopped:
 			// what the old file held after the checkpoint cannot be read.
-			fmt.Fprintf(im.stderr, "omnitrace import: %s is not the file the checkpoint was saved for (rotated, replaced or truncated while stopped): reading it from its start; what the old one held after the checkpoint is not read\n", traceview.Display(path, 256))
+			fmt.Fprintf(im.stderr, "omnitrace import: %s is not the file the checkpoint was saved for (rotated, replaced or truncated while stopped): reading it from its start; what the old one held after the checkpoint is not read\n", sanitize.Display(path, 256))
 		}
 	}
 	saved, handedAtSave := time.Now(), im.handedOn()
 	stopped := func(err error) error {
 		im.noteStats(in)
-		return &checkpointError{path: traceview.Display(fl.checkpoint, 256), err: err, held: in.Held(), sinceSave: im.handedOn() - handedAtSave}
+		return &checkpointError{path: sanitize.Display(fl.checkpoint, 256), err: err, held: in.Held(), sinceSave: im.handedOn() - handedAtSave}
 	}
 	tick := time.NewTicker(fl.poll)
 	defer tick.Stop()
@@ -332,7 +332,7 @@ type tail struct {
 	// ctx ends a drain at an interrupt; nil reads to the end.
 	ctx      context.Context
 	path     string
-	in       *omnirecord.Input
+	in       *input.Input
 	tooLong  func()
 	f        *os.File
 	dev, ino uint64

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	"github.com/otelomni/otelomni/internal/omnirecord/input"
 )
 
 type seen struct {
@@ -16,8 +17,8 @@ type seen struct {
 	problems int
 }
 
-func (s *seen) Request(r *omnirecord.Request, _ time.Time) { s.ids = append(s.ids, r.ID) }
-func (s *seen) Problem(int, error)                         { s.problems++ }
+func (s *seen) Request(r *forms.Request, _ time.Time) { s.ids = append(s.ids, r.ID) }
+func (s *seen) Problem(int, error)                    { s.problems++ }
 
 // timingLine is a vLLM log's [OmniTiming] line of request id, which
 // finishes it.
@@ -34,7 +35,7 @@ func TestFollowNeverReadsTheTailOfALongLineAsALine(t *testing.T) {
 		// line of its own.
 		data := []byte(strings.Repeat("x", (maxLine/chunk+1)*chunk) + timingLine("INJECTED") + timingLine("after"))
 		h := &seen{}
-		in, err := omnirecord.NewInput(time.Now(), omnirecord.Options{}, h)
+		in, err := input.NewInput(time.Now(), input.Options{}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestFollowTellsATruncationRefilledPastItsOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &seen{}
-	in, err := omnirecord.NewInput(time.Now(), omnirecord.Options{Settle: -1}, h)
+	in, err := input.NewInput(time.Now(), input.Options{Settle: -1}, h)
 	if err != nil {
 		t.Fatal(err)
 	}

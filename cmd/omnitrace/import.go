@@ -21,15 +21,16 @@ import (
 
 	"go.opentelemetry.io/otel"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	"github.com/otelomni/otelomni/internal/omnirecord/input"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/sanitize"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 // maxLine bounds one line of input (a request of a hundred stages fits in
 // a tenth of it); a longer one is reported and skipped unread.
-const maxLine = omnirecord.MaxLine
+const maxLine = input.MaxLine
 
 // maxProblemLines bounds the problems printed per input; the rest are
 // counted. A file of a million bad lines must not print a million lines.
@@ -45,7 +46,7 @@ type importFlags struct {
 
 func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "write the traces to this OTLP/JSON file instead of exporting them")
-	fs.StringVar(&f.format, "format", omnirecord.FormatAuto, fmt.Sprintf("the input's form, one of %v (auto tells it by content)", omnirecord.Formats))
+	fs.StringVar(&f.format, "format", input.FormatAuto, fmt.Sprintf("the input's form, one of %v (auto tells it by content)", input.Formats))
 	fs.StringVar(&f.start, "start", "", "place requests whose input has no time (a summary) from this RFC 3339 time (default: the file's modification time)")
 	fs.StringVar(&f.run, "run", "", "a name for the run the input belongs to; it enters every trace id, so that runs reusing request ids stay apart")
 	fs.StringVar(&f.tz, "tz", "UTC", "the time zone a log's times are read in, which its lines do not say: an IANA name (Asia/Tokyo), UTC, or an offset (+09:00)")
@@ -53,16 +54,16 @@ func (f *importFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "with -follow: resume from and save the position in this file")
 	fs.DurationVar(&f.idle, "idle", 10*time.Second, "with -follow: export a request once no record of it came for this long")
 	fs.DurationVar(&f.poll, "poll", 200*time.Millisecond, "with -follow: how often to look for more input")
-	fs.IntVar(&f.settle, "settle", omnirecord.DefaultSettle, "records a finished request of a log waits for before it is exported")
-	fs.IntVar(&f.maxPending, "max-pending", omnirecord.DefaultMaxPending, "requests of a log held at once (beyond, the oldest is exported, or dropped if unfinished), of inputs held for their other forms, and of a summary (beyond, it is read again in parts)")
+	fs.IntVar(&f.settle, "settle", input.DefaultSettle, "records a finished request of a log waits for before it is exported")
+	fs.IntVar(&f.maxPending, "max-pending", input.DefaultMaxPending, "requests of a log held at once (beyond, the oldest is exported, or dropped if unfinished), of inputs held for their other forms, and of a summary (beyond, it is read again in parts)")
 }
 
-func (f *importFlags) options() (omnirecord.Options, error) {
-	o := omnirecord.Options{Format: f.format, RunName: sanitize.String(f.run, 256), Settle: f.settle, MaxPending: f.maxPending}
+func (f *importFlags) options() (input.Options, error) {
+	o := input.Options{Format: f.format, RunName: sanitize.String(f.run, 256), Settle: f.settle, MaxPending: f.maxPending}
 	if f.start != "" {
 		t, err := time.Parse(time.RFC3339Nano, f.start)
 		if err != nil {
-			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", traceview.Display(f.start, 64))}
+			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", sanitize.Display(f.start, 64))}
 		}
 		o.Start = t
 	}
@@ -88,7 +89,7 @@ func (f *importFlags) options() (omnirecord.Options, error) {
 // own zone, is refused: an import must not depend on where it runs.
 func parseZone(s string) (*time.Location, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("-tz %q: %s (an IANA name such as Asia/Tokyo, UTC, or an offset such as +09:00)", traceview.Display(s, 64), why)
+		return fmt.Errorf("-tz %q: %s (an IANA name such as Asia/Tokyo, UTC, or an offset such as +09:00)", sanitize.Display(s, 64), why)
 	}
 	switch s {
 	case "":
@@ -158,7 +159,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if out, serr := os.Stat(fl.out); serr == nil {
 			for _, name := range fs.Args() {
 				if in, serr := os.Stat(name); serr == nil && os.SameFile(in, out) {
-					err = usageError{fmt.Sprintf("-out %s is one of the inputs", traceview.Display(fl.out, 256))}
+					err = usageError{fmt.Sprintf("-out %s is one of the inputs", sanitize.Display(fl.out, 256))}
 				}
 			}
 		}
@@ -168,7 +169,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if cp, serr := os.Stat(fl.checkpoint); serr == nil {
 			for _, name := range append(fs.Args(), fl.out) {
 				if other, serr := os.Stat(name); name != "" && serr == nil && os.SameFile(cp, other) {
-					err = usageError{fmt.Sprintf("-checkpoint %s is the file followed, or -out", traceview.Display(fl.checkpoint, 256))}
+					err = usageError{fmt.Sprintf("-checkpoint %s is the file followed, or -out", sanitize.Display(fl.checkpoint, 256))}
 				}
 			}
 		}
@@ -185,15 +186,15 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		// saves a fifth of the CPU.
 		debug.SetGCPercent(300)
 	}
-	tel, dest, err := exportSetup(ctx, fl.out, stdout)
+	x, err := exportSetup(ctx, fl.out, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 		return 1
 	}
-	if !tel.Enabled() {
+	if x.pipe == nil {
 		fmt.Fprintln(stderr, "omnitrace import: the environment turns tracing off (OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none): nothing will be exported")
 	}
-	im := newImporter(ctx, tel, stderr)
+	im := newImporter(ctx, x, stderr)
 	// The reading, and then the export's end, run beside the watch for an
 	// interrupt: an import stuck on a collector that never answers, or on
 	// a stdin that never ends, still ends in bounded time when asked to.
@@ -206,8 +207,8 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		names := inputOrder(fs.Args(), stderr)
 		if len(names) > 1 {
 			// The forms of one run, in several inputs, make one trace of
-			// each request: see omnirecord.MergeForms.
-			im.join = omnirecord.NewJoiner(cmp.Or(fl.maxPending, omnirecord.DefaultMaxPending))
+			// each request: see forms.MergeForms.
+			im.join = input.NewJoiner(cmp.Or(fl.maxPending, input.DefaultMaxPending))
 		}
 		for i, name := range names {
 			if ctx.Err() != nil {
@@ -215,7 +216,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			}
 			im.lastInput = i == len(names)-1
 			if err := im.readFile(name, stdin, opts); err != nil {
-				fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+				fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 				im.mu.Lock()
 				im.skipped++
 				im.mu.Unlock()
@@ -249,14 +250,14 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	readErr := err != nil
 	if readErr {
 		// Said before the counts, which it explains.
-		fmt.Fprintf(stderr, "omnitrace import: %s\n", traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 		var stop *checkpointError
 		if errors.As(err, &stop) {
 			stop.report(stderr)
 		}
 	}
 	finished := make(chan int, 1)
-	go func() { finished <- im.finish(dest) }()
+	go func() { finished <- im.finish() }()
 	var status int
 	select {
 	case status = <-finished:
@@ -289,7 +290,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // so. The smallest files are read first and stdin last: the requests of
 // every input but the last are held until their other forms are read, and
 // the largest input is then the one not held. What an import makes does
-// not depend on the order (see omnirecord.MergeForms).
+// not depend on the order (see forms.MergeForms).
 func inputOrder(names []string, stderr io.Writer) []string {
 	if len(names) == 0 {
 		return []string{"-"}
@@ -313,9 +314,9 @@ func inputOrder(names []string, stderr io.Writer) []string {
 		if err == nil {
 			if j := slices.IndexFunc(ins, func(x in) bool { return x.fi != nil && os.SameFile(x.fi, fi) }); j >= 0 {
 				if ins[j].name == name {
-					fmt.Fprintf(stderr, "omnitrace import: %s is named twice: read once\n", traceview.Display(name, 256))
+					fmt.Fprintf(stderr, "omnitrace import: %s is named twice: read once\n", sanitize.Display(name, 256))
 				} else {
-					fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", traceview.Display(name, 256), traceview.Display(ins[j].name, 256))
+					fmt.Fprintf(stderr, "omnitrace import: %s is %s, named before: read once\n", sanitize.Display(name, 256), sanitize.Display(ins[j].name, 256))
 				}
 				continue
 			}
@@ -366,9 +367,9 @@ const interruptGrace = time.Second
 // maxSDKErrors bounds the lines the SDK's errors take on stderr.
 const maxSDKErrors = 20
 
-// boundedErrors prints the SDK's errors (an exporter's failures) bounded
-// in bytes and in number: a collector's 50 MB error page must not reach
-// the terminal, nor a million failed batches a million lines.
+// boundedErrors prints the export's errors (and the OTLP clients' own)
+// bounded in bytes and in number: a collector's 50 MB error page must not
+// reach the terminal, nor a million failed batches a million lines.
 func boundedErrors(w io.Writer) otel.ErrorHandler {
 	var mu sync.Mutex
 	n := 0
@@ -376,21 +377,20 @@ func boundedErrors(w io.Writer) otel.ErrorHandler {
 		mu.Lock()
 		defer mu.Unlock()
 		if n++; n <= maxSDKErrors {
-			fmt.Fprintf(w, "omnitrace import: %s\n", traceview.Display(err.Error(), 512))
+			fmt.Fprintf(w, "omnitrace import: %s\n", sanitize.Display(err.Error(), 512))
 		} else if n == maxSDKErrors+1 {
 			fmt.Fprintln(w, "omnitrace import: more export errors not shown")
 		}
 	})
 }
 
-// importer emits the requests of the inputs through otelomni and counts.
+// importer makes the spans of the requests of the inputs and counts.
 // Requests are emitted by workers while the next lines are read: reading
 // and emitting each take a core's worth of work per record.
 type importer struct {
-	ctx     context.Context
-	tel     *otelsetup.Telemetry
-	emitter *omnirecord.Emitter
-	stderr  io.Writer
+	ctx    context.Context
+	x      *export
+	stderr io.Writer
 
 	work    chan emitJob
 	stages  chan struct{} // a token a stage queued (see queuedStages)
@@ -399,7 +399,7 @@ type importer struct {
 	// join merges the forms of one request read from several inputs; nil
 	// with one input. lastInput: the input being read is the last. Both
 	// are the reading goroutine's.
-	join      *omnirecord.Joiner
+	join      *input.Joiner
 	lastInput bool
 
 	mu       sync.Mutex // guards what follows, written by the workers too
@@ -422,7 +422,7 @@ type importer struct {
 }
 
 type emitJob struct {
-	r      *omnirecord.Request
+	r      *forms.Request
 	anchor time.Time
 	// name is the input the request came from: a worker may emit it
 	// after the next input began.
@@ -439,13 +439,18 @@ const (
 	queuedStages   = 4096
 )
 
-func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer) *importer {
-	im := &importer{ctx: ctx, tel: tel, emitter: omnirecord.NewEmitter(tel.TracerProvider()), stderr: stderr,
+func newImporter(ctx context.Context, x *export, stderr io.Writer) *importer {
+	im := &importer{ctx: ctx, x: x, stderr: stderr,
 		work: make(chan emitJob, queuedRequests), stages: make(chan struct{}, queuedStages)}
 	for i := 0; i < max(1, min(runtime.GOMAXPROCS(0), 4)); i++ {
+		em := emit.NewEmitter(x.limits, x.sample)
+		var b *batch
+		if x.pipe != nil {
+			b = x.pipe.newBatch()
+		}
 		im.workers.Go(func() {
 			for j := range im.work {
-				im.emit(j)
+				im.emit(em, b, j)
 				for range j.weight {
 					<-im.stages
 				}
@@ -457,11 +462,11 @@ func newImporter(ctx context.Context, tel *otelsetup.Telemetry, stderr io.Writer
 
 // Request hands one request to the workers, once its other forms, in the
 // other inputs, are read.
-func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
+func (im *importer) Request(r *forms.Request, anchor time.Time) {
 	im.mu.Lock()
 	name := im.name
 	im.mu.Unlock()
-	if im.join != nil && omnirecord.Joins(r) {
+	if im.join != nil && forms.Joins(r) {
 		if !im.lastInput {
 			for _, j := range im.join.Hold(r, anchor, name) {
 				im.joined(j)
@@ -478,7 +483,7 @@ func (im *importer) Request(r *omnirecord.Request, anchor time.Time) {
 
 // joined reports what the forms of a merged request disagree on, and
 // hands it to the workers.
-func (im *importer) joined(j omnirecord.Joined) {
+func (im *importer) joined(j input.Joined) {
 	if len(j.Notes) > 0 {
 		im.mu.Lock()
 		for _, n := range j.Notes {
@@ -564,10 +569,16 @@ func (im *importer) enqueue(j emitJob, stop <-chan struct{}) bool {
 	}
 }
 
-// emit emits one request; a request that cannot be placed makes no span
-// and is reported.
-func (im *importer) emit(j emitJob) {
-	err := im.emitter.Emit(im.ctx, j.r, j.anchor)
+// emit emits one request into the worker's batch b (nil: tracing is off,
+// and the request is only placed); a request that cannot be placed makes
+// no span and is reported.
+func (im *importer) emit(em *emit.Emitter, b *batch, j emitJob) {
+	var err error
+	if b != nil {
+		err = b.emit(em, j.r, j.anchor)
+	} else {
+		err = em.Emit(j.r, j.anchor, nil)
+	}
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if err != nil {
@@ -582,9 +593,9 @@ func (im *importer) emit(j emitJob) {
 func (im *importer) Problem(line int, err error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	if errors.Is(err, omnirecord.ErrLeftOut) {
+	if errors.Is(err, forms.ErrLeftOut) {
 		// A field left out of a request that is still imported.
-		im.leftOut += omnirecord.LeftOutFields(err)
+		im.leftOut += input.LeftOutFields(err)
 		im.reportLocked(line, err, "")
 		return
 	}
@@ -612,11 +623,11 @@ func (im *importer) reportAtLocked(name string, line int, err error, outcome str
 	if line > 0 {
 		where = fmt.Sprintf("%s:%d", name, line)
 	}
-	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, traceview.Display(err.Error(), 512), outcome)
+	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, sanitize.Display(err.Error(), 512), outcome)
 }
 
 // readFile imports one file, or stdin for "-".
-func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Options) error {
+func (im *importer) readFile(name string, stdin io.Reader, opts input.Options) error {
 	im.mu.Lock()
 	im.name, im.problems = sanitize.String(name, 256), 0
 	im.mu.Unlock()
@@ -641,7 +652,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 		}
 		r = f
 	}
-	in, err := omnirecord.NewInput(ref, opts, im)
+	in, err := input.NewInput(ref, opts, im)
 	if err != nil {
 		return err
 	}
@@ -672,7 +683,7 @@ func (im *importer) readFile(name string, stdin io.Reader, opts omnirecord.Optio
 	return nil
 }
 
-func (im *importer) noteStats(in *omnirecord.Input) {
+func (im *importer) noteStats(in *input.Input) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	late, dropped := in.Stats()
@@ -685,7 +696,7 @@ func (im *importer) noteStats(in *omnirecord.Input) {
 
 // finish flushes the exporter and reports; it returns the exit status: 1
 // when a record was skipped or a span did not reach its destination.
-func (im *importer) finish(dest string) int {
+func (im *importer) finish() int {
 	im.drain()
 	status := 0
 	if im.late > 0 || im.dropped > 0 {
@@ -696,17 +707,24 @@ func (im *importer) finish(dest string) int {
 		fmt.Fprintf(im.stderr, "omnitrace import: %d requests of a later input were left out: the same request of an earlier input was exported without them, more than -max-pending being held for their other forms (raise -max-pending)\n", im.lateForms)
 		status = 1
 	}
-	if err := im.tel.Shutdown(context.WithoutCancel(im.ctx)); err != nil {
-		var loss *otelsetup.LossError
-		if errors.As(err, &loss) {
+	dest := im.x.dest
+	var l loss
+	if p := im.x.pipe; p != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), otelsetup.DefaultShutdownTimeout)
+		var err error
+		l, err = p.shutdown(ctx)
+		cancel()
+		if l.lost() > 0 {
 			fmt.Fprintf(im.stderr, "omnitrace import: %d of %d spans did not reach %s (%d failed to export, %d dropped)\n",
-				loss.Lost(), loss.Ended, dest, loss.Failed, loss.Pending)
-		} else {
-			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", traceview.Display(err.Error(), 1024))
+				l.lost(), l.ended, dest, l.failed, l.dropped)
+			status = 1
 		}
-		status = 1
+		if err != nil {
+			fmt.Fprintf(im.stderr, "omnitrace import: export: %s\n", sanitize.Display(err.Error(), 1024))
+			status = 1
+		}
 	}
-	if st := im.tel.ExportStats(); im.imported > 0 && im.tel.Enabled() && st.Ended == 0 {
+	if im.imported > 0 && im.x.pipe != nil && l.ended == 0 {
 		// The environment's sampler kept nothing: say so, rather than
 		// succeed with an empty destination.
 		fmt.Fprintln(im.stderr, "omnitrace import: the sampler (OTEL_TRACES_SAMPLER) recorded none of the imported spans: nothing was exported")

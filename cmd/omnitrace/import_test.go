@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -33,11 +34,21 @@ func importOut(t *testing.T, args ...string) (int, string, []traceview.Span) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ss, err := traceview.ParseOTLPJSON(f)
+	ss, err := readSpans(f)
 	if err != nil {
 		t.Fatalf("the output does not read back: %v", err)
 	}
 	return code, stderr, ss
+}
+
+// readSpans reads every span of an OTLP/JSON file.
+func readSpans(r io.Reader) ([]traceview.Span, error) {
+	var out []traceview.Span
+	err := traceview.ReadOTLPJSON(r, func(ss []traceview.Span) error {
+		out = append(out, ss...)
+		return nil
+	})
+	return out, err
 }
 
 func countNames(tr []traceview.Span) map[string]int {
@@ -124,10 +135,10 @@ func TestImportedSpansSayHowExactTheyAre(t *testing.T) {
 	for _, s := range tr {
 		switch s.Name {
 		case spans.Exec.SpanName():
-			if v, ok := s.Attrs[string(omnirecord.ResolutionKey)]; !ok || v.AsFloat64() != 1 {
+			if v, ok := s.Attrs[string(forms.ResolutionKey)]; !ok || v.AsFloat64() != 1 {
 				t.Errorf("exec: resolution %v", v)
 			}
-			if b, _ := s.Bool(string(omnirecord.SummedKey)); !b {
+			if b, _ := s.Bool(string(forms.SummedKey)); !b {
 				t.Error("exec is summed over outputs")
 			}
 			if b, _ := s.Bool("omni.timing.reconstructed"); !b {
@@ -141,7 +152,7 @@ func TestImportedSpansSayHowExactTheyAre(t *testing.T) {
 			t.Errorf("%s made from a 0 that means not measured", s.Name)
 		case spans.StageSpanName:
 			if s.Str(string(attrs.StageNameKey)) == "dit" {
-				if u := s.Attrs[string(omnirecord.UnmeasuredZeroKey)].AsStringSlice(); len(u) != 3 {
+				if u := s.Attrs[string(forms.UnmeasuredZeroKey)].AsStringSlice(); len(u) != 3 {
 					t.Errorf("unmeasured zeros %v", u)
 				}
 			}
@@ -249,7 +260,7 @@ func readTraces(t *testing.T, path string) []traceview.Span {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ss, err := traceview.ParseOTLPJSON(f)
+	ss, err := readSpans(f)
 	if err != nil {
 		t.Fatal(err)
 	}

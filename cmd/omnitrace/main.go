@@ -42,6 +42,8 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaegerquery"
+	"github.com/otelomni/otelomni/internal/tracetable"
+	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -86,18 +88,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "omnitrace: unknown command %q\n%s", traceview.Display(args[0], 64), usage)
+		fmt.Fprintf(stderr, "omnitrace: unknown command %q\n%s", sanitize.Display(args[0], 64), usage)
 		return 2
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "omnitrace %s: %s\n%s", args[0], traceview.Display(err.Error(), 1024), usage)
+		fmt.Fprintf(stderr, "omnitrace %s: %s\n%s", args[0], sanitize.Display(err.Error(), 1024), usage)
 		return 2
 	}
 	if err != nil {
 		// A backend's error page is other people's text: bounded, and
 		// without the control characters that would drive the terminal.
-		fmt.Fprintf(stderr, "omnitrace %s: %s\n", args[0], traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace %s: %s\n", args[0], sanitize.Display(err.Error(), 1024))
 		return 1
 	}
 	return 0
@@ -152,7 +154,7 @@ func (s *source) readFile(cmd string, stderr io.Writer, fn func([]traceview.Span
 		return nil
 	})
 	if err != nil && read > 0 {
-		fmt.Fprintf(stderr, "omnitrace %s: note: %s; the rest is shown\n", cmd, traceview.Display(strings.ReplaceAll(err.Error(), "\n", "; "), 1024))
+		fmt.Fprintf(stderr, "omnitrace %s: note: %s; the rest is shown\n", cmd, sanitize.Display(strings.ReplaceAll(err.Error(), "\n", "; "), 1024))
 		err = nil
 	}
 	return err
@@ -216,7 +218,7 @@ func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			count, matches = fmt.Sprintf("more than %d", maxListedTraces), append(matches[:maxListedTraces], "...")
 		}
 		return fmt.Errorf("%s traces hold request %q (runs that reuse the id): name one by its trace id: %s",
-			count, traceview.Display(*requestID, 128), strings.Join(matches, " "))
+			count, sanitize.Display(*requestID, 128), strings.Join(matches, " "))
 	}
 	if pick == nil {
 		return fmt.Errorf("trace not found")
@@ -225,15 +227,15 @@ func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *requestID != "" {
 		only = []string{*requestID}
 	}
-	n := traceview.Table(stdout, pick, only...)
+	n := tracetable.Write(stdout, pick, only...)
 	if note != "" {
 		fmt.Fprintf(stdout, "note: %s\n", note)
 	}
 	if n == 0 {
 		if *requestID != "" {
-			return fmt.Errorf("no %s span of request %q in trace %s", spans.RequestSpanName, traceview.Display(*requestID, 128), traceview.Display(pick[0].TraceID, 64))
+			return fmt.Errorf("no %s span of request %q in trace %s", spans.RequestSpanName, sanitize.Display(*requestID, 128), sanitize.Display(pick[0].TraceID, 64))
 		}
-		return fmt.Errorf("no %s span in trace %s", spans.RequestSpanName, traceview.Display(pick[0].TraceID, 64))
+		return fmt.Errorf("no %s span in trace %s", spans.RequestSpanName, sanitize.Display(pick[0].TraceID, 64))
 	}
 	return nil
 }
@@ -303,7 +305,7 @@ func (s *source) pickTrace(cmd string, stderr io.Writer, traceID, requestID stri
 		}
 		if !s.canReadTwice() {
 			if pick == nil {
-				return nil, ids, "", fmt.Errorf("the spans of request %q lie farther apart in the input than -max-spans %d: raise it, or read the file by its name", traceview.Display(requestID, 128), s.maxSpans)
+				return nil, ids, "", fmt.Errorf("the spans of request %q lie farther apart in the input than -max-spans %d: raise it, or read the file by its name", sanitize.Display(requestID, 128), s.maxSpans)
 			}
 			return pick, ids, w.notes() + " (read the file by its name to have the whole trace)", nil
 		}

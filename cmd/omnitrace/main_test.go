@@ -114,14 +114,31 @@ func TestImportAllGoodExitsZero(t *testing.T) {
 	}
 }
 
+// TestImportWithoutEnvironmentPrintsToTheConsole: with no OTEL_*, the
+// spans are written to stdout as OTLP/JSON lines, which table -file -
+// reads back.
 func TestImportWithoutEnvironmentPrintsToTheConsole(t *testing.T) {
 	clearEnv(t)
 	code, stdout, stderr := runCmd(t, goodLine+"\n", "import")
-	if code != 0 || !strings.Contains(stdout, `"Name": "omni.diffusion.exec"`) || !strings.Contains(stderr, "imported 1") {
-		t.Errorf("exit %d\nstdout:\n%.400s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 || !strings.Contains(stderr, "imported 1") {
+		t.Fatalf("exit %d\nstdout:\n%.400s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, `"omni.timing.reconstructed"`) {
-		t.Error("imported phase spans carry omni.timing.reconstructed")
+	ss, err := readSpans(strings.NewReader(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := countNames(ss)
+	if names["omni.request"] != 1 || names["omni.diffusion.exec"] != 1 {
+		t.Errorf("spans on stdout: %v", names)
+	}
+	for _, s := range ss {
+		if v, _ := s.Bool("omni.timing.reconstructed"); !v {
+			t.Errorf("%s lacks omni.timing.reconstructed", s.Name)
+		}
+	}
+	code, table, stderr := runCmd(t, stdout, "table", "-file", "-")
+	if code != 0 || !strings.Contains(table, "exec") {
+		t.Errorf("table -file - of the console's output: exit %d\n%s%s", code, table, stderr)
 	}
 }
 

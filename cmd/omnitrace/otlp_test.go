@@ -9,23 +9,31 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	"github.com/otelomni/otelomni/otelomni"
 )
 
 // marshalClient is an OTLP client that encodes each request as the OTLP
@@ -50,36 +58,15 @@ func (c *marshalClient) UploadTraces(_ context.Context, rss []*tracepb.ResourceS
 	return c.fail
 }
 
-// bothExporters returns the SDK's OTLP exporter on sdk and protoExporter
-// on ours, for the same resource.
-func bothExporters(tb testing.TB, sdk, ours otlptrace.Client, res *resource.Resource) (sdktrace.SpanExporter, sdktrace.SpanExporter) {
-	tb.Helper()
-	ctx := context.Background()
-	sdkExp, err := otlptrace.New(ctx, sdk)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ourExp, err := newProtoExporter(ctx, ours, res)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return sdkExp, ourExp
-}
-
-// sameRequest fails unless request i of two clients is the same bytes.
-func sameRequest(t *testing.T, sdk, ours *marshalClient, i int) {
+// request decodes request i as a receiver does: strings must be valid
+// UTF-8.
+func (c *marshalClient) request(t testing.TB, i int) *coltracepb.ExportTraceServiceRequest {
 	t.Helper()
-	if len(sdk.bodies) <= i || len(ours.bodies) <= i {
-		t.Fatalf("%d and %d requests, want %d", len(sdk.bodies), len(ours.bodies), i+1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.bodies) <= i {
+		t.Fatalf("%d requests, want %d", len(c.bodies), i+1)
 	}
-	if !bytes.Equal(sdk.bodies[i], ours.bodies[i]) {
-		t.Errorf("request %d differs from the SDK exporter's:\nsdk:  %s\nours: %s", i,
-			prototext.Format(sdk.request(t, i)), prototext.Format(ours.request(t, i)))
-	}
-}
-
-func (c *marshalClient) request(t *testing.T, i int) *coltracepb.ExportTraceServiceRequest {
-	t.Helper()
 	var req coltracepb.ExportTraceServiceRequest
 	if err := proto.Unmarshal(c.bodies[i], &req); err != nil {
 		t.Fatalf("request %d does not decode: %v", i, err)
@@ -87,140 +74,175 @@ func (c *marshalClient) request(t *testing.T, i int) *coltracepb.ExportTraceServ
 	return &req
 }
 
-// variedSpans makes spans with every attribute type, events, links,
-// statuses, kinds, a remote parent, a trace state, dropped counts, and
-// two scopes interleaved.
-func variedSpans(t testing.TB, res *resource.Resource) []sdktrace.ReadOnlySpan {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(res),
-		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
-			AttributeValueLengthLimit: -1, AttributeCountLimit: 18,
-			EventCountLimit: 2, LinkCountLimit: 1,
-			AttributePerEventCountLimit: 8, AttributePerLinkCountLimit: 8,
-		}))
-	a := tp.Tracer("omni", trace.WithInstrumentationVersion("1.2.3"), trace.WithSchemaURL("https://opentelemetry.io/schemas/1.41.0"),
-		trace.WithInstrumentationAttributes(attribute.String("scope.attr", "x")))
-	b := tp.Tracer("")
-	ts, err := trace.ParseTraceState("vendor=v1,other=o2")
+// testSettings are an import's batch settings, with its resource.
+func testSettings(res *resource.Resource) pipeSettings {
+	set := batchSettings()
+	set.resource, set.resourceSchema = res.Attributes(), res.SchemaURL()
+	return set
+}
+
+// importBatch makes the spans of the JSON-lines records as an import's
+// worker does, in one batch of the import's resource and scope.
+func importBatch(t testing.TB, res *resource.Resource, limits emit.Limits, lines ...string) ptrace.Traces {
+	t.Helper()
+	b := (&pipe{set: testSettings(res)}).newBatch()
+	em := emit.NewEmitter(limits, nil)
+	for _, l := range lines {
+		r, err := forms.Parse([]byte(l))
+		if err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if err := em.Emit(r, time.Unix(1796000000, 0), &b.spans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.td
+}
+
+// readOnlySpans returns the spans of td as the SDK holds them.
+func readOnlySpans(td ptrace.Traces, res *resource.Resource) []sdktrace.ReadOnlySpan {
+	var ss []sdktrace.ReadOnlySpan
+	scope := instrumentation.Scope{Name: otelomni.ScopeName, Version: otelomni.Version, SchemaURL: semconv.SchemaURL}
+	for _, s := range td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+		tid, sid := trace.TraceID(s.TraceID()), trace.SpanID(s.SpanID())
+		st := tracetest.SpanStub{
+			Name:                 s.Name(),
+			SpanContext:          trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(s.Flags() & 0xff)}),
+			SpanKind:             trace.SpanKind(s.Kind()),
+			StartTime:            s.StartTimestamp().AsTime(),
+			EndTime:              s.EndTimestamp().AsTime(),
+			DroppedAttributes:    int(s.DroppedAttributesCount()),
+			Resource:             res,
+			InstrumentationScope: scope,
+		}
+		if p := s.ParentSpanID(); !p.IsEmpty() {
+			st.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID(p), TraceFlags: trace.FlagsSampled})
+		}
+		for k, v := range s.Attributes().All() {
+			st.Attributes = append(st.Attributes, attribute.KeyValue{Key: attribute.Key(k), Value: attrValue(v)})
+		}
+		ss = append(ss, st.Snapshot())
+	}
+	return ss
+}
+
+// sdkExport returns the request the SDK's OTLP exporter sends for the
+// spans of td, as the SDK holds them.
+func sdkExport(t testing.TB, td ptrace.Traces, res *resource.Resource) *coltracepb.ExportTraceServiceRequest {
+	t.Helper()
+	c := &marshalClient{}
+	exp, err := otlptrace.New(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6},
-		TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true,
-	})
-	start := time.Unix(1796000000, 125)
-	all := []attribute.KeyValue{
-		attribute.String("s", "text"), attribute.String("empty", ""), attribute.Bool("t", true), attribute.Bool("f", false),
-		attribute.Int64("i", -7), attribute.Int64("zero", 0), attribute.Float64("d", 2.5), attribute.Float64("dz", 0),
-		attribute.StringSlice("ss", []string{"a", ""}), attribute.Int64Slice("is", []int64{1, -1}),
-		attribute.Float64Slice("ds", []float64{0.5, math.NaN(), math.Inf(-1), math.Copysign(0, -1)}),
-		attribute.BoolSlice("bs", []bool{true, false}), attribute.ByteSlice("by", []byte{0, 0xff}),
-		attribute.ByteSlice("by0", nil), {Key: "nothing"}, // an EMPTY value
-		attribute.Slice("sl", attribute.StringValue("a"), attribute.SliceValue(), attribute.MapValue(), attribute.IntValue(-1)),
-		attribute.Map("m", attribute.String("k", ""), attribute.Map("inner", attribute.Bool("b", false)), attribute.KeyValue{}),
-		{Key: "", Value: attribute.StringValue("an empty key")},
-		// Over the count limit: dropped, and counted.
-		attribute.String("x1", "1"), attribute.String("x2", "2"),
-	}
-	ctx, root := a.Start(trace.ContextWithRemoteSpanContext(context.Background(), remote), "root",
-		trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(all...),
-		trace.WithLinks(trace.Link{SpanContext: remote, Attributes: []attribute.KeyValue{attribute.Int("l", 1)}},
-			trace.Link{SpanContext: remote})) // over the link limit
-	root.AddEvent("e1", trace.WithTimestamp(start.Add(time.Millisecond)), trace.WithAttributes(attribute.String("k", "v")))
-	root.AddEvent("e2", trace.WithTimestamp(start.Add(2*time.Millisecond)))
-	root.AddEvent("e3", trace.WithTimestamp(start.Add(3*time.Millisecond))) // over the event limit
-	root.SetStatus(codes.Error, "it failed: ünïcode")
-	_, c1 := b.Start(ctx, "in the empty scope", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindClient))
-	c1.SetStatus(codes.Ok, "")
-	c1.End(trace.WithTimestamp(start.Add(time.Second)))
-	_, c2 := a.Start(ctx, "", trace.WithTimestamp(start)) // an empty name
-	c2.End(trace.WithTimestamp(start))                    // a zero-length span
-	for _, k := range []trace.SpanKind{trace.SpanKindInternal, trace.SpanKindProducer, trace.SpanKindConsumer} {
-		_, c := a.Start(ctx, "kind "+k.String(), trace.WithTimestamp(start), trace.WithSpanKind(k))
-		c.End(trace.WithTimestamp(start.Add(time.Microsecond)))
-	}
-	root.End(trace.WithTimestamp(start.Add(2 * time.Second)))
-	if err := tp.Shutdown(context.Background()); err != nil {
+	if err := exp.ExportSpans(context.Background(), readOnlySpans(td, res)); err != nil {
 		t.Fatal(err)
 	}
-	return rec.Ended()
+	return c.request(t, 0)
 }
 
-// TestProtoExporterWritesWhatTheSDKExporterWrites: for the same spans, the
-// request protoExporter sends is byte for byte the one the SDK's OTLP
-// exporter sends.
-func TestProtoExporterWritesWhatTheSDKExporterWrites(t *testing.T) {
+func attrValue(v pcommon.Value) attribute.Value {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return attribute.StringValue(v.Str())
+	case pcommon.ValueTypeBool:
+		return attribute.BoolValue(v.Bool())
+	case pcommon.ValueTypeInt:
+		return attribute.Int64Value(v.Int())
+	case pcommon.ValueTypeDouble:
+		return attribute.Float64Value(v.Double())
+	case pcommon.ValueTypeSlice:
+		var ss []string
+		for _, x := range v.Slice().All() {
+			ss = append(ss, x.Str())
+		}
+		return attribute.StringSliceValue(ss)
+	}
+	return attribute.Value{}
+}
+
+// sameRequests fails unless the two requests hold the same resource,
+// scope and spans, span for span.
+func sameRequests(t *testing.T, sdk, ours *coltracepb.ExportTraceServiceRequest) int {
+	t.Helper()
+	if len(sdk.ResourceSpans) != 1 || len(ours.ResourceSpans) != 1 {
+		t.Fatalf("%d and %d resource spans", len(sdk.ResourceSpans), len(ours.ResourceSpans))
+	}
+	w, g := sdk.ResourceSpans[0], ours.ResourceSpans[0]
+	if !proto.Equal(w.Resource, g.Resource) || w.SchemaUrl != g.SchemaUrl {
+		t.Errorf("resource %v, the SDK's %v", g.Resource, w.Resource)
+	}
+	if len(w.ScopeSpans) != 1 || len(g.ScopeSpans) != 1 {
+		t.Fatalf("%d and %d scopes", len(w.ScopeSpans), len(g.ScopeSpans))
+	}
+	ws, gs := w.ScopeSpans[0], g.ScopeSpans[0]
+	if !proto.Equal(ws.Scope, gs.Scope) || ws.SchemaUrl != gs.SchemaUrl {
+		t.Errorf("scope %v, the SDK's %v", gs.Scope, ws.Scope)
+	}
+	order := func(ss []*tracepb.Span) {
+		sort.Slice(ss, func(i, j int) bool { return bytes.Compare(ss[i].SpanId, ss[j].SpanId) < 0 })
+	}
+	order(ws.Spans)
+	order(gs.Spans)
+	if len(ws.Spans) != len(gs.Spans) {
+		t.Fatalf("%d spans, the SDK's exporter %d", len(gs.Spans), len(ws.Spans))
+	}
+	for i := range ws.Spans {
+		if !proto.Equal(ws.Spans[i], gs.Spans[i]) {
+			t.Errorf("span differs from the SDK exporter's:\nsdk:    %s\nimport: %s", prototext.Format(ws.Spans[i]), prototext.Format(gs.Spans[i]))
+		}
+	}
+	return len(ws.Spans)
+}
+
+// TestOTLPSinkSendsWhatTheSDKExporterSends: for the same spans, the
+// request the import's OTLP sink hands its client holds, span for span,
+// what the SDK's OTLP exporter sends (omnirecord's
+// TestTheImportMakesTheRecordPathsSpans holds the spans to the record
+// path's); the request decodes as a receiver decodes it, strings checked
+// for UTF-8, hostile strings included.
+func TestOTLPSinkSendsWhatTheSDKExporterSends(t *testing.T) {
 	ctx := context.Background()
 	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0",
-		attribute.String("service.name", "omnitrace"), attribute.Int("n", 3))
-	ss := variedSpans(t, res)
-	if len(ss) != 6 {
-		t.Fatalf("%d spans", len(ss))
-	}
-
-	var sdkClient, ourClient marshalClient
-	sdkExp, ours := bothExporters(t, &sdkClient, &ourClient, res)
-	for _, exp := range []sdktrace.SpanExporter{sdkExp, ours} {
-		if err := exp.ExportSpans(ctx, ss); err != nil {
-			t.Fatal(err)
-		}
-		if err := exp.ExportSpans(ctx, ss[:1]); err != nil { // the buffer is reused
-			t.Fatal(err)
-		}
-	}
-	for i := range 2 {
-		sameRequest(t, &sdkClient, &ourClient, i)
-	}
-	// The spans really hold what the comparison is about.
-	req := ourClient.request(t, 0)
-	scopes := req.ResourceSpans[0].ScopeSpans
-	if len(scopes) != 2 || scopes[0].Scope.GetName() == scopes[1].Scope.GetName() {
-		t.Fatalf("scopes: %v", scopes)
-	}
-	var root *tracepb.Span
-	for _, sc := range scopes {
-		for _, s := range sc.Spans {
-			if s.Name == "root" {
-				root = s
-			}
-		}
-	}
-	if root == nil || len(root.Attributes) != 18 || root.DroppedAttributesCount != 2 || len(root.Events) != 2 ||
-		root.DroppedEventsCount != 1 || len(root.Links) != 1 || root.DroppedLinksCount != 1 ||
-		root.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || root.TraceState == "" || root.Flags&flagIsRemote == 0 {
-		t.Errorf("root span: %v", root)
-	}
-}
-
-// TestProtoExporterErrors: a failed upload is the export's error; after
-// Shutdown an export fails and a second Shutdown does nothing.
-func TestProtoExporterErrors(t *testing.T) {
-	ctx := context.Background()
-	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
-	ss := variedSpans(t, res)
-	refused := errors.New("refused")
-	c := &marshalClient{fail: refused}
-	e, err := newProtoExporter(ctx, c, res)
+		attribute.String("service.name", "omnitrace"), attribute.String("n", "3"))
+	hostile := strings.Replace(goodLine, `"chatcmpl-ac59cea85b422f04"`, "\"bad-\xff\xfe-\\ud800-id\"", 1)
+	hostile = strings.Replace(hostile, `"Qwen/Qwen-Image"`, `"`+strings.Repeat("m", 100<<10)+`"`, 1)
+	td := importBatch(t, res, spanLimits(), goodLine, twoStages, hostile)
+	c := &marshalClient{}
+	s, err := newOTLPSink(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ExportSpans(ctx, ss); !errors.Is(err, refused) {
-		t.Errorf("export: %v, want the client's error", err)
-	}
-	if err := e.ExportSpans(ctx, nil); err != nil || len(c.bodies) != 1 {
-		t.Errorf("an empty batch: %v, %d uploads", err, len(c.bodies))
-	}
-	if err := e.ExportSpans(ctx, []sdktrace.ReadOnlySpan{nil, nil}); err != nil || len(c.bodies) != 1 {
-		t.Errorf("a batch of nil spans: %v, %d uploads (the SDK's exporter makes none)", err, len(c.bodies))
-	}
-	if err := e.Shutdown(ctx); err != nil {
+	if err := s.export(ctx, td); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Shutdown(ctx); err != nil {
+	if n := sameRequests(t, sdkExport(t, td, res), c.request(t, 0)); n < 12 {
+		t.Errorf("%d spans compared", n)
+	}
+}
+
+// TestOTLPSinkErrors: a failed upload is the export's error; after
+// shutdown an export fails and a second shutdown does nothing.
+func TestOTLPSinkErrors(t *testing.T) {
+	ctx := context.Background()
+	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
+	td := importBatch(t, res, spanLimits(), goodLine)
+	refused := errors.New("refused")
+	c := &marshalClient{fail: refused}
+	s, err := newOTLPSink(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.export(ctx, td); !errors.Is(err, refused) {
+		t.Errorf("export: %v, want the client's error", err)
+	}
+	if err := s.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.shutdown(ctx); err != nil {
 		t.Errorf("second shutdown: %v", err)
 	}
-	if err := e.ExportSpans(ctx, ss); !errors.Is(err, errExporterStopped) {
+	if err := s.export(ctx, td); !errors.Is(err, errExporterStopped) {
 		t.Errorf("export after shutdown: %v", err)
 	}
 }
@@ -230,35 +252,49 @@ func TestProtoExporterErrors(t *testing.T) {
 type stuckClient struct {
 	uploading chan struct{}
 	stop      chan struct{}
+	once      sync.Once
 }
 
 func (c *stuckClient) Start(context.Context) error { return nil }
 func (c *stuckClient) Stop(context.Context) error  { close(c.stop); return nil }
 func (c *stuckClient) UploadTraces(ctx context.Context, _ []*tracepb.ResourceSpans) error {
-	close(c.uploading)
+	c.once.Do(func() { close(c.uploading) })
 	<-c.stop
 	return errors.New("stopped")
 }
 
-// TestProtoExporterShutdownCutsAnExportShort: Shutdown does not wait for
-// an export in flight; it stops the client, which ends the export. (Were
-// Shutdown to wait, this test would never end.)
-func TestProtoExporterShutdownCutsAnExportShort(t *testing.T) {
+// TestShutdownCutsAStuckExportShort: the pipe's shutdown does not wait
+// for an export in flight beyond its deadline: it stops the client, which
+// ends the export, and counts what did not reach it. (Were it to wait,
+// this test would never end.)
+func TestShutdownCutsAStuckExportShort(t *testing.T) {
 	ctx := context.Background()
 	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
 	c := &stuckClient{uploading: make(chan struct{}), stop: make(chan struct{})}
-	e, err := newProtoExporter(ctx, c, res)
+	s, err := newOTLPSink(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exported := make(chan error)
-	go func() { exported <- e.ExportSpans(ctx, variedSpans(t, res)) }()
-	<-c.uploading
-	if err := e.Shutdown(ctx); err != nil {
-		t.Fatal(err)
+	set := testSettings(res)
+	set.batch = 1
+	p := newPipe(set, s)
+	b := p.newBatch()
+	em := emit.NewEmitter(spanLimits(), nil)
+	for _, l := range []string{goodLine, twoStages} {
+		r, err := forms.Parse([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.emit(em, r, time.Unix(1796000000, 0)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := <-exported; err == nil {
-		t.Error("the export cut short by Shutdown reported no error")
+	<-c.uploading
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	l, _ := p.shutdown(sctx)
+	if l.ended == 0 || l.lost() != l.ended || l.failed == 0 {
+		t.Errorf("loss %+v: every span lost, the one in flight failed", l)
 	}
 }
 
@@ -367,54 +403,47 @@ func TestImportOverOTLPHTTP(t *testing.T) {
 	}
 }
 
-// importLikeSpans makes n spans shaped as an import's: per request, the
-// request span with ten attributes and five phase spans with three.
-func importLikeSpans(b *testing.B, res *resource.Resource, n int) []sdktrace.ReadOnlySpan {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(res))
-	tr := tp.Tracer("github.com/otelomni/otelomni", trace.WithInstrumentationVersion("0.1.0"), trace.WithSchemaURL("https://opentelemetry.io/schemas/1.41.0"))
-	start := time.Unix(1796000000, 125)
-	for i := 0; len(rec.Ended()) < n; i++ {
-		ctx, req := tr.Start(context.Background(), "omni.request", trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("omni.request.id", fmt.Sprintf("chatcmpl-%016x", i)),
-				attribute.String("gen_ai.operation.name", "generate_content"), attribute.String("gen_ai.request.model", "Qwen/Qwen-Image"),
-				attribute.String("omni.output.modality", "image"), attribute.String("gen_ai.output.type", "image"),
-				attribute.Int("omni.diffusion.num_inference_steps", 50), attribute.Int("omni.stage.id", 0),
-				attribute.String("omni.stage.type", "diffusion"), attribute.String("omni.stage.name", "dit"),
-				attribute.String("omni.import.source", "jsonl")))
-		for _, p := range []string{"queue_wait", "preprocess", "exec", "forward", "postprocess"} {
-			_, s := tr.Start(ctx, "omni.diffusion."+p, trace.WithTimestamp(start), trace.WithAttributes(
-				attribute.String("omni.phase", p), attribute.String("gen_ai.request.model", "Qwen/Qwen-Image"),
-				attribute.Bool("omni.timing.reconstructed", true)))
-			s.End(trace.WithTimestamp(start.Add(time.Second)))
-		}
-		req.End(trace.WithTimestamp(start.Add(2 * time.Second)))
-	}
-	return rec.Ended()[:n]
-}
-
-// BenchmarkExportEncoding encodes one batch of 2 048 spans shaped as an
-// import's to the bytes of an OTLP request: the SDK's OTLP exporter
-// against protoExporter, both on the same client.
+// BenchmarkExportEncoding encodes one batch of 2 048 spans of an import
+// to the bytes of an OTLP request: the SDK's OTLP exporter (of the same
+// spans, as the SDK holds them) against the import's sink (pdata's
+// encoding), both on the same client.
 func BenchmarkExportEncoding(b *testing.B) {
 	ctx := context.Background()
 	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
-	batch := importLikeSpans(b, res, importBatchSize)
-	sdkExp, ours := bothExporters(b, &discardClient{}, &discardClient{}, res)
-	for _, c := range []struct {
-		name string
-		exp  sdktrace.SpanExporter
-	}{{"sdk", sdkExp}, {"omnitrace", ours}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := c.exp.ExportSpans(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/span")
-		})
+	var lines []string
+	for i := 0; i < importBatchSize/5; i++ {
+		lines = append(lines, strings.Replace(goodLine, "chatcmpl-ac59cea85b422f04", fmt.Sprintf("chatcmpl-%016x", i), 1))
 	}
+	td := importBatch(b, res, spanLimits(), lines...)
+	n := td.SpanCount()
+	sdkClient, ourClient := &discardClient{}, &discardClient{}
+	sdkExp, err := otlptrace.New(ctx, sdkClient)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stubs := readOnlySpans(td, res)
+	sink, err := newOTLPSink(ctx, ourClient)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := sdkExp.ExportSpans(ctx, stubs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/span")
+	})
+	b.Run("omnitrace", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := sink.export(ctx, td); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/span")
+	})
 }
 
 // discardClient encodes each request, as a client does, and drops it.
@@ -428,54 +457,68 @@ func (c *discardClient) UploadTraces(_ context.Context, rss []*tracepb.ResourceS
 	return err
 }
 
-// FuzzProtoExporter: spans with any names, attributes, event and status
-// text encode to the bytes the SDK's exporter sends; where a string is not
-// valid UTF-8, both refuse the batch and send nothing.
-func FuzzProtoExporter(f *testing.F) {
-	f.Add("omni.request", "gen_ai.request.model", "Qwen/Qwen-Image", int64(50), 2.5, true, "done")
-	f.Add("", "", "", int64(-1), math.Copysign(0, -1), false, "")
-	f.Add("\u00e9\u4e16", "k\x00", "\u2028", int64(1)<<62, 1e300, true, "\t")
-	f.Add("ok", "key", "bad \xff byte", int64(7), math.NaN(), false, "\xed\xa0\x80")
-	f.Fuzz(func(t *testing.T, name, key, val string, n int64, x float64, ok bool, msg string) {
-		valid := true
-		for _, s := range []string{name, key, val, msg} {
-			valid = valid && utf8.ValidString(s)
-		}
-		ctx := context.Background()
-		res := resource.NewSchemaless(attribute.String("service.name", val))
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(res))
-		tr := tp.Tracer(name, trace.WithInstrumentationVersion(val))
-		kvs := []attribute.KeyValue{
-			attribute.String(key, val), attribute.Int64(key+"n", n), attribute.Float64(key+"x", x),
-			attribute.Bool(key+"b", ok), attribute.StringSlice(key+"s", []string{val, name}),
-			attribute.Int64Slice(key+"ns", []int64{n, -n}), attribute.Float64Slice(key+"xs", []float64{x}),
-		}
-		start := time.Unix(0, n&(1<<62-1))
-		c, s := tr.Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(kvs...))
-		s.AddEvent(msg, trace.WithTimestamp(start), trace.WithAttributes(kvs...))
-		code := codes.Unset
-		if ok {
-			code = codes.Error
-		}
-		s.SetStatus(code, msg)
-		_, child := tr.Start(c, val, trace.WithTimestamp(start), trace.WithLinks(trace.Link{SpanContext: s.SpanContext(), Attributes: kvs}))
-		child.End(trace.WithTimestamp(start))
-		s.End(trace.WithTimestamp(start.Add(time.Duration(n & 0xffff))))
-		ss := rec.Ended()
-
-		var sdkClient, ourClient marshalClient
-		sdkExp, ours := bothExporters(t, &sdkClient, &ourClient, res)
-		sdkErr, ourErr := sdkExp.ExportSpans(ctx, ss), ours.ExportSpans(ctx, ss)
-		if !valid {
-			if sdkErr == nil || !errors.Is(ourErr, errInvalidUTF8) || len(sdkClient.bodies)+len(ourClient.bodies) != 0 {
-				t.Fatalf("invalid UTF-8: the SDK's exporter: %v, ours: %v, %d and %d requests sent", sdkErr, ourErr, len(sdkClient.bodies), len(ourClient.bodies))
-			}
+// FuzzOTLPSink: a request of any id, model, stage name and unknown key
+// and value, hostile strings included, makes an OTLP request that decodes
+// as a receiver decodes it (strings checked for UTF-8), holding span for
+// span what the SDK's OTLP exporter sends for the same spans.
+func FuzzOTLPSink(f *testing.F) {
+	f.Add("chatcmpl-1", "Qwen/Qwen-Image", "dit", "k", "v", 2.5)
+	f.Add("", "", "", "", "", math.Copysign(0, -1))
+	f.Add("\u00e9\u4e16", "k\x00", "\u2028", "\xff", "bad \xff byte", 1e300)
+	f.Add("ok", "\xed\xa0\x80", "\t", "key", strings.Repeat("x", 5000), 1e-9)
+	res := resource.NewSchemaless(attribute.String("service.name", "omnitrace"))
+	f.Fuzz(func(t *testing.T, id, model, stage, key, val string, x float64) {
+		line := fmt.Sprintf(`{"request_id": %s, "model": %s, "arrival_time": 1796000000.5, "stages": [{"stage_id": 0, "stage_name": %s, "submit_time": 1796000000.5, "forward_time_ms": 1, %s: %s, "n": %g},`+
+			` {"stage_id": 1, "submit_time": 1796000000.6, "rx_decode_time_ms": 0.5, "vllm_decode_ms": 3}]}`,
+			quote(id), quote(model), quote(stage), quote("x"+key), quote(val), clampFloat(x))
+		if _, err := forms.Parse([]byte(line)); err != nil {
 			return
 		}
-		if sdkErr != nil || ourErr != nil {
-			t.Fatal(sdkErr, ourErr)
+		ctx := context.Background()
+		td := importBatch(t, res, spanLimits(), line)
+		c := &marshalClient{}
+		s, err := newOTLPSink(ctx, c)
+		if err != nil {
+			t.Fatal(err)
 		}
-		sameRequest(t, &sdkClient, &ourClient, 0)
+		if err := s.export(ctx, td); err != nil {
+			t.Fatal(err)
+		}
+		got := c.request(t, 0)
+		for _, sp := range got.ResourceSpans[0].ScopeSpans[0].Spans {
+			for _, kv := range sp.Attributes {
+				if !utf8.ValidString(kv.Key) || !utf8.ValidString(kv.Value.GetStringValue()) {
+					t.Fatalf("%s: %q is not valid UTF-8", sp.Name, kv.Key)
+				}
+			}
+		}
+		sameRequests(t, sdkExport(t, td, res), got)
 	})
+}
+
+// quote writes s as a JSON string, its bytes as they are (invalid UTF-8
+// included), escaping what JSON must.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func clampFloat(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/otelomni/otelomni/internal/journal"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/traceview"
+	"github.com/otelomni/otelomni/sanitize"
 )
 
 // Exit statuses of recover (docs/omnitrace.md).
@@ -37,7 +37,7 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "write the recovered spans to this OTLP/JSON file instead of exporting them")
 	usageFail := func(msg string) int {
-		fmt.Fprintf(stderr, "omnitrace recover: %s\n%s", traceview.Display(msg, 1024), usage)
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n%s", sanitize.Display(msg, 1024), usage)
 		return recoverUsage
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,12 +51,12 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageFail(fmt.Sprintf("%s is not a directory", dir))
 	}
 	if err := otelsetup.CheckEnvironment(); err != nil {
-		fmt.Fprintf(stderr, "omnitrace recover: %s\n", traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
 		return recoverUsage
 	}
 	exp, dest, err := recoverExporter(ctx, *out)
 	if err != nil {
-		fmt.Fprintf(stderr, "omnitrace recover: %s\n", traceview.Display(err.Error(), 1024))
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
 		return recoverUsage
 	}
 	if exp == nil {
@@ -74,7 +74,7 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		rep.Torn, rep.Corrupt, rep.Unreadable)
 	fmt.Fprintf(stdout, "left: %d journals of processes still running\n", rep.Live)
 	if err := errors.Join(rerr, serr); err != nil {
-		fmt.Fprintf(stderr, "omnitrace recover: %s\n", traceview.Display(err.Error(), 4096))
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 4096))
 		return recoverPartial
 	}
 	switch {
@@ -97,7 +97,7 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		if err != nil {
 			return nil, "", err
 		}
-		return flushEach{traceview.NewOTLPJSONExporter(f)}, out, nil
+		return newFileExporter(f), out, nil
 	case envNamesExporter():
 		e, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
@@ -109,15 +109,4 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		return e, describeExporter(), nil
 	}
 	return nil, "", nil
-}
-
-// flushEach writes each batch through to the file before it returns: a
-// batch it accepted leaves the journal, so it must not wait in a buffer.
-type flushEach struct{ *traceview.OTLPJSONExporter }
-
-func (e flushEach) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
-	if err := e.OTLPJSONExporter.ExportSpans(ctx, ss); err != nil {
-		return err
-	}
-	return e.ForceFlush(ctx)
 }

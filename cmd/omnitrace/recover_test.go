@@ -18,7 +18,6 @@ import (
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 const recoverChildEnv = "OMNITRACE_RECOVER_CHILD"
@@ -103,7 +102,7 @@ func TestRecoverExportsAKilledEnginesSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ss, err := traceview.ParseOTLPJSON(bufio.NewReader(f))
+	ss, err := readSpans(bufio.NewReader(f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,102 +5,154 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/internal/omnirecord"
+	"github.com/otelomni/otelomni/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/sanitize"
-	"github.com/otelomni/otelomni/traceview"
 )
 
-// exportSetup builds the SDK for an import: spans to the OTLP/JSON file
-// out, or where the OTEL_* variables say (to the console when none names
-// an exporter or endpoint). Ids come from the records (see
-// omnirecord.IDGenerator), and the resource is fixed (see fixedResource):
-// importing the same input twice makes the same spans, byte for byte,
-// which a backend stores once.
-func exportSetup(ctx context.Context, out string, stdout io.Writer) (*otelsetup.Telemetry, string, error) {
-	// An import is a batch job: wait for the exporter rather than drop,
-	// and keep it busy with large batches from a queue deep enough that
-	// reading seldom waits on one export. Both bound memory, whatever the
-	// input's length; OTEL_BSP_* still win.
-	batch := []sdktrace.BatchSpanProcessorOption{sdktrace.WithBlocking()}
-	if os.Getenv("OTEL_BSP_MAX_QUEUE_SIZE") == "" {
-		batch = append(batch, sdktrace.WithMaxQueueSize(importQueueSize))
-	}
-	if os.Getenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") == "" {
-		batch = append(batch, sdktrace.WithMaxExportBatchSize(importBatchSize))
-	}
-	opts := []otelsetup.Option{
-		otelsetup.WithServiceName("omnitrace"), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
-		otelsetup.WithBatchOptions(batch...),
-		otelsetup.WithIDGenerator(omnirecord.IDGenerator()),
-	}
+// export is where an import's spans go, and what its spans are made
+// within.
+type export struct {
+	// pipe is nil when the environment turns tracing off.
+	pipe   *pipe
+	dest   string
+	limits emit.Limits
+	// sample is the environment's sampler's decision for a trace; nil
+	// keeps every trace.
+	sample func(trace.TraceID) bool
+}
+
+// exportSetup reads where an import's spans go from the standard OTEL_*
+// variables (to the console when none names an exporter or endpoint), or
+// to the OTLP/JSON file out, and what limits and sampler apply, as the
+// SDK reads them. Ids come from the records (see emit.Emitter), and
+// the resource is fixed (see importResource): importing the same input
+// twice makes the same spans, byte for byte, which a backend stores once.
+func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, error) {
 	// Checked before an exporter of ours reads the environment: a
 	// malformed endpoint is then reported once, without its password.
 	if err := otelsetup.CheckEnvironment(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	res, err := importResource(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	var exp sdktrace.SpanExporter
-	dest := out
-	switch {
+	x := &export{limits: spanLimits(), sample: sampler()}
+	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+		x.dest = "none"
+		return x, nil
+	}
+	var s sink
+	switch kind := os.Getenv("OTEL_TRACES_EXPORTER"); {
 	case out != "":
 		f, err := os.Create(out)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		exp = traceview.NewOTLPJSONExporter(f)
+		s, x.dest = newJSONSink(f, f), out
+	case kind == "none":
+		x.dest = "none"
+		return x, nil
+	case kind == "console":
+		s, x.dest = newJSONSink(stdout, nil), "the console"
 	case envNamesExporter():
-		if client, ok := otlpClient(); ok {
-			e, err := newProtoExporter(ctx, client, res)
-			if err != nil {
-				return nil, "", err
-			}
-			tel, err := otelsetup.Setup(ctx, append(opts, otelsetup.WithSpanExporter(e))...)
-			if err != nil {
-				_ = e.Shutdown(ctx)
-			}
-			return tel, describeExporter(), err
+		client, ok := otlpClient()
+		if !ok {
+			return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: not an exporter an import sends to (otlp, console, none)", sanitize.Display(kind, 64))
 		}
-		e, err := autoexport.NewSpanExporter(ctx)
+		o, err := newOTLPSink(ctx, client)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		if autoexport.IsNoneSpanExporter(e) {
-			tel, err := otelsetup.Setup(ctx, opts...)
-			return tel, "none", err
-		}
-		exp, dest = e, describeExporter()
+		s, x.dest = o, describeExporter()
 	default:
-		e, err := stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
-		if err != nil {
-			return nil, "", err
-		}
-		exp, dest = e, "the console (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
+		s, x.dest = newJSONSink(stdout, nil), "the console (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
 	}
-	tel, err := otelsetup.Setup(ctx, append(opts, otelsetup.WithSpanExporter(fixedResource{exp, res}))...)
-	if err != nil {
-		_ = exp.Shutdown(ctx)
-	}
-	return tel, dest, err
+	set := batchSettings()
+	set.resource = sanitize.KeyValues(res.Attributes(), 256, otelsetup.DefaultAttributeValueLengthLimit)
+	set.resourceSchema = res.SchemaURL()
+	x.pipe = newPipe(set, s)
+	return x, nil
 }
 
-// The import's batch processor: a queue of 8 192 spans (a few MiB) and
-// batches of 2 048 spans (a few hundred KiB on the wire).
+// The import's batches: a queue of 8 192 spans (a few MiB) and batches of
+// 2 048 spans (a few hundred KiB on the wire), unless OTEL_BSP_* say
+// otherwise; the SDK's schedule delay and export timeout.
 const (
 	importQueueSize = 8192
 	importBatchSize = 2048
+	scheduleDelay   = 5 * time.Second
+	exportTimeout   = 30 * time.Second
 )
+
+// envInt returns the first of the variables names that is set, or def.
+// otelsetup.CheckEnvironment has checked each is a number in its range.
+func envInt(def int, names ...string) int {
+	for _, n := range names {
+		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
+			if i, err := strconv.Atoi(v); err == nil {
+				return i
+			}
+		}
+	}
+	return def
+}
+
+// batchSettings are the OTEL_BSP_* settings, as the SDK's batch span
+// processor reads them, with the import's own defaults.
+func batchSettings() pipeSettings {
+	set := pipeSettings{
+		queue:         envInt(importQueueSize, "OTEL_BSP_MAX_QUEUE_SIZE"),
+		batch:         envInt(importBatchSize, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+		delay:         time.Duration(envInt(int(scheduleDelay/time.Millisecond), "OTEL_BSP_SCHEDULE_DELAY")) * time.Millisecond,
+		exportTimeout: time.Duration(envInt(int(exportTimeout/time.Millisecond), "OTEL_BSP_EXPORT_TIMEOUT")) * time.Millisecond,
+	}
+	set.batch = min(set.batch, set.queue)
+	return set
+}
+
+// spanLimits are the SDK's attribute limits, from the variables the SDK
+// reads, with otelsetup's default value length.
+func spanLimits() emit.Limits {
+	return emit.Limits{
+		Attributes:  envInt(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
+		ValueLength: envInt(otelsetup.DefaultAttributeValueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+	}
+}
+
+// sampler is OTEL_TRACES_SAMPLER's decision for an imported trace, whose
+// request span is a root: a parent-based sampler decides as its root
+// sampler. nil keeps every trace.
+func sampler() func(trace.TraceID) bool {
+	var s sdktrace.Sampler
+	switch strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER"))) {
+	case "always_off", "parentbased_always_off":
+		return func(trace.TraceID) bool { return false }
+	case "traceidratio", "parentbased_traceidratio":
+		ratio := 1.0
+		if arg := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+			if f, err := strconv.ParseFloat(arg, 64); err == nil {
+				ratio = f
+			}
+		}
+		s = sdktrace.TraceIDRatioBased(ratio)
+	default:
+		return nil
+	}
+	return func(id trace.TraceID) bool {
+		return s.ShouldSample(sdktrace.SamplingParameters{TraceID: id}).Decision == sdktrace.RecordAndSample
+	}
+}
 
 // envNamesExporter reports whether the environment names where spans go.
 func envNamesExporter() bool {
@@ -113,14 +165,10 @@ func envNamesExporter() bool {
 }
 
 func describeExporter() string {
-	kind := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))
-	if kind != "" && kind != "otlp" {
-		return kind
-	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
 			// What is printed must not show a password or a token.
-			return "otlp to " + traceview.Display(sanitize.URL(v, 256), 200)
+			return "otlp to " + sanitize.Display(sanitize.URL(v, 256), 200)
 		}
 	}
 	return "otlp"
@@ -140,33 +188,3 @@ func importResource(ctx context.Context) (*resource.Resource, error) {
 	}
 	return res, nil
 }
-
-// fixedResource exports spans with one resource in place of the tracer
-// provider's.
-type fixedResource struct {
-	sdktrace.SpanExporter
-	res *resource.Resource
-}
-
-func (f fixedResource) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
-	out := make([]sdktrace.ReadOnlySpan, len(ss))
-	for i, s := range ss {
-		out[i] = withResource{s, f.res}
-	}
-	return f.SpanExporter.ExportSpans(ctx, out)
-}
-
-// ForceFlush flushes the wrapped exporter when it can.
-func (f fixedResource) ForceFlush(ctx context.Context) error {
-	if ff, ok := f.SpanExporter.(interface{ ForceFlush(context.Context) error }); ok {
-		return ff.ForceFlush(ctx)
-	}
-	return nil
-}
-
-type withResource struct {
-	sdktrace.ReadOnlySpan
-	res *resource.Resource
-}
-
-func (s withResource) Resource() *resource.Resource { return s.res }

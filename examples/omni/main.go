@@ -306,9 +306,10 @@ func (c *child) read(r io.Reader, show bool, sink *spanSink) {
 		}
 		if m.Type == "spans" {
 			if show {
-				if ss, err := traceview.ParseOTLPJSON(bytes.NewReader(m.OTLP)); err == nil {
+				_ = traceview.ReadOTLPJSON(bytes.NewReader(m.OTLP), func(ss []traceview.Span) error {
 					sink.add(ss)
-				}
+					return nil
+				})
 			}
 			continue
 		}

@@ -102,7 +102,7 @@ func Check(ctx context.Context, c *jaegerquery.Client, from, to time.Time, reqs 
 	sort.Strings(ids)
 	for _, tid := range ids {
 		tr := traces[tid]
-		roots := traceview.Trees(tr)
+		roots, _ := traceview.Trees(tr)
 		if len(roots) != 1 || roots[0].Span.Name != spans.RequestSpanName {
 			rep.Strays = append(rep.Strays, fmt.Sprintf("trace %s: %d spans in %d trees, first root %s",
 				tid, len(tr), len(roots), sanitize.String(roots[0].Span.Name, 64)))

@@ -64,7 +64,18 @@ func (c *Client) Trace(ctx context.Context, traceID string) ([]traceview.Span, e
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("jaeger: trace %s: HTTP %d: %s", sanitize.String(traceID, 64), code, body(b))
 	}
-	return traceview.ParseOTLPJSON(bytes.NewReader(b))
+	return readSpans(b)
+}
+
+// readSpans reads the spans of an answer: what could be read, and an
+// error saying what could not.
+func readSpans(b []byte) ([]traceview.Span, error) {
+	var out []traceview.Span
+	err := traceview.ReadOTLPJSON(bytes.NewReader(b), func(ss []traceview.Span) error {
+		out = append(out, ss...)
+		return nil
+	})
+	return out, err
 }
 
 // Search returns the spans of up to limit traces of service that started
@@ -86,12 +97,12 @@ func (c *Client) Search(ctx context.Context, service string, from, to time.Time,
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("jaeger: search %s: HTTP %d: %s", sanitize.String(service, 256), code, body(b))
 	}
-	return traceview.ParseOTLPJSON(bytes.NewReader(b))
+	return readSpans(b)
 }
 
 // maxAnswer bounds an answer read: the OTLP/JSON reader refuses a larger
-// document anyway.
-const maxAnswer = traceview.MaxOTLPDocument
+// document (256 MiB) anyway.
+const maxAnswer = 256 << 20
 
 // maxErrorBody bounds the part of an error answer quoted in an error: a
 // proxy's 50 MB error page is no message for a terminal.

@@ -1,13 +1,16 @@
 // Command importbench measures what `omnitrace import` costs against a
 // bare encoding/json decode of the same lines, side by side in one run:
 // to no exporter, to OTLP (a local receiver that discards what it gets),
-// and to an OTLP/JSON file; and the peak memory of each, for the input at
-// N records and at twice N, to show that memory does not grow with the
-// input.
+// and to an OTLP/JSON file; its CPU time (user and system); and the peak
+// memory of each, for the input at N records and at twice N, to show that
+// memory does not grow with the input.
 //
-//	go run ./internal/cmd/importbench [-n 100000] [-rounds 3]
+//	go run ./internal/cmd/importbench [-n 100000] [-rounds 3] [-base OMNITRACE]
 //
 // Each figure is the median of -rounds runs: the machine may be shared.
+// With -base, another omnitrace binary (an older build) is measured in
+// the same rounds, each of its runs next to one of this build's, and the
+// table gives both.
 package main
 
 import (
@@ -32,8 +35,9 @@ func main() {
 	n := flag.Int("n", 100000, "records in the input (the input at twice n is measured too)")
 	rounds := flag.Int("rounds", 3, "rounds of each measurement; the median is shown (the machine may be shared)")
 	keep := flag.Bool("keep", false, "keep the work directory")
+	base := flag.String("base", "", "another omnitrace binary to measure beside this build, run for run")
 	flag.Parse()
-	if err := run(*n, *rounds, *keep); err != nil {
+	if err := run(*n, *rounds, *keep, *base); err != nil {
 		fmt.Fprintln(os.Stderr, "importbench:", err)
 		os.Exit(1)
 	}
@@ -131,8 +135,8 @@ func sink() (string, func(), error) {
 }
 
 type result struct {
-	wall   time.Duration
-	maxRSS int64 // KiB
+	wall, cpu time.Duration
+	maxRSS    int64 // KiB
 }
 
 func runImport(bin string, env []string, args ...string) (result, error) {
@@ -147,7 +151,7 @@ func runImport(bin string, env []string, args ...string) (result, error) {
 		return result{}, fmt.Errorf("%v: %v\n%s", args, err, out.String())
 	}
 	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	r := result{wall: wall}
+	r := result{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if ru != nil {
 		r.maxRSS = ru.Maxrss
 	}
@@ -164,21 +168,33 @@ func baseEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// median runs f rounds times and returns the result of median wall time.
-func median(rounds int, f func() (result, error)) (result, error) {
-	var rs []result
+// median runs each of fs rounds times, one after the other in each round,
+// and returns, for each, the result of median wall time, with the median
+// CPU time and peak memory of its runs.
+func median(rounds int, fs ...func() (result, error)) ([]result, error) {
+	rs := make([][]result, len(fs))
 	for i := 0; i < max(rounds, 1); i++ {
-		r, err := f()
-		if err != nil {
-			return r, err
+		for j, f := range fs {
+			r, err := f()
+			if err != nil {
+				return nil, err
+			}
+			rs[j] = append(rs[j], r)
 		}
-		rs = append(rs, r)
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].wall < rs[j].wall })
-	return rs[len(rs)/2], nil
+	out := make([]result, len(fs))
+	for j, x := range rs {
+		sort.Slice(x, func(a, b int) bool { return x[a].wall < x[b].wall })
+		out[j].wall = x[len(x)/2].wall
+		sort.Slice(x, func(a, b int) bool { return x[a].cpu < x[b].cpu })
+		out[j].cpu = x[len(x)/2].cpu
+		sort.Slice(x, func(a, b int) bool { return x[a].maxRSS < x[b].maxRSS })
+		out[j].maxRSS = x[len(x)/2].maxRSS
+	}
+	return out, nil
 }
 
-func run(n, rounds int, keep bool) error {
+func run(n, rounds int, keep bool, base string) error {
 	dir, err := os.MkdirTemp("", "importbench-")
 	if err != nil {
 		return err
@@ -192,32 +208,31 @@ func run(n, rounds int, keep bool) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building omnitrace (run from the repository root): %w", err)
 	}
+	type binary struct{ label, path string }
+	bins := []binary{{"", bin}}
+	if base != "" {
+		bins = append(bins, binary{"base: ", base})
+	}
 	url, stop, err := sink()
 	if err != nil {
 		return err
 	}
 	defer stop()
 	fmt.Printf("machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Printf("%-10s %10s %-28s %10s %12s %14s\n", "records", "MB", "what", "seconds", "x bare", "peak RSS MiB")
+	fmt.Printf("%-10s %8s %-34s %8s %8s %8s %14s\n", "records", "MB", "what", "seconds", "CPU s", "x bare", "peak RSS MiB")
 	for _, size := range []int{n, 2 * n} {
 		in := filepath.Join(dir, fmt.Sprintf("records-%d.jsonl", size))
 		bytes, err := writeInput(in, size)
 		if err != nil {
 			return err
 		}
-		b, err := median(rounds, func() (result, error) {
+		// Every measurement of one size in each round, the bare decode
+		// too: a machine busy for a while slows all of them alike.
+		labels := []string{"bare encoding/json decode"}
+		fs := []func() (result, error){func() (result, error) {
 			d, err := bareDecode(in)
 			return result{wall: d}, err
-		})
-		if err != nil {
-			return err
-		}
-		bare := b.wall
-		row := func(what string, r result) {
-			fmt.Printf("%-10d %10.1f %-28s %10.2f %12.2f %14.1f\n", size, float64(bytes)/1e6, what, r.wall.Seconds(),
-				bare.Seconds()/r.wall.Seconds(), float64(r.maxRSS)/1024)
-		}
-		row("bare encoding/json decode", result{wall: bare})
+		}}
 		for _, c := range []struct {
 			what string
 			env  []string
@@ -227,11 +242,23 @@ func run(n, rounds int, keep bool) error {
 			{"import, OTLP/HTTP", baseEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"), []string{in}},
 			{"import -out FILE", baseEnv(), []string{"-out", filepath.Join(dir, "out.json"), in}},
 		} {
-			r, err := median(rounds, func() (result, error) { return runImport(bin, c.env, c.args...) })
-			if err != nil {
-				return err
+			for _, b := range bins {
+				labels = append(labels, b.label+c.what)
+				fs = append(fs, func() (result, error) { return runImport(b.path, c.env, c.args...) })
 			}
-			row(c.what, r)
+		}
+		rs, err := median(rounds, fs...)
+		if err != nil {
+			return err
+		}
+		bare := rs[0].wall
+		for i, r := range rs {
+			cpu := fmt.Sprintf("%.2f", r.cpu.Seconds())
+			if i == 0 {
+				cpu = "-" // in this process: not measured apart
+			}
+			fmt.Printf("%-10d %8.1f %-34s %8.2f %8s %8.2f %14.1f\n", size, float64(bytes)/1e6, labels[i], r.wall.Seconds(), cpu,
+				bare.Seconds()/r.wall.Seconds(), float64(r.maxRSS)/1024)
 		}
 		_ = os.Remove(in)
 	}
@@ -242,13 +269,19 @@ func run(n, rounds int, keep bool) error {
 		if err != nil {
 			return err
 		}
-		r, err := median(rounds, func() (result, error) {
-			return runImport(bin, baseEnv(), "-out", filepath.Join(dir, "out.json"), in)
-		})
+		var fs []func() (result, error)
+		for _, b := range bins {
+			fs = append(fs, func() (result, error) {
+				return runImport(b.path, baseEnv(), "-out", filepath.Join(dir, "out.json"), in)
+			})
+		}
+		rs, err := median(rounds, fs...)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-10d %10.1f %-28s %10.2f %12s %14.1f\n", size, float64(bytes)/1e6, "import -out FILE, vLLM log", r.wall.Seconds(), "", float64(r.maxRSS)/1024)
+		for i, r := range rs {
+			fmt.Printf("%-10d %8.1f %-34s %8.2f %8.2f %8s %14.1f\n", size, float64(bytes)/1e6, bins[i].label+"import -out FILE, vLLM log", r.wall.Seconds(), r.cpu.Seconds(), "", float64(r.maxRSS)/1024)
+		}
 		_ = os.Remove(in)
 	}
 	return nil

@@ -118,7 +118,8 @@ func printTree(tr []traceview.Span) {
 			walk(c, depth+1)
 		}
 	}
-	for _, r := range traceview.Trees(tr) {
+	roots, _ := traceview.Trees(tr)
+	for _, r := range roots {
 		walk(r, 0)
 	}
 }
