@@ -2,11 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"go/ast"
 	"go/parser"
 	"go/scanner"
 	"go/token"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
