@@ -17,7 +17,7 @@ import (
 
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // One rule for every variable Setup, the SDK and the exporters read: a

@@ -9,7 +9,7 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // maxLogBody bounds a log record's body (its message), in bytes: the

@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelomni"
-	"github.com/otelomni/otelomni/sanitize"
 )
 
 // DefaultAttributeValueLengthLimit bounds every string attribute value of

@@ -24,8 +24,8 @@ import (
 	"github.com/otelomni/otelomni/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/internal/omnirecord/input"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/sanitize"
 )
 
 // maxLine bounds one line of input (a request of a hundred stages fits in

@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/sanitize"
 )
 
 // export is where an import's spans go, and what its spans are made

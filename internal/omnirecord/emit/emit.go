@@ -14,7 +14,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
