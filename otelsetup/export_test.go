@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/contrib/bridges/otelslog"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -214,15 +216,22 @@ func TestEngineConfigIsOnTheResource(t *testing.T) {
 	}
 }
 
-func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
-	clearOTelEnv(t)
-	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
+// setupGlobalLogs runs Setup with the globals, as a program that exports
+// logs through the slog bridge does, and restores the global logger
+// provider and propagator after the test.
+func setupGlobalLogs(t *testing.T, opts ...otelsetup.Option) *otelsetup.Telemetry {
+	t.Helper()
+	lp, prop := otel.GetLoggerProvider(), otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetLoggerProvider(lp); otel.SetTextMapPropagator(prop) })
+	tel, err := otelsetup.Setup(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tel.LogHandler("engine") != nil {
-		t.Fatal("logs exported without OTEL_LOGS_EXPORTER")
-	}
+	return tel
+}
+
+func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
+	clearOTelEnv(t)
 	var got atomic.Pointer[collogs.ExportLogsServiceRequest]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -237,14 +246,8 @@ func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", srv.URL+"/v1/logs")
-	tel, err = otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := tel.LogHandler("engine")
-	if h == nil {
-		t.Fatal("no log handler with OTEL_LOGS_EXPORTER=otlp")
-	}
+	tel := setupGlobalLogs(t, otelsetup.WithFallbackExporter(nil))
+	h := otelslog.NewHandler("engine")
 	ctx, span := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "phase")
 	slog.New(h).InfoContext(ctx, "denoising", "step", 3)
 	span.End()
