@@ -324,24 +324,17 @@ func runImport(t *testing.T, s *docSession, c string) {
 	if !strings.Contains(errOut, "imported 1, skipped 0") {
 		t.Errorf("%s: %s", c, errOut)
 	}
-	dec := json.NewDecoder(strings.NewReader(out))
 	found := false
-	for dec.More() {
-		var sp struct {
-			Name       string
-			Attributes []struct {
-				Key   string
-				Value struct{ Value any }
-			}
-		}
-		if err := dec.Decode(&sp); err != nil {
-			t.Fatalf("%s: the console output is not spans: %v", c, err)
-		}
-		for _, a := range sp.Attributes {
-			if sp.Name == "omni.request" && a.Key == "omni.request.id" && a.Value.Value == "7" {
+	// The console carries OTLP/JSON, one TracesData a line.
+	if err := traceview.ReadOTLPJSON(strings.NewReader(out), func(ss []traceview.Span) error {
+		for i := range ss {
+			if ss[i].Name == "omni.request" && ss[i].Str("omni.request.id") == "7" {
 				found = true
 			}
 		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%s: the console output is not OTLP/JSON spans: %v", c, err)
 	}
 	if !found {
 		t.Errorf("%s: no omni.request span of request 7 on the console:\n%s", c, tail(out))
