@@ -233,7 +233,9 @@ func setupGlobalLogs(t *testing.T, opts ...otelsetup.Option) *otelsetup.Telemetr
 func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
 	clearOTelEnv(t)
 	var got atomic.Pointer[collogs.ExportLogsServiceRequest]
+	var posts atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
 		b, _ := io.ReadAll(r.Body)
 		var req collogs.ExportLogsServiceRequest
 		if proto.Unmarshal(b, &req) == nil {
@@ -244,8 +246,27 @@ func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
 		_, _ = w.Write(out)
 	}))
 	defer srv.Close()
-	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", srv.URL+"/v1/logs")
+	// Not asked for (no OTEL_LOGS_EXPORTER), and asked for without the
+	// globals: no record leaves.
+	for _, c := range []struct {
+		exporter string
+		opts     []otelsetup.Option
+	}{{"", nil}, {"otlp", []otelsetup.Option{otelsetup.WithoutGlobal()}}} {
+		t.Setenv("OTEL_LOGS_EXPORTER", c.exporter)
+		tel := setupGlobalLogs(t, append(c.opts, otelsetup.WithFallbackExporter(nil))...)
+		slog.New(otelslog.NewHandler("engine")).Info("not exported", "exporter", c.exporter)
+		if err := tel.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := posts.Load(); n != 0 {
+		t.Fatalf("%d exports of logs not asked for", n)
+	}
+	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
 	tel := setupGlobalLogs(t, otelsetup.WithFallbackExporter(nil))
 	h := otelslog.NewHandler("engine")
 	ctx, span := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "phase")
