@@ -54,7 +54,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/tracetable
-	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./sanitize
+	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./internal/sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
 	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./internal/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/journal

@@ -4,97 +4,48 @@ import "go.opentelemetry.io/otel/attribute"
 
 // Keys on the request span (omni.request).
 const (
-	// RequestIDKey is the request id exactly as the engine gave it.
+	// RequestIDKey is the request id exactly as the engine gave it, never
+	// parsed (string). Example: "chatcmpl-ac59cea85b422f04".
 	RequestIDKey = attribute.Key("omni.request.id")
-	// RequestModelKey is the GenAI convention's name of the requested model.
+	// RequestModelKey is the GenAI convention's name of the requested model
+	// (string). Example: "Qwen/Qwen-Image".
 	RequestModelKey = attribute.Key("gen_ai.request.model")
-	// OperationNameKey is the GenAI convention's operation name.
+	// OperationNameKey is the GenAI convention's operation name (string):
+	// [OperationGenerateContent].
 	OperationNameKey = attribute.Key("gen_ai.operation.name")
-	// OutputModalityKey is the kind of output the request produces.
+	// OutputModalityKey is the kind of output the request produces (string).
+	// Example: [ModalityImage].
 	OutputModalityKey = attribute.Key("omni.output.modality")
-	// NumInferenceStepsKey is the number of denoising steps requested.
+	// NumInferenceStepsKey is the number of denoising steps requested (int,
+	// steps). Example: 50.
 	NumInferenceStepsKey = attribute.Key("omni.diffusion.num_inference_steps")
-	// GuidanceScaleKey is the classifier-free guidance scale requested.
+	// GuidanceScaleKey is the classifier-free guidance scale requested
+	// (double, dimensionless). Example: 7.5; 0 is a real value (guidance off).
 	GuidanceScaleKey = attribute.Key("omni.diffusion.guidance_scale")
-	// HeightKey is the height of the generated image or video.
+	// HeightKey is the height of the generated image or video (int, pixels).
+	// Example: 1024.
 	HeightKey = attribute.Key("omni.diffusion.height")
-	// WidthKey is the width of the generated image or video.
+	// WidthKey is the width of the generated image or video (int, pixels).
+	// Example: 1024.
 	WidthKey = attribute.Key("omni.diffusion.width")
-	// NumFramesKey is the number of frames of a generated video.
+	// NumFramesKey is the number of frames of a generated video (int,
+	// frames). Example: 81.
 	NumFramesKey = attribute.Key("omni.diffusion.num_frames")
 	// OutputTypeKey is the GenAI convention's requested output type, set
 	// beside omni.output.modality when the conventions have a value for
-	// the modality (image, speech, text).
+	// the modality (string): "image" for [ModalityImage], "speech" for
+	// [ModalityAudio], "text" for [ModalityText]; absent for the others.
 	OutputTypeKey = attribute.Key("gen_ai.output.type")
 	// ProviderNameKey is the GenAI convention's name of the serving stack,
-	// on the GenAI instruments.
+	// on the GenAI instruments (string). Example: "vllm_omni".
 	ProviderNameKey = attribute.Key("gen_ai.provider.name")
-	// ErrorTypeKey is the OpenTelemetry convention's class of a failure.
+	// ErrorTypeKey is the OpenTelemetry convention's class of a failure
+	// (string). Example: [ErrorClientAbort].
 	ErrorTypeKey = attribute.Key("error.type")
 	// PromptKey is the request's prompt, recorded only when the user opts
-	// in (otelomni.WithContentCapture), truncated.
+	// in (otelomni.WithContentCapture), truncated (string).
 	PromptKey = attribute.Key("omni.request.prompt")
 )
-
-// RequestID returns the omni.request.id attribute: the request id exactly as
-// given, never parsed. Example: "chatcmpl-ac59cea85b422f04".
-func RequestID(v string) attribute.KeyValue { return RequestIDKey.String(v) }
-
-// RequestModel returns the gen_ai.request.model attribute. Example:
-// "Qwen/Qwen-Image".
-func RequestModel(v string) attribute.KeyValue { return RequestModelKey.String(v) }
-
-// OperationName returns the gen_ai.operation.name attribute. Example:
-// [OperationGenerateContent].
-func OperationName(v string) attribute.KeyValue { return OperationNameKey.String(v) }
-
-// OutputModality returns the omni.output.modality attribute. Example:
-// [ModalityImage].
-func OutputModality(v string) attribute.KeyValue { return OutputModalityKey.String(v) }
-
-// OutputType returns the gen_ai.output.type attribute for an omni output
-// modality, and false for a modality the GenAI conventions have no value
-// for (video, latent). Example: ModalityAudio gives "speech".
-func OutputType(modality string) (attribute.KeyValue, bool) {
-	switch modality {
-	case ModalityImage:
-		return OutputTypeKey.String("image"), true
-	case ModalityAudio:
-		return OutputTypeKey.String("speech"), true
-	case ModalityText:
-		return OutputTypeKey.String("text"), true
-	}
-	return attribute.KeyValue{}, false
-}
-
-// ProviderName returns the gen_ai.provider.name attribute. Example:
-// "vllm_omni".
-func ProviderName(v string) attribute.KeyValue { return ProviderNameKey.String(v) }
-
-// NumInferenceSteps returns the omni.diffusion.num_inference_steps attribute
-// (steps). Example: 50.
-func NumInferenceSteps(v int) attribute.KeyValue { return NumInferenceStepsKey.Int(v) }
-
-// GuidanceScale returns the omni.diffusion.guidance_scale attribute
-// (dimensionless). Example: 7.5; 0 is a real value (guidance off).
-func GuidanceScale(v float64) attribute.KeyValue { return GuidanceScaleKey.Float64(v) }
-
-// Height returns the omni.diffusion.height attribute (pixels). Example: 1024.
-func Height(v int) attribute.KeyValue { return HeightKey.Int(v) }
-
-// Width returns the omni.diffusion.width attribute (pixels). Example: 1024.
-func Width(v int) attribute.KeyValue { return WidthKey.Int(v) }
-
-// NumFrames returns the omni.diffusion.num_frames attribute (frames).
-// Example: 81.
-func NumFrames(v int) attribute.KeyValue { return NumFramesKey.Int(v) }
-
-// Prompt returns the omni.request.prompt attribute. Example: "a red fox in
-// the snow". Request content is recorded only on opt-in.
-func Prompt(v string) attribute.KeyValue { return PromptKey.String(v) }
-
-// ErrorType returns the error.type attribute. Example: [ErrorClientAbort].
-func ErrorType(v string) attribute.KeyValue { return ErrorTypeKey.String(v) }
 
 // Values of gen_ai.operation.name.
 const (

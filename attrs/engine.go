@@ -5,32 +5,39 @@ import "go.opentelemetry.io/otel/attribute"
 // Keys of the engine's own spans (omni.engine.start and its children) and
 // of its configuration on the resource.
 const (
-	// EngineModelKey is the model an engine loads.
+	// EngineModelKey is the model an engine loads (string). Example:
+	// "Qwen/Qwen-Image".
 	EngineModelKey = attribute.Key("omni.engine.model")
-	// EngineWeightBytesKey is the size of the weights loaded.
+	// EngineWeightBytesKey is the size of the weights loaded (int, bytes).
+	// Example: 40802189312.
 	EngineWeightBytesKey = attribute.Key("omni.engine.weight_bytes")
-	// EngineDTypeKey is the dtype the weights run in.
+	// EngineDTypeKey is the dtype the weights run in (string). Example:
+	// "bfloat16".
 	EngineDTypeKey = attribute.Key("omni.engine.dtype")
-	// EngineQuantizationKey is the weights' quantization method.
+	// EngineQuantizationKey is the weights' quantization method (string).
+	// Example: "fp8".
 	EngineQuantizationKey = attribute.Key("omni.engine.quantization")
-	// EngineDeviceKindKey is the kind of accelerator the engine runs on.
+	// EngineDeviceKindKey is the kind of accelerator the engine runs on
+	// (string). Example: "cuda".
 	EngineDeviceKindKey = attribute.Key("omni.engine.device.kind")
-	// EngineDeviceCountKey is the number of accelerators the engine uses.
+	// EngineDeviceCountKey is the number of accelerators the engine uses
+	// (int). Example: 2.
 	EngineDeviceCountKey = attribute.Key("omni.engine.device.count")
 	// EngineAcceleratorMemoryKey is the accelerator memory in use after the
-	// model loaded, when the engine reports it.
+	// model loaded, when the engine reports it (int, bytes). Example:
+	// 42949672960.
 	EngineAcceleratorMemoryKey = attribute.Key("omni.engine.accelerator_memory_bytes")
-	// EngineTensorParallelKey is the tensor-parallel size.
+	// EngineTensorParallelKey is the tensor-parallel size (int).
 	EngineTensorParallelKey = attribute.Key("omni.engine.parallel.tensor")
-	// EnginePipelineParallelKey is the pipeline-parallel size.
+	// EnginePipelineParallelKey is the pipeline-parallel size (int).
 	EnginePipelineParallelKey = attribute.Key("omni.engine.parallel.pipeline")
-	// EngineDataParallelKey is the data-parallel size.
+	// EngineDataParallelKey is the data-parallel size (int).
 	EngineDataParallelKey = attribute.Key("omni.engine.parallel.data")
 	// EngineSchedulingModeKey is how the engine's scheduler batches
-	// requests.
+	// requests (string). Example: "continuous".
 	EngineSchedulingModeKey = attribute.Key("omni.engine.scheduling_mode")
 	// EngineStageConnectorKey is the connector a multi-stage pipeline's
-	// stages hand requests over with.
+	// stages hand requests over with (string). Example: "shm".
 	EngineStageConnectorKey = attribute.Key("omni.engine.stage_connector")
 )
 
@@ -38,51 +45,14 @@ const (
 // omni.diffusion.guidance_scale and omni.diffusion.num_inference_steps.
 const (
 	// StepsRunKey is the number of denoising steps a request actually ran,
-	// which can differ from the number asked (an early exit).
+	// which can differ from the number asked (an early exit) (int, steps).
+	// Example: 28 of 50 asked.
 	StepsRunKey = attribute.Key("omni.diffusion.num_steps_run")
 	// MeanStepDurationKey is one exec span's duration divided by the steps
-	// it ran: a ratio of one span, never a sum across requests.
+	// it ran: a ratio of one span, never a sum across requests (double,
+	// seconds). Example: 0.085.
 	MeanStepDurationKey = attribute.Key("omni.diffusion.mean_step_duration")
 )
-
-// EngineModel returns the omni.engine.model attribute. Example:
-// "Qwen/Qwen-Image".
-func EngineModel(v string) attribute.KeyValue { return EngineModelKey.String(v) }
-
-// EngineWeightBytes returns the omni.engine.weight_bytes attribute (bytes).
-// Example: 40802189312.
-func EngineWeightBytes(v int64) attribute.KeyValue { return EngineWeightBytesKey.Int64(v) }
-
-// EngineDType returns the omni.engine.dtype attribute. Example: "bfloat16".
-func EngineDType(v string) attribute.KeyValue { return EngineDTypeKey.String(v) }
-
-// EngineQuantization returns the omni.engine.quantization attribute.
-// Example: "fp8".
-func EngineQuantization(v string) attribute.KeyValue { return EngineQuantizationKey.String(v) }
-
-// EngineDeviceKind returns the omni.engine.device.kind attribute. Example:
-// "cuda".
-func EngineDeviceKind(v string) attribute.KeyValue { return EngineDeviceKindKey.String(v) }
-
-// EngineDeviceCount returns the omni.engine.device.count attribute
-// (devices). Example: 2.
-func EngineDeviceCount(v int) attribute.KeyValue { return EngineDeviceCountKey.Int(v) }
-
-// EngineAcceleratorMemory returns the omni.engine.accelerator_memory_bytes
-// attribute (bytes). Example: 42949672960.
-func EngineAcceleratorMemory(v int64) attribute.KeyValue {
-	return EngineAcceleratorMemoryKey.Int64(v)
-}
-
-// StepsRun returns the omni.diffusion.num_steps_run attribute (steps).
-// Example: 28 of 50 asked.
-func StepsRun(v int) attribute.KeyValue { return StepsRunKey.Int(v) }
-
-// MeanStepDuration returns the omni.diffusion.mean_step_duration attribute
-// (seconds). Example: 0.085.
-func MeanStepDuration(seconds float64) attribute.KeyValue {
-	return MeanStepDurationKey.Float64(seconds)
-}
 
 // EngineConfig is an engine's configuration, recorded once, as resource
 // attributes (otelsetup.WithEngineConfig, or resource.WithAttributes with

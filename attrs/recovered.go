@@ -9,9 +9,6 @@ const (
 	// RecoveredKey marks every span rebuilt from a crash journal: one that
 	// had ended keeps its own end and status; one still open when its
 	// process died ends at the journal's last heartbeat before the death,
-	// with status Error and error.type = [ErrorProcessDied].
+	// with status Error and error.type = [ErrorProcessDied] (bool).
 	RecoveredKey = attribute.Key("omni.recovered")
 )
-
-// Recovered returns the omni.recovered attribute. Example: true.
-func Recovered(v bool) attribute.KeyValue { return RecoveredKey.Bool(v) }

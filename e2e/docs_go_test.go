@@ -29,6 +29,7 @@ var docGoImports = []struct{ name, path, use string }{
 	{"", "log/slog", "slog.New"},
 	{"", "os", "os.Exit"},
 	{"", "time", "time.Now"},
+	{"", "go.opentelemetry.io/contrib/bridges/otelslog", "otelslog.NewHandler"},
 	{"", "go.opentelemetry.io/otel/attribute", "attribute.String"},
 	{"", "go.opentelemetry.io/otel/propagation", "propagation.MapCarrier(nil)"},
 	{"sdkmetric", "go.opentelemetry.io/otel/sdk/metric", "sdkmetric.NewMeterProvider"},

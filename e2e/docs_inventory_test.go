@@ -56,8 +56,7 @@ func docsInventory() []docEntry {
 		{key: "docs/engine.md#batches-and-their-links/3", contains: "rb.Record(reqA, recA)", goex: &goExample{record: true, given: batchRecordGiven, run: runBatchRecord}},
 		{key: "docs/engine.md#batches-and-their-links/4", contains: "omni.batch", check: checkTraceQL, after: "docs/engine.md#batches-and-their-links/2"},
 		{key: "docs/engine.md#logs-that-carry-the-trace/1", contains: "slow step", goex: &goExample{record: true, given: logGiven, run: runLog}},
-		{key: "docs/engine.md#logs-that-carry-the-trace/2", contains: "tel.LogHandler", goex: &goExample{
-			given:   "import \"github.com/otelomni/otelomni/otelsetup\"\n\nvar tel *otelsetup.Telemetry\n",
+		{key: "docs/engine.md#logs-that-carry-the-trace/2", contains: "otelslog.NewHandler", goex: &goExample{
 			outcome: []string{"TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked"}}},
 
 		// docs/fleet.md: pending.

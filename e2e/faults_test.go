@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/jaeger/jaegertest"
 	"github.com/otelomni/otelomni/otelomni"
@@ -51,9 +49,10 @@ func faultSetup(t *testing.T, endpoint, protocol string, queue, batch int, shutd
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 	t.Setenv("OTEL_SERVICE_NAME", "e2e-faults")
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
-	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithShutdownTimeout(shutdown),
-		otelsetup.WithBatchOptions(sdktrace.WithMaxQueueSize(queue), sdktrace.WithMaxExportBatchSize(batch),
-			sdktrace.WithBatchTimeout(100*time.Millisecond)))
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", strconv.Itoa(queue))
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", strconv.Itoa(batch))
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithShutdownTimeout(shutdown))
 	if err != nil {
 		t.Fatal(err)
 	}

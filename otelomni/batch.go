@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -98,9 +98,9 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	if !start.IsZero() {
 		start = in.startTime(start, "batch "+id)
 	}
-	kv := []attribute.KeyValue{attrs.BatchID(id), attrs.BatchSize(len(members))}
+	kv := []attribute.KeyValue{omniattr.BatchID(id), omniattr.BatchSize(len(members))}
 	if info.Model != "" {
-		kv = append(kv, attrs.RequestModel(in.str(info.Model)))
+		kv = append(kv, omniattr.RequestModel(in.str(info.Model)))
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...)}
 	if !start.IsZero() {
@@ -313,7 +313,7 @@ func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 		r.startedUnder(live)
 		r.startDone()
 	}()
-	exec.SetAttributes(attrs.BatchID(b.id), attrs.BatchSize(b.size))
+	exec.SetAttributes(omniattr.BatchID(b.id), omniattr.BatchSize(b.size))
 	exec.AddLink(trace.Link{SpanContext: b.sc})
 	return exec.SpanContext(), joinedExec
 }

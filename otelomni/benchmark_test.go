@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -78,23 +79,23 @@ func handwrittenRequest(tracer trace.Tracer) {
 	ctx, req := tracer.Start(context.Background(), "omni.request",
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
-			attrs.RequestID(benchID),
-			attrs.OperationName(attrs.OperationGenerateContent),
-			attrs.RequestModel(benchModel)))
+			omniattr.RequestID(benchID),
+			omniattr.OperationName(attrs.OperationGenerateContent),
+			omniattr.RequestModel(benchModel)))
 	_, p := tracer.Start(ctx, "omni.diffusion.preprocess",
-		trace.WithAttributes(attrs.Phase("preprocess"), attrs.RequestModel(benchModel)))
+		trace.WithAttributes(omniattr.Phase("preprocess"), omniattr.RequestModel(benchModel)))
 	p.End()
 	_, exec := tracer.Start(ctx, "omni.diffusion.exec",
-		trace.WithAttributes(attrs.Phase("exec"), attrs.RequestModel(benchModel)))
+		trace.WithAttributes(omniattr.Phase("exec"), omniattr.RequestModel(benchModel)))
 	_, q := tracer.Start(ctx, "omni.diffusion.queue_wait",
-		trace.WithAttributes(attrs.Phase("queue_wait"), attrs.RequestModel(benchModel)))
+		trace.WithAttributes(omniattr.Phase("queue_wait"), omniattr.RequestModel(benchModel)))
 	q.End()
 	exec.End()
 	_, w := tracer.Start(ctx, "omni.diffusion.output_ready_wait",
-		trace.WithAttributes(attrs.Phase("output_ready_wait"), attrs.RequestModel(benchModel)))
+		trace.WithAttributes(omniattr.Phase("output_ready_wait"), omniattr.RequestModel(benchModel)))
 	w.End()
 	_, post := tracer.Start(ctx, "omni.diffusion.postprocess",
-		trace.WithAttributes(attrs.Phase("postprocess"), attrs.RequestModel(benchModel)))
+		trace.WithAttributes(omniattr.Phase("postprocess"), omniattr.RequestModel(benchModel)))
 	post.End()
 	req.End()
 }
@@ -216,9 +217,9 @@ type floor struct {
 
 func newFloor() *floor {
 	f := &floor{request0: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-		attrs.RequestID(benchID), attrs.OperationName(attrs.OperationGenerateContent), attrs.RequestModel(benchModel))}}
+		omniattr.RequestID(benchID), omniattr.OperationName(attrs.OperationGenerateContent), omniattr.RequestModel(benchModel))}}
 	for _, p := range spans.Phases() {
-		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(attrs.Phase(p.ID()), attrs.RequestModel(benchModel))}
+		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(omniattr.Phase(p.ID()), omniattr.RequestModel(benchModel))}
 	}
 	return f
 }
@@ -265,10 +266,10 @@ func newFloorMetrics(tb testing.TB, mp metric.MeterProvider) *floorMetrics {
 	}
 	f := &floorMetrics{phase: h(otelomni.PhaseDurationName), request: h(otelomni.RequestDurationName)}
 	for _, p := range spans.Phases() {
-		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs.RequestModel(benchModel), attrs.Phase(p.ID())))}
+		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(omniattr.RequestModel(benchModel), omniattr.Phase(p.ID())))}
 	}
 	f.requestOpt = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		attrs.OperationName(attrs.OperationGenerateContent), attrs.ProviderName("_OTHER"), attrs.RequestModel(benchModel)))}
+		omniattr.OperationName(attrs.OperationGenerateContent), omniattr.ProviderName("_OTHER"), omniattr.RequestModel(benchModel)))}
 	return f
 }
 
@@ -401,12 +402,12 @@ func handwrittenRecord(tracer trace.Tracer) {
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(benchArrival),
 		trace.WithAttributes(
-			attrs.RequestID(benchID),
-			attrs.OperationName(attrs.OperationGenerateContent),
-			attrs.RequestModel(benchModel)))
+			omniattr.RequestID(benchID),
+			omniattr.OperationName(attrs.OperationGenerateContent),
+			omniattr.RequestModel(benchModel)))
 	phase := func(parent context.Context, p spans.Phase, iv spans.Interval) context.Context {
 		c, s := tracer.Start(parent, p.SpanName(), trace.WithTimestamp(iv.Start()),
-			trace.WithAttributes(attrs.Phase(p.ID()), attrs.RequestModel(benchModel)))
+			trace.WithAttributes(omniattr.Phase(p.ID()), omniattr.RequestModel(benchModel)))
 		s.End(trace.WithTimestamp(iv.End()))
 		return c
 	}

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -164,7 +164,7 @@ func (r *Request) markError(span trace.Span, err error) { markError(r.in, span, 
 
 func markError(in *Instrumenter, span trace.Span, err error) {
 	span.SetStatus(codes.Error, in.str(err.Error()))
-	span.SetAttributes(attrs.ErrorType(in.errorType(err)))
+	span.SetAttributes(omniattr.ErrorType(in.errorType(err)))
 }
 
 // endSpan ends s at at, or now (the SDK's clock) when at is zero.

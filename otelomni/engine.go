@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -122,7 +123,7 @@ func (p EnginePhase) SetAcceleratorMemory(bytes int64) {
 		return
 	}
 	if bytes > 0 {
-		p.span.SetAttributes(attrs.EngineAcceleratorMemory(bytes))
+		p.span.SetAttributes(omniattr.EngineAcceleratorMemory(bytes))
 	}
 }
 
@@ -144,7 +145,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	}
 	kv := []attribute.KeyValue{}
 	if info.Model != "" {
-		kv = append(kv, attrs.EngineModel(in.str(info.Model)))
+		kv = append(kv, omniattr.EngineModel(in.str(info.Model)))
 	}
 	kv = append(kv, in.kvs(info.Attributes)...)
 	start := info.Start
@@ -177,7 +178,7 @@ func (e *Engine) Context() context.Context {
 func (l LoadInfo) attributes(in *Instrumenter) []attribute.KeyValue {
 	var kv []attribute.KeyValue
 	if l.Model != "" {
-		kv = append(kv, attrs.EngineModel(in.str(l.Model)))
+		kv = append(kv, omniattr.EngineModel(in.str(l.Model)))
 	}
 	for _, n := range [...]struct {
 		what string
@@ -188,19 +189,19 @@ func (l LoadInfo) attributes(in *Instrumenter) []attribute.KeyValue {
 		}
 	}
 	if l.WeightBytes > 0 {
-		kv = append(kv, attrs.EngineWeightBytes(l.WeightBytes))
+		kv = append(kv, omniattr.EngineWeightBytes(l.WeightBytes))
 	}
 	if l.DType != "" {
-		kv = append(kv, attrs.EngineDType(in.str(l.DType)))
+		kv = append(kv, omniattr.EngineDType(in.str(l.DType)))
 	}
 	if l.DeviceKind != "" {
-		kv = append(kv, attrs.EngineDeviceKind(in.str(l.DeviceKind)))
+		kv = append(kv, omniattr.EngineDeviceKind(in.str(l.DeviceKind)))
 	}
 	if l.DeviceCount > 0 {
-		kv = append(kv, attrs.EngineDeviceCount(l.DeviceCount))
+		kv = append(kv, omniattr.EngineDeviceCount(l.DeviceCount))
 	}
 	if l.AcceleratorMemoryBytes > 0 {
-		kv = append(kv, attrs.EngineAcceleratorMemory(l.AcceleratorMemoryBytes))
+		kv = append(kv, omniattr.EngineAcceleratorMemory(l.AcceleratorMemoryBytes))
 	}
 	return kv
 }

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 )
 
 // RequestInfo describes a request when its span starts. Every field is
@@ -109,25 +110,25 @@ func (in *Instrumenter) size(kv []attribute.KeyValue, what string, v int, attr f
 // many there are.
 func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model string, stage *StageInfo) int {
 	kv = append(kv,
-		attrs.RequestID(id),
-		attrs.OperationName(attrs.OperationGenerateContent))
+		omniattr.RequestID(id),
+		omniattr.OperationName(attrs.OperationGenerateContent))
 	if model != "" {
-		kv = append(kv, attrs.RequestModel(model))
+		kv = append(kv, omniattr.RequestModel(model))
 	}
 	if info.Modality != "" {
 		m := in.str(info.Modality)
-		kv = append(kv, attrs.OutputModality(m))
-		if t, ok := attrs.OutputType(m); ok {
+		kv = append(kv, omniattr.OutputModality(m))
+		if t, ok := omniattr.OutputType(m); ok {
 			kv = append(kv, t)
 		}
 	}
-	kv = in.size(kv, "num_inference_steps", info.NumInferenceSteps, attrs.NumInferenceSteps)
+	kv = in.size(kv, "num_inference_steps", info.NumInferenceSteps, omniattr.NumInferenceSteps)
 	if info.GuidanceScale != nil {
-		kv = append(kv, attrs.GuidanceScale(*info.GuidanceScale))
+		kv = append(kv, omniattr.GuidanceScale(*info.GuidanceScale))
 	}
-	kv = in.size(kv, "height", info.Height, attrs.Height)
-	kv = in.size(kv, "width", info.Width, attrs.Width)
-	kv = in.size(kv, "num_frames", info.NumFrames, attrs.NumFrames)
+	kv = in.size(kv, "height", info.Height, omniattr.Height)
+	kv = in.size(kv, "width", info.Width, omniattr.Width)
+	kv = in.size(kv, "num_frames", info.NumFrames, omniattr.NumFrames)
 	if stage.Type != "" {
 		kv = stage.appendAttrs(kv)
 	}
@@ -136,14 +137,14 @@ func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo,
 
 func (s *StageInfo) appendAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
 	if s.ID >= 0 {
-		kv = append(kv, attrs.StageID(s.ID))
+		kv = append(kv, omniattr.StageID(s.ID))
 	}
-	kv = append(kv, attrs.StageType(s.Type))
+	kv = append(kv, omniattr.StageType(s.Type))
 	if s.Name != "" {
-		kv = append(kv, attrs.StageName(s.Name))
+		kv = append(kv, omniattr.StageName(s.Name))
 	}
 	if s.ReplicaID != "" {
-		kv = append(kv, attrs.ReplicaID(s.ReplicaID))
+		kv = append(kv, omniattr.ReplicaID(s.ReplicaID))
 	}
 	return kv
 }

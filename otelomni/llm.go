@@ -3,7 +3,7 @@ package otelomni
 import (
 	"time"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -109,7 +109,7 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		st.preemptions++
 		n := st.preemptions
 		r.mu.Unlock()
-		r.SetAttributes(attrs.NumPreemptions(n))
+		r.SetAttributes(omniattr.NumPreemptions(n))
 		return nil
 	default:
 		r.mu.Unlock()

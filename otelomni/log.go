@@ -29,9 +29,11 @@ const (
 // as a text handler writing to standard error (slog.NewTextHandler(os.Stderr,
 // nil)): records are never lost, and no call panics.
 //
-// To export the records themselves over OTLP, beside the trace, use the
-// handler that otelsetup builds from OTEL_LOGS_EXPORTER, which the
-// OpenTelemetry slog bridge correlates the same way.
+// To export the records themselves over OTLP, beside the trace, log
+// through the OpenTelemetry slog bridge too
+// (go.opentelemetry.io/contrib/bridges/otelslog): with OTEL_LOGS_EXPORTER
+// set, otelsetup.Setup installs the global logger provider it exports
+// through, and the bridge correlates records the same way.
 func NewLogHandler(next slog.Handler) slog.Handler {
 	if nilPointer(next) {
 		next = slog.NewTextHandler(os.Stderr, nil)

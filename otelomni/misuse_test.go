@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -186,7 +186,7 @@ func TestMisuseDoesNotPanic(t *testing.T) {
 	var za otelomni.ActivePhase
 	za.End()
 	za.EndError(errors.New("x"))
-	za.SetAttributes(attrs.BatchSize(1))
+	za.SetAttributes(omniattr.BatchSize(1))
 	//lint:ignore SA1012 a nil context is the misuse under test
 	_, nilCtxReq := r.in.Start(nil, otelomni.RequestInfo{ID: "nil-ctx"}) //nolint:staticcheck
 	nilCtxReq.End(nil)

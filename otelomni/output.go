@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -110,9 +110,9 @@ func (r *Request) emitOutput(out spans.Output, iv spans.Interval) {
 	if r.span != nil {
 		kv := make([]attribute.KeyValue, 0, 3)
 		if r.tbl.hasModel {
-			kv = append(kv, attrs.RequestModel(r.tbl.model))
+			kv = append(kv, omniattr.RequestModel(r.tbl.model))
 		}
-		kv = append(kv, attrs.OutputIndex(out.Index), attrs.OutputFinal(out.Final))
+		kv = append(kv, omniattr.OutputIndex(out.Index), omniattr.OutputFinal(out.Final))
 		var span trace.Span
 		ctx, span = r.tracer.Start(r.ctx, spans.OutputSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 		span.End(trace.WithTimestamp(iv.End()))

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -44,8 +44,9 @@ func (a ActivePhase) EndError(err error) {
 	}
 }
 
-// SetAttributes records kv on the phase span, such as attrs.BatchSize on
-// exec. Strings are bounded like every string otelomni records.
+// SetAttributes records kv on the phase span, such as
+// attrs.BatchSizeKey.Int(n) on exec. Strings are bounded like every string
+// otelomni records.
 func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
 	if a.span != nil {
 		a.span.SetAttributes(a.r.in.kvs(kv)...)
@@ -74,8 +75,8 @@ func (a ActivePhase) Recording() bool { return a.r != nil }
 // they hang under the request), the other phases directly under the request
 // (or stage) span. ctx is the caller's context: the phase's
 // [ActivePhase.Context] derives from it. kv adds attributes, such as
-// attrs.BatchSize on exec. A phase never started makes no span; a phase
-// still open when the request ends is ended with it.
+// attrs.BatchSizeKey.Int(n) on exec. A phase never started makes no span; a
+// phase still open when the request ends is ended with it.
 //
 // Each phase is measured once per request: a second exec is refused
 // (counted in Stats.Conflicts), as is a part of exec started after exec
@@ -396,10 +397,10 @@ func (r *Request) phaseOptions(p spans.Phase, output int, final bool, step int, 
 	}
 	a := append(make([]attribute.KeyValue, 0, 4+len(kv)), r.tbl.kv(p)...)
 	if output >= 0 {
-		a = append(a, attrs.OutputIndex(output), attrs.OutputFinal(final))
+		a = append(a, omniattr.OutputIndex(output), omniattr.OutputFinal(final))
 	}
 	if step >= 0 {
-		a = append(a, attrs.Step(step))
+		a = append(a, omniattr.Step(step))
 	}
 	if len(kv) > 0 {
 		a = append(a, r.in.kvs(kv)...)
@@ -455,7 +456,7 @@ func (r *Request) endLive(id uint32, err error) {
 		if end.IsZero() {
 			end = time.Now()
 		}
-		o.span.SetAttributes(attrs.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
+		o.span.SetAttributes(omniattr.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
 	}
 	r.finish(&o, at, err)
 }

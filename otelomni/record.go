@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -287,22 +287,22 @@ func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, o recordOp
 		a := make([]attribute.KeyValue, 0, 6+len(o.kv))
 		a = append(a, r.tbl.kv(ps.Phase)...)
 		if ps.Output >= 0 {
-			a = append(a, attrs.OutputIndex(ps.Output), attrs.OutputFinal(ps.Final))
+			a = append(a, omniattr.OutputIndex(ps.Output), omniattr.OutputFinal(ps.Final))
 		}
 		if ps.Step >= 0 {
-			a = append(a, attrs.Step(ps.Step))
+			a = append(a, omniattr.Step(ps.Step))
 		}
 		if o.reconstructed {
-			a = append(a, attrs.Reconstructed(true))
+			a = append(a, omniattr.Reconstructed(true))
 		}
 		if len(o.kv) > 0 {
 			a = append(a, r.in.kvs(o.kv)...)
 		}
 		if ps.Phase == spans.Exec && o.stepsRun > 0 {
-			a = append(a, attrs.MeanStepDuration(seconds(ps.End.Sub(ps.Start))/float64(o.stepsRun)))
+			a = append(a, omniattr.MeanStepDuration(seconds(ps.End.Sub(ps.Start))/float64(o.stepsRun)))
 		}
 		if ps.Phase == spans.Exec && o.batch != nil {
-			a = append(a, attrs.BatchID(o.batch.id), attrs.BatchSize(o.batch.size))
+			a = append(a, omniattr.BatchID(o.batch.id), omniattr.BatchSize(o.batch.size))
 			opts[n] = trace.WithLinks(trace.Link{SpanContext: o.batch.sc})
 			n++
 		}

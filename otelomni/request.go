@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -189,7 +190,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 			extra = in.kvs(info.Attributes)
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
-			extra = append(extra[:len(extra):len(extra)], attrs.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
+			extra = append(extra[:len(extra):len(extra)], omniattr.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
 		}
 		kind := kindServer
 		psc := trace.SpanContextFromContext(ctx)
@@ -317,7 +318,7 @@ func (r *Request) SetUsage(inputTokens, outputTokens int) {
 		what string
 		v    int
 		kv   func(int) attribute.KeyValue
-	}{{"input tokens", inputTokens, attrs.InputTokens}, {"output tokens", outputTokens, attrs.OutputTokens}} {
+	}{{"input tokens", inputTokens, omniattr.InputTokens}, {"output tokens", outputTokens, omniattr.OutputTokens}} {
 		if c.v < 0 {
 			_ = r.in.outOfRange(c.what, int64(c.v), 0, math.MaxInt, "not recorded", nil)
 			continue
@@ -358,6 +359,6 @@ func (r *Request) SetStepsRun(n int) {
 	r.stepsRun = n
 	r.mu.Unlock()
 	if r.span != nil {
-		r.span.SetAttributes(attrs.StepsRun(n))
+		r.span.SetAttributes(omniattr.StepsRun(n))
 	}
 }

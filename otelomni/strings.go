@@ -3,7 +3,7 @@ package otelomni
 import (
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // str returns s valid and bounded by the value limit, counting a repair.

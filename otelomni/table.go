@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -58,7 +59,7 @@ func newRecordSets(provider, model, stageType string) *recordSets {
 	s := &recordSets{provider: provider, model: model, stageType: stageType}
 	base := s.base()
 	for p := spans.Phase(1); int(p) < spans.NumPhases; p++ {
-		s.phase[p] = recordSet(append(base, attrs.Phase(p.ID()))...)
+		s.phase[p] = recordSet(append(base, omniattr.Phase(p.ID()))...)
 	}
 	s.scope = recordSet(base...)
 	s.request = recordSet(s.requestBase()...)
@@ -69,10 +70,10 @@ func newRecordSets(provider, model, stageType string) *recordSets {
 func (s *recordSets) base() []attribute.KeyValue {
 	var kv []attribute.KeyValue
 	if s.model != "" {
-		kv = append(kv, attrs.RequestModel(s.model))
+		kv = append(kv, omniattr.RequestModel(s.model))
 	}
 	if s.stageType != "" {
-		kv = append(kv, attrs.StageType(s.stageType))
+		kv = append(kv, omniattr.StageType(s.stageType))
 	}
 	return kv
 }
@@ -81,11 +82,11 @@ func (s *recordSets) base() []attribute.KeyValue {
 // measurement.
 func (s *recordSets) requestBase() []attribute.KeyValue {
 	kv := []attribute.KeyValue{
-		attrs.OperationName(attrs.OperationGenerateContent),
-		attrs.ProviderName(s.provider),
+		omniattr.OperationName(attrs.OperationGenerateContent),
+		omniattr.ProviderName(s.provider),
 	}
 	if s.model != "" {
-		kv = append(kv, attrs.RequestModel(s.model))
+		kv = append(kv, omniattr.RequestModel(s.model))
 	}
 	return kv
 }
@@ -93,14 +94,14 @@ func (s *recordSets) requestBase() []attribute.KeyValue {
 // failedRequest returns the attributes of a failed request's measurement.
 func (s *recordSets) failedRequest(errType string) []metric.RecordOption {
 	return s.variant(&s.failedReq, errType, func(v string) []attribute.KeyValue {
-		return append(s.requestBase(), attrs.ErrorType(v))
+		return append(s.requestBase(), omniattr.ErrorType(v))
 	})
 }
 
 // failedStage returns the attributes of a failed stage's measurement.
 func (s *recordSets) failedStage(errType string) []metric.RecordOption {
 	return s.variant(&s.failedStg, errType, func(v string) []attribute.KeyValue {
-		return append(s.base(), attrs.ErrorType(v))
+		return append(s.base(), omniattr.ErrorType(v))
 	})
 }
 
@@ -111,7 +112,7 @@ func (s *recordSets) transfer(connector string) []metric.RecordOption {
 		return s.scope
 	}
 	return s.variant(&s.transfers, connector, func(v string) []attribute.KeyValue {
-		return append(s.base(), attrs.TransferConnector(v))
+		return append(s.base(), omniattr.TransferConnector(v))
 	})
 }
 
@@ -142,7 +143,7 @@ func newModelTable(model, stageType string, rec *recordSets) *modelTable {
 		n = 2
 	}
 	for p := spans.Phase(1); int(p) < spans.NumPhases; p++ {
-		t.phaseKV[p] = [2]attribute.KeyValue{attrs.Phase(p.ID()), attrs.RequestModel(model)}
+		t.phaseKV[p] = [2]attribute.KeyValue{omniattr.Phase(p.ID()), omniattr.RequestModel(model)}
 		t.phaseOpt[p] = []trace.SpanStartOption{trace.WithAttributes(t.phaseKV[p][:n]...)}
 	}
 	return t

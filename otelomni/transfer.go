@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -126,19 +126,19 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	if r.span != nil {
 		kv := make([]attribute.KeyValue, 0, 5)
 		if from >= 0 {
-			kv = append(kv, attrs.TransferFromStage(from))
+			kv = append(kv, omniattr.TransferFromStage(from))
 		}
 		if to >= 0 {
-			kv = append(kv, attrs.TransferToStage(to))
+			kv = append(kv, omniattr.TransferToStage(to))
 		}
 		if rec.Bytes > 0 {
-			kv = append(kv, attrs.TransferBytes(rec.Bytes))
+			kv = append(kv, omniattr.TransferBytes(rec.Bytes))
 		}
 		if connector != "" {
-			kv = append(kv, attrs.TransferConnector(connector))
+			kv = append(kv, omniattr.TransferConnector(connector))
 		}
 		if rec.Reconstructed {
-			kv = append(kv, attrs.Reconstructed(true))
+			kv = append(kv, omniattr.Reconstructed(true))
 		}
 		tctx, span = r.tracer.Start(r.parent, spans.TransferSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 	}

@@ -26,7 +26,6 @@ type config struct {
 	batchOptions    []sdktrace.BatchSpanProcessorOption
 	noGlobal        bool
 	shutdownTimeout time.Duration
-	resourceAttrs   []attribute.KeyValue
 	fallbackSet     bool
 	fallback        sdktrace.SpanExporter
 	metricReaders   []sdkmetric.Reader
@@ -40,17 +39,6 @@ type config struct {
 // variable wins, as everywhere in OpenTelemetry).
 func WithServiceName(name string) Option {
 	return optionFunc(func(c *config) { c.serviceName = name })
-}
-
-// WithSpanExporter exports through exp instead of the exporter that the
-// OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* variables select. A nil exp
-// is ignored.
-func WithSpanExporter(exp sdktrace.SpanExporter) Option {
-	return optionFunc(func(c *config) {
-		if exp != nil {
-			c.exporter = exp
-		}
-	})
 }
 
 // WithFallbackExporter exports through exp when the environment names no
@@ -75,13 +63,6 @@ func WithMetricReader(r sdkmetric.Reader) Option {
 	})
 }
 
-// WithoutMetrics keeps Setup from making the metric reader that
-// OTEL_METRICS_EXPORTER selects, for a program that exports traces only
-// (a batch import, say). Readers given with [WithMetricReader] still apply.
-func WithoutMetrics() Option {
-	return optionFunc(func(c *config) { c.noMetrics = true })
-}
-
 // WithSpanProcessor adds a span processor beside the exporter's batch
 // processor, such as the terminal view of
 // github.com/otelomni/otelomni/traceview. A nil p is ignored.
@@ -93,46 +74,24 @@ func WithSpanProcessor(p sdktrace.SpanProcessor) Option {
 	})
 }
 
-// WithBatchOptions tunes the exporter's batch processor (queue size, batch
-// size, timeouts, blocking). The options apply over the OTEL_BSP_*
-// variables, which apply over the SDK's defaults. A queue or batch of no
-// span, a batch larger than its queue, or a batch timeout of 0 or less is
-// replaced by the SDK's default, and logged through the OpenTelemetry
-// error handler.
-func WithBatchOptions(opts ...sdktrace.BatchSpanProcessorOption) Option {
-	return optionFunc(func(c *config) { c.batchOptions = append(c.batchOptions, opts...) })
-}
-
 // WithoutGlobal keeps Setup from installing its providers and propagators
 // as the OpenTelemetry globals; pass [Telemetry.TracerProvider] to
-// otelomni.WithTracerProvider instead.
+// otelomni.WithTracerProvider instead. Logs are then not exported, even
+// with OTEL_LOGS_EXPORTER set: the OpenTelemetry slog bridge
+// (go.opentelemetry.io/contrib/bridges/otelslog) logs through the global
+// logger provider.
 func WithoutGlobal() Option {
 	return optionFunc(func(c *config) { c.noGlobal = true })
 }
 
-// WithShutdownTimeout bounds [Telemetry.Shutdown] (default
-// [DefaultShutdownTimeout]). A d of 0 or less is ignored.
+// WithShutdownTimeout bounds [Telemetry.Shutdown] when the caller's context
+// has no earlier deadline. The default is 5 s: long enough to flush a full
+// batch to a live collector, short enough that a dead one never holds up an
+// engine's exit. A d of 0 or less is ignored (the default stays).
 func WithShutdownTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
 			c.shutdownTimeout = d
-		}
-	})
-}
-
-// WithResourceAttributes adds attributes to the resource, such as a
-// deployment environment. OTEL_RESOURCE_ATTRIBUTES wins over them.
-func WithResourceAttributes(kv ...attribute.KeyValue) Option {
-	return optionFunc(func(c *config) { c.resourceAttrs = append(c.resourceAttrs, kv...) })
-}
-
-// WithIDGenerator makes the tracer provider draw trace and span ids from g,
-// such as ids derived from an imported record so that importing it twice
-// stores it once. A nil g is ignored: the SDK's random ids.
-func WithIDGenerator(g sdktrace.IDGenerator) Option {
-	return optionFunc(func(c *config) {
-		if g != nil {
-			c.idGenerator = g
 		}
 	})
 }

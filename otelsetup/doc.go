@@ -8,7 +8,7 @@
 // It adds what the SDK leaves to the program:
 //
 //   - every variable is checked first, every number against a range: a
-//     malformed one is an error naming it ([*EnvError]) and a no-op
+//     malformed one is an error naming it and a no-op
 //     Telemetry, never a panic, a spinning core, an allocation out of
 //     bounds or a silent default, and what is accepted is what takes
 //     effect;
@@ -16,12 +16,12 @@
 //     ([Telemetry.ExportStats]), and [Telemetry.Shutdown] and
 //     [Telemetry.ForceFlush] report spans that did not reach the collector
 //     ([ErrSpansLost]) whatever the protocol;
-//   - string attribute values are bounded by default
-//     ([DefaultAttributeValueLengthLimit]), and a span holding a string that
+//   - string attribute values are bounded, by default to 4096 bytes
+//     (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT sets it), and a span holding a string that
 //     is not valid UTF-8, from any instrumentation in the process, is
 //     repaired before export so that it cannot cost the rest of its batch;
-//   - shutdown is bounded ([DefaultShutdownTimeout]): a dead collector never
-//     holds up an engine's exit.
+//   - shutdown is bounded, by default to 5 s ([WithShutdownTimeout]): a
+//     dead collector never holds up an engine's exit.
 //
 // The instrumentation itself (github.com/otelomni/otelomni/otelomni) links
 // the OpenTelemetry API only; this package is what links the SDK.

@@ -17,7 +17,7 @@ import (
 
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // One rule for every variable Setup, the SDK and the exporters read: a
@@ -173,8 +173,9 @@ var envVars = func() []envVar {
 	return vs
 }()
 
-// EnvError reports a variable whose value is not well formed.
-type EnvError struct {
+// envError reports a variable whose value is not well formed; its message
+// names the variable.
+type envError struct {
 	// Name is the variable.
 	Name string
 	// Value is its value, valid UTF-8 and cut to 64 bytes.
@@ -183,11 +184,11 @@ type EnvError struct {
 	Err error
 }
 
-func (e *EnvError) Error() string {
+func (e *envError) Error() string {
 	return fmt.Sprintf("otelsetup: %s=%q: %v", e.Name, e.Value, e.Err)
 }
 
-func (e *EnvError) Unwrap() error { return e.Err }
+func (e *envError) Unwrap() error { return e.Err }
 
 // printable is what an error may print of a variable's value: at most 64
 // bytes, and never a secret. An endpoint's password and query values and
@@ -273,7 +274,7 @@ func readEnv() (envValues, error) {
 	var errs []error
 	refused := map[string]bool{}
 	bad := func(name, v string, err error) {
-		errs = append(errs, &EnvError{Name: name, Value: printable(name, v), Err: err})
+		errs = append(errs, &envError{Name: name, Value: printable(name, v), Err: err})
 		refused[name] = true
 	}
 	for _, v := range envVars {

@@ -271,7 +271,7 @@ func TestNumbersOutOfRangeOrPaddedAreRefused(t *testing.T) {
 			if !errors.As(err, &envErr) || envErr.Name != tc.name {
 				t.Fatalf("Setup = %v, want an *EnvError naming %s", err, tc.name)
 			}
-			if tel == nil || tel.Enabled() || tel.LogHandler("x") != nil || tel.MetricsExporter() != "none" {
+			if tel == nil || tel.Enabled() || tel.Exporter() != "none" || tel.MetricsExporter() != "none" {
 				t.Fatal("want a no-op Telemetry")
 			}
 		})

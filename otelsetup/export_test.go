@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/contrib/bridges/otelslog"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -214,17 +216,26 @@ func TestEngineConfigIsOnTheResource(t *testing.T) {
 	}
 }
 
-func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
-	clearOTelEnv(t)
-	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
+// setupGlobalLogs runs Setup with the globals, as a program that exports
+// logs through the slog bridge does, and restores the global logger
+// provider and propagator after the test.
+func setupGlobalLogs(t *testing.T, opts ...otelsetup.Option) *otelsetup.Telemetry {
+	t.Helper()
+	lp, prop := otel.GetLoggerProvider(), otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetLoggerProvider(lp); otel.SetTextMapPropagator(prop) })
+	tel, err := otelsetup.Setup(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tel.LogHandler("engine") != nil {
-		t.Fatal("logs exported without OTEL_LOGS_EXPORTER")
-	}
+	return tel
+}
+
+func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
+	clearOTelEnv(t)
 	var got atomic.Pointer[collogs.ExportLogsServiceRequest]
+	var posts atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
 		b, _ := io.ReadAll(r.Body)
 		var req collogs.ExportLogsServiceRequest
 		if proto.Unmarshal(b, &req) == nil {
@@ -235,16 +246,29 @@ func TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked(t *testing.T) {
 		_, _ = w.Write(out)
 	}))
 	defer srv.Close()
-	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", srv.URL+"/v1/logs")
-	tel, err = otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
-	if err != nil {
-		t.Fatal(err)
+	// Not asked for (no OTEL_LOGS_EXPORTER), and asked for without the
+	// globals: no record leaves.
+	for _, c := range []struct {
+		exporter string
+		opts     []otelsetup.Option
+	}{{"", nil}, {"otlp", []otelsetup.Option{otelsetup.WithoutGlobal()}}} {
+		t.Setenv("OTEL_LOGS_EXPORTER", c.exporter)
+		tel := setupGlobalLogs(t, append(c.opts, otelsetup.WithFallbackExporter(nil))...)
+		slog.New(otelslog.NewHandler("engine")).Info("not exported", "exporter", c.exporter)
+		if err := tel.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	h := tel.LogHandler("engine")
-	if h == nil {
-		t.Fatal("no log handler with OTEL_LOGS_EXPORTER=otlp")
+	if n := posts.Load(); n != 0 {
+		t.Fatalf("%d exports of logs not asked for", n)
 	}
+	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
+	tel := setupGlobalLogs(t, otelsetup.WithFallbackExporter(nil))
+	h := otelslog.NewHandler("engine")
 	ctx, span := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "phase")
 	slog.New(h).InfoContext(ctx, "denoising", "step", 3)
 	span.End()

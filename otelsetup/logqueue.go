@@ -9,7 +9,7 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // maxLogBody bounds a log record's body (its message), in bytes: the
@@ -31,7 +31,7 @@ func newLoggerProvider(exp sdklog.Exporter, res *resource.Resource, env envValue
 		sdklog.WithExportTimeout(env.duration(30*time.Second, "OTEL_BLRP_EXPORT_TIMEOUT")))
 	// OTEL_LOGRECORD_*, else the general OTEL_ATTRIBUTE_* limits, else the
 	// SDK's count and otelsetup's value length.
-	maxValue := env.int(DefaultAttributeValueLengthLimit,
+	maxValue := env.int(defaultAttributeValueLengthLimit,
 		"OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
 	lp := sdklog.NewLoggerProvider(
 		sdklog.WithResource(res),

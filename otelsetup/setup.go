@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/propagators/autoprop"
@@ -17,26 +16,14 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
-	"github.com/otelomni/otelomni/sanitize"
 )
 
-// DefaultAttributeValueLengthLimit bounds every string attribute value of
-// spans and log records, in bytes, when neither
-// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT (for log records,
-// OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT) nor
-// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT is set. The SDK's own default is no
-// limit, so one 10 MB value (a prompt, a base64 image) would cost a whole
-// export batch; 4 KiB keeps every id, model name and error message whole.
-// The SDK counts its limit in characters; the exporter Setup builds cuts
-// again in bytes, so the bound holds in bytes on the wire.
-const DefaultAttributeValueLengthLimit = 4096
-
-// DefaultShutdownTimeout bounds [Telemetry.Shutdown] when the caller's
-// context has no earlier deadline: long enough to flush a full batch to a
-// live collector, short enough that a dead one never holds up an engine's
-// exit.
-const DefaultShutdownTimeout = 5 * time.Second
+// defaultAttributeValueLengthLimit bounds string attribute values, in
+// bytes, when no OTEL_*ATTRIBUTE_VALUE_LENGTH_LIMIT variable is set.
+const defaultAttributeValueLengthLimit = setupopt.AttributeValueLengthLimit
 
 // Setup builds the OpenTelemetry SDK from the standard environment and,
 // unless [WithoutGlobal] is given, installs its providers and propagator
@@ -65,7 +52,7 @@ const DefaultShutdownTimeout = 5 * time.Second
 // exporter or sampler, a queue size out of range or padded with a space, a
 // schedule delay of 0, an endpoint that is not a URL, a header gRPC cannot
 // carry, ...) makes Setup return an error that names each bad variable
-// ([*EnvError]), and a no-op Telemetry: the engine logs the error and runs
+// and a no-op Telemetry: the engine logs the error and runs
 // untraced, never with a setting nobody asked for.
 //
 // Setup never dials the collector: an unreachable one neither fails nor
@@ -76,7 +63,7 @@ const DefaultShutdownTimeout = 5 * time.Second
 // crash journal until exported, and the spans of earlier processes that
 // died in that directory are exported on a goroutine of their own.
 func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
-	cfg := config{shutdownTimeout: DefaultShutdownTimeout}
+	cfg := config{shutdownTimeout: setupopt.ShutdownTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
@@ -85,6 +72,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	applyOwn(&cfg, setupopt.From(ctx))
 	env, err := readEnv()
 	if err != nil {
 		return &Telemetry{}, err
@@ -114,7 +102,12 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		}
 		return &Telemetry{}, err
 	}
-	logExp, err := logExporter(ctx)
+	var logExp sdklog.Exporter
+	if !cfg.noGlobal {
+		// The slog bridge logs through the global logger provider: without
+		// the globals, no record could reach an exporter.
+		logExp, err = logExporter(ctx)
+	}
 	if err != nil {
 		if exp != nil {
 			_ = exp.Shutdown(ctx)
@@ -173,7 +166,6 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	}
 	if logExp != nil {
 		t.lp, _ = newLoggerProvider(logExp, res, env)
-		t.logs = firstEnv("OTEL_LOGS_EXPORTER")
 	}
 	if !cfg.noGlobal {
 		if t.lp != nil {
@@ -188,6 +180,19 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		otel.SetTextMapPropagator(t.prop)
 	}
 	return t, nil
+}
+
+// applyOwn applies the settings the module's own programs give on Setup's
+// context.
+func applyOwn(cfg *config, o setupopt.Options) {
+	if o.SpanExporter != nil {
+		cfg.exporter = o.SpanExporter
+	}
+	if o.IDGenerator != nil {
+		cfg.idGenerator = o.IDGenerator
+	}
+	cfg.batchOptions = append(cfg.batchOptions, o.BatchOptions...)
+	cfg.noMetrics = cfg.noMetrics || o.NoMetrics
 }
 
 // envPropagator is the propagator OTEL_PROPAGATORS names (checked by
@@ -299,7 +304,7 @@ const defaultLinkCountLimit = 1024
 // never takes effect.
 func spanLimits(env envValues) sdktrace.SpanLimits {
 	return sdktrace.SpanLimits{
-		AttributeValueLengthLimit: env.int(DefaultAttributeValueLengthLimit,
+		AttributeValueLengthLimit: env.int(defaultAttributeValueLengthLimit,
 			"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
 		AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
 		AttributeCountLimit:         env.int(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
@@ -319,9 +324,8 @@ func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
 		attribute.String("telemetry.distro.name", "otelomni"),
 		attribute.String("telemetry.distro.version", otelomni.Version))
 	own = append(own, cfg.engine...)
-	own = append(own, cfg.resourceAttrs...)
 	// A resource attribute that is not valid UTF-8 would cost every export.
-	own = sanitize.KeyValues(own, 256, DefaultAttributeValueLengthLimit)
+	own = sanitize.KeyValues(own, 256, defaultAttributeValueLengthLimit)
 	res, err := resource.New(ctx,
 		resource.WithService(), // default service.name and a fresh service.instance.id
 		resource.WithAttributes(own...),

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/contrib/bridges/otelslog"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -584,11 +585,7 @@ func TestLogQueueMemoryIsItsFormula(t *testing.T) {
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
 			before := m.TotalAlloc
-			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil),
-				otelsetup.WithShutdownTimeout(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tel := setupGlobalLogs(t, otelsetup.WithFallbackExporter(nil), otelsetup.WithShutdownTimeout(100*time.Millisecond))
 			runtime.ReadMemStats(&m)
 			atSetup := int64(m.TotalAlloc - before)
 			queueBytes := int64(queue)*logRecordBytes + batch*584
@@ -598,7 +595,7 @@ func TestLogQueueMemoryIsItsFormula(t *testing.T) {
 			if atSetup < int64(queue)*logRecordBytes*9/10 || atSetup > queueBytes+2<<20 {
 				t.Errorf("Setup allocated %d bytes, want the queue's %d (plus at most 2 MiB)", atSetup, queueBytes)
 			}
-			log := slog.New(tel.LogHandler("engine"))
+			log := slog.New(otelslog.NewHandler("engine"))
 			held0 := heap()
 			for i := 0; i < 2*queue; i++ {
 				v := strings.Repeat(string(rune('a'+i%26)), 64<<10)

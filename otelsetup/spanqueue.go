@@ -156,7 +156,7 @@ func (q *spanQueue) ForceFlush(ctx context.Context) error {
 	return q.bsp.ForceFlush(ctx)
 }
 
-// lossSince returns a *LossError for the spans lost since its previous
+// lossSince returns a *lossError for the spans lost since its previous
 // call, or nil when none was.
 func (q *spanQueue) lossSince() error {
 	q.flush.Lock()
@@ -168,7 +168,7 @@ func (q *spanQueue) lossSince() error {
 	since := lossCounts{dropped: now.dropped - q.reported.dropped, failed: now.failed - q.reported.failed,
 		refused: now.refused - q.reported.refused}
 	q.reported = now
-	return &LossError{ExportStats: q.c.stats(), since: &since}
+	return &lossError{ExportStats: q.c.stats(), since: &since}
 }
 
 // batchOptions are the batch processor's settings: the SDK's defaults,
@@ -190,16 +190,16 @@ func batchOptions(env envValues, opts []sdktrace.BatchSpanProcessorOption) sdktr
 		}
 	}
 	if o.MaxQueueSize < 1 {
-		otel.Handle(fmt.Errorf("otelsetup: WithBatchOptions: a queue of %d spans; using %d", o.MaxQueueSize, sdktrace.DefaultMaxQueueSize))
+		otel.Handle(fmt.Errorf("otelsetup: batch options: a queue of %d spans; using %d", o.MaxQueueSize, sdktrace.DefaultMaxQueueSize))
 		o.MaxQueueSize = sdktrace.DefaultMaxQueueSize
 	}
 	if o.MaxExportBatchSize < 1 || o.MaxExportBatchSize > o.MaxQueueSize {
 		b := min(sdktrace.DefaultMaxExportBatchSize, o.MaxQueueSize)
-		otel.Handle(fmt.Errorf("otelsetup: WithBatchOptions: a batch of %d spans for a queue of %d; using %d", o.MaxExportBatchSize, o.MaxQueueSize, b))
+		otel.Handle(fmt.Errorf("otelsetup: batch options: a batch of %d spans for a queue of %d; using %d", o.MaxExportBatchSize, o.MaxQueueSize, b))
 		o.MaxExportBatchSize = b
 	}
 	if o.BatchTimeout <= 0 {
-		otel.Handle(fmt.Errorf("otelsetup: WithBatchOptions: a batch timeout of %v; using %v", o.BatchTimeout, sdktrace.DefaultScheduleDelay*time.Millisecond))
+		otel.Handle(fmt.Errorf("otelsetup: batch options: a batch timeout of %v; using %v", o.BatchTimeout, sdktrace.DefaultScheduleDelay*time.Millisecond))
 		o.BatchTimeout = sdktrace.DefaultScheduleDelay * time.Millisecond
 	}
 	return o

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/contrib/bridges/otelslog"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -18,8 +16,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/otelomni/otelomni/otelomni"
 )
 
 // Telemetry is what [Setup] built: the providers, the accounting of what
@@ -33,7 +29,6 @@ type Telemetry struct {
 	tp              *sdktrace.TracerProvider
 	mp              *sdkmetric.MeterProvider
 	lp              *sdklog.LoggerProvider
-	logs            string
 	metrics         string
 	shutdownTimeout time.Duration
 	exporter        string
@@ -69,27 +64,6 @@ func (t *Telemetry) MeterProvider() metric.MeterProvider {
 		return metricnoop.NewMeterProvider()
 	}
 	return t.mp
-}
-
-// LogHandler returns a log/slog handler for the logs of the component
-// name: one that exports each record over OTLP (or to the console) through
-// the OpenTelemetry slog bridge, with the trace and span of the context it
-// was logged with, when OTEL_LOGS_EXPORTER names an exporter; nil
-// otherwise. Logs are exported only when that variable is set: the
-// default exports none.
-func (t *Telemetry) LogHandler(name string) slog.Handler {
-	if t == nil || t.lp == nil {
-		return nil
-	}
-	return otelslog.NewHandler(name, otelslog.WithLoggerProvider(t.lp), otelslog.WithVersion(otelomni.Version))
-}
-
-// LogsExporter describes where logs go, for a start-up log line.
-func (t *Telemetry) LogsExporter() string {
-	if t == nil || t.logs == "" {
-		return "none"
-	}
-	return t.logs
 }
 
 // Enabled reports whether spans are recorded.
@@ -128,19 +102,20 @@ func (t *Telemetry) ExportStats() ExportStats {
 
 // ErrSpansLost is wrapped by the error of [Telemetry.Shutdown] and
 // [Telemetry.ForceFlush] when spans did not reach the collector, whatever
-// the exporter's protocol: errors.Is(err, ErrSpansLost), and errors.As with
-// a [*LossError] for the counts.
+// the exporter's protocol: test it with errors.Is(err, ErrSpansLost). The
+// error's message gives the counts (from ForceFlush, also those since the
+// previous ForceFlush); [Telemetry.ExportStats] gives them as numbers.
 var ErrSpansLost = errors.New("spans did not reach the collector")
 
-// LossError reports the spans that did not reach the collector. Its
-// ExportStats are the counts since Setup; from [Telemetry.ForceFlush], its
-// message also says what was lost since the previous ForceFlush.
-type LossError struct {
+// lossError reports the spans that did not reach the collector. Its
+// ExportStats are the counts since Setup; since, from ForceFlush, those
+// since the previous ForceFlush.
+type lossError struct {
 	ExportStats
 	since *lossCounts // ForceFlush's: the losses since the previous one
 }
 
-func (e *LossError) Error() string {
+func (e *lossError) Error() string {
 	if e.since == nil {
 		return "otelsetup: " + e.describe()
 	}
@@ -148,8 +123,7 @@ func (e *LossError) Error() string {
 		e.since.total(), e.since.dropped, e.since.failed, e.since.refused, e.describe())
 }
 
-// Unwrap returns ErrSpansLost.
-func (e *LossError) Unwrap() error { return ErrSpansLost }
+func (e *lossError) Unwrap() error { return ErrSpansLost }
 
 // ForceFlush exports every span, metric and log record ended so far,
 // waiting at most until ctx is done. It returns an error wrapping
@@ -213,7 +187,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		if t.tp != nil {
 			errs = append(errs, t.tp.Shutdown(ctx))
 			if s := t.ExportStats(); s.Lost() > 0 {
-				loss := &LossError{ExportStats: s}
+				loss := &lossError{ExportStats: s}
 				otel.Handle(loss)
 				errs = append(errs, loss)
 			}

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/input"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // checkpoint is where a followed file was read up to: the file (its device

@@ -24,8 +24,8 @@ import (
 	"github.com/otelomni/otelomni/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/internal/omnirecord/input"
-	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/setupopt"
 )
 
 // maxLine bounds one line of input (a request of a hundred stages fits in
@@ -264,8 +264,8 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case <-ctx.Done():
 		select {
 		case status = <-finished:
-		case <-time.After(otelsetup.DefaultShutdownTimeout + interruptGrace):
-			fmt.Fprintf(stderr, "omnitrace import: interrupted: the exporter did not finish within %v; spans not yet exported are lost\n", otelsetup.DefaultShutdownTimeout+interruptGrace)
+		case <-time.After(setupopt.ShutdownTimeout + interruptGrace):
+			fmt.Fprintf(stderr, "omnitrace import: interrupted: the exporter did not finish within %v; spans not yet exported are lost\n", setupopt.ShutdownTimeout+interruptGrace)
 			return 1
 		}
 	}
@@ -710,7 +710,7 @@ func (im *importer) finish() int {
 	dest := im.x.dest
 	var l loss
 	if p := im.x.pipe; p != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), otelsetup.DefaultShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), setupopt.ShutdownTimeout)
 		var err error
 		l, err = p.shutdown(ctx)
 		cancel()

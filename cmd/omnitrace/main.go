@@ -42,8 +42,8 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaegerquery"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/internal/tracetable"
-	"github.com/otelomni/otelomni/sanitize"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )

@@ -13,8 +13,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/journal"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/sanitize"
 )
 
 // Exit statuses of recover (docs/omnitrace.md).

@@ -203,6 +203,6 @@ func putValue(d pcommon.Value, v attribute.Value) {
 			s.AppendEmpty().SetStr(str)
 		}
 	default:
-		d.SetStr(v.Emit())
+		d.SetStr(v.String())
 	}
 }

@@ -15,8 +15,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/sanitize"
 )
 
 // export is where an import's spans go, and what its spans are made
@@ -79,7 +80,7 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, er
 		s, x.dest = newJSONSink(stdout, nil), "the console (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
 	}
 	set := batchSettings()
-	set.resource = sanitize.KeyValues(res.Attributes(), 256, otelsetup.DefaultAttributeValueLengthLimit)
+	set.resource = sanitize.KeyValues(res.Attributes(), 256, setupopt.AttributeValueLengthLimit)
 	set.resourceSchema = res.SchemaURL()
 	x.pipe = newPipe(set, s)
 	return x, nil
@@ -126,7 +127,7 @@ func batchSettings() pipeSettings {
 func spanLimits() emit.Limits {
 	return emit.Limits{
 		Attributes:  envInt(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
-		ValueLength: envInt(otelsetup.DefaultAttributeValueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+		ValueLength: envInt(setupopt.AttributeValueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
 	}
 }
 

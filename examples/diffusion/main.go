@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/contrib/bridges/otelslog"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -147,11 +148,10 @@ func run(out io.Writer, cfg config) (result, error) {
 	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()), otelomni.WithMeterProvider(tel.MeterProvider()))
 	// The engine logs warnings and errors to stderr with the trace and span
 	// of the request they happened in; with OTEL_LOGS_EXPORTER set, every
-	// record is exported over OTLP beside the traces too.
-	var logs slog.Handler = otelomni.NewLogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if h := tel.LogHandler("omni-diffusion-demo"); h != nil {
-		logs = slog.NewMultiHandler(logs, h)
-	}
+	// record is exported over OTLP beside the traces too, through the
+	// OpenTelemetry slog bridge and the logger provider Setup installed.
+	logs := slog.NewMultiHandler(otelomni.NewLogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		otelslog.NewHandler("omni-diffusion-demo", otelslog.WithVersion(otelomni.Version)))
 	eng := engine.New(engine.Config{Instrumenter: in, Slots: cfg.slots, TimeScale: cfg.scale, Logger: slog.New(logs)})
 	eng.Start(ctx, engine.Models())
 

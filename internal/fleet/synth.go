@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
@@ -44,11 +45,14 @@ type Producer struct {
 }
 
 // NewProducer sets up a producer. With record, it remembers every span (see
-// [Producer.Spans]); without, it keeps nothing (for long runs).
+// [Producer.Spans]); without, it keeps nothing (for long runs). Settings of
+// setupopt on ctx (batch options) apply beside its own.
 func NewProducer(ctx context.Context, seed uint64, record bool, opts ...otelsetup.Option) (*Producer, error) {
 	p := &Producer{}
-	opts = append([]otelsetup.Option{otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(),
-		otelsetup.WithIDGenerator(newSeededIDs(seed))}, opts...)
+	own := setupopt.From(ctx)
+	own.NoMetrics, own.IDGenerator = true, newSeededIDs(seed)
+	ctx = setupopt.With(ctx, own)
+	opts = append([]otelsetup.Option{otelsetup.WithoutGlobal()}, opts...)
 	if record {
 		p.rec = tracetest.NewSpanRecorder()
 		opts = append(opts, otelsetup.WithSpanProcessor(p.rec))

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/traceview"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )

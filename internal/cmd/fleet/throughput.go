@@ -16,8 +16,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/fleet"
 	"github.com/otelomni/otelomni/internal/procstat"
+	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
-	"github.com/otelomni/otelomni/otelsetup"
 )
 
 // throughput offers synthetic requests at rate per second for duration to
@@ -48,8 +48,8 @@ func throughput(out io.Writer, rate float64, duration time.Duration) error {
 	os.Setenv("OTEL_SERVICE_NAME", "omni-throughput")
 	// A queue deep enough for a second of spans at the highest rate
 	// measured, so that the producer is not what drops.
-	p, err := fleet.NewProducer(ctx, 1, false, otelsetup.WithBatchOptions(
-		sdktrace.WithMaxQueueSize(1<<17), sdktrace.WithMaxExportBatchSize(2048)))
+	p, err := fleet.NewProducer(setupopt.With(ctx, setupopt.Options{BatchOptions: []sdktrace.BatchSpanProcessorOption{
+		sdktrace.WithMaxQueueSize(1 << 17), sdktrace.WithMaxExportBatchSize(2048)}}), 1, false)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/procstat"
+	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 )
@@ -73,7 +74,7 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	if batch > 0 {
 		bopts = append(bopts, sdktrace.WithMaxExportBatchSize(batch))
 	}
-	tel, err := otelsetup.Setup(ctx, otelsetup.WithoutGlobal(), otelsetup.WithBatchOptions(bopts...),
+	tel, err := otelsetup.Setup(setupopt.With(ctx, setupopt.Options{BatchOptions: bopts}), otelsetup.WithoutGlobal(),
 		otelsetup.WithShutdownTimeout(30*time.Second))
 	if err != nil {
 		return false, err

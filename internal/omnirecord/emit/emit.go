@@ -13,7 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
@@ -95,7 +96,7 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 	id := str(r.ID)
 
 	kv := append(e.kv[:0], r.Extra...)
-	kv = append(kv, attrs.Reconstructed(true))
+	kv = append(kv, omniattr.Reconstructed(true))
 	if r.Source != "" {
 		kv = append(kv, forms.SourceKey.String(r.Source))
 	}
@@ -138,11 +139,11 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 		sid, sidOK := stageID(st.ID)
 		stage := e.start(spans.StageSpanName, ptrace.SpanKindInternal, &req, st.Submit)
 		if sidOK {
-			stage.set(attrs.StageID(sid))
+			stage.set(omniattr.StageID(sid))
 		}
-		stage.set(attrs.StageType(stageTypeOf(st)))
+		stage.set(omniattr.StageType(stageTypeOf(st)))
 		if name := str(st.Name); name != "" {
-			stage.set(attrs.StageName(name))
+			stage.set(omniattr.StageName(name))
 		}
 		switch {
 		case ps.p.HasTransfer && (i > 0 || st.RxFrom != nil):
@@ -174,38 +175,38 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 // stage's.
 func (e *Emitter) requestAttrs(r *forms.Request, id string, st *forms.Stage) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 16)
-	kv = append(kv, attrs.RequestID(id), attrs.OperationName(attrs.OperationGenerateContent))
+	kv = append(kv, omniattr.RequestID(id), omniattr.OperationName(attrs.OperationGenerateContent))
 	if e.model != "" {
-		kv = append(kv, attrs.RequestModel(e.model))
+		kv = append(kv, omniattr.RequestModel(e.model))
 	}
 	if r.Modality != "" {
 		m := str(r.Modality)
-		kv = append(kv, attrs.OutputModality(m))
-		if t, ok := attrs.OutputType(m); ok {
+		kv = append(kv, omniattr.OutputModality(m))
+		if t, ok := omniattr.OutputType(m); ok {
 			kv = append(kv, t)
 		}
 	}
 	if r.Steps > 0 {
-		kv = append(kv, attrs.NumInferenceSteps(r.Steps))
+		kv = append(kv, omniattr.NumInferenceSteps(r.Steps))
 	}
 	if r.Guidance != nil {
-		kv = append(kv, attrs.GuidanceScale(*r.Guidance))
+		kv = append(kv, omniattr.GuidanceScale(*r.Guidance))
 	}
 	for _, n := range [...]struct {
 		v  int
 		kv func(int) attribute.KeyValue
-	}{{r.Height, attrs.Height}, {r.Width, attrs.Width}, {r.Frames, attrs.NumFrames}} {
+	}{{r.Height, omniattr.Height}, {r.Width, omniattr.Width}, {r.Frames, omniattr.NumFrames}} {
 		if n.v > 0 {
 			kv = append(kv, n.kv(n.v))
 		}
 	}
 	if st != nil {
 		if sid, ok := stageID(st.ID); ok {
-			kv = append(kv, attrs.StageID(sid))
+			kv = append(kv, omniattr.StageID(sid))
 		}
-		kv = append(kv, attrs.StageType(stageTypeOf(st)))
+		kv = append(kv, omniattr.StageType(stageTypeOf(st)))
 		if name := str(st.Name); name != "" {
-			kv = append(kv, attrs.StageName(name))
+			kv = append(kv, omniattr.StageName(name))
 		}
 	}
 	return kv
@@ -307,7 +308,7 @@ func (e *Emitter) phases(sc *scope, ps *placedStage) []error {
 			}
 			kv := reconstructedOnly
 			if q := ps.st.Quality[ph]; q != (forms.Quality{}) {
-				kv = forms.QualityAttrs([]attribute.KeyValue{attrs.Reconstructed(true)}, q)
+				kv = forms.QualityAttrs([]attribute.KeyValue{omniattr.Reconstructed(true)}, q)
 			}
 			if err := e.phase(sc, ph, iv, kv); err != nil {
 				errs = append(errs, err)
@@ -347,7 +348,7 @@ func (e *Emitter) phase(sc *scope, ph spans.Phase, iv spans.Interval, kv []attri
 func (e *Emitter) phaseAttrs(s ptrace.Span, ph spans.Phase, kv []attribute.KeyValue) {
 	m := s.Attributes()
 	dropped := 0
-	base := [2]attribute.KeyValue{attrs.Phase(ph.ID()), attrs.RequestModel(e.model)}
+	base := [2]attribute.KeyValue{omniattr.Phase(ph.ID()), omniattr.RequestModel(e.model)}
 	n := 2
 	if e.model == "" {
 		n = 1
@@ -397,16 +398,16 @@ func (e *Emitter) transfer(req *scope, rec *spans.TransferRecord) []error {
 	}
 	t := e.start(spans.TransferSpanName, ptrace.SpanKindInternal, req, iv.Start())
 	if fromOK {
-		t.set(attrs.TransferFromStage(from))
+		t.set(omniattr.TransferFromStage(from))
 	}
 	if toOK {
-		t.set(attrs.TransferToStage(to))
+		t.set(omniattr.TransferToStage(to))
 	}
 	if rec.Bytes > 0 {
-		t.set(attrs.TransferBytes(rec.Bytes))
+		t.set(omniattr.TransferBytes(rec.Bytes))
 	}
 	if rec.Reconstructed {
-		t.set(attrs.Reconstructed(true))
+		t.set(omniattr.Reconstructed(true))
 	}
 	var kv []attribute.KeyValue
 	if rec.Reconstructed {
@@ -612,21 +613,21 @@ func hasLength(s *forms.Stage) bool {
 
 // e2eAttr keeps a measured end-to-end time shorter than the request span,
 // which a stage's end made longer.
-var e2eAttr = attrs.RecordKey("e2e_total_ms")
+var e2eAttr = omniattr.RecordKey("e2e_total_ms")
 
 // genTimeAttr keeps a single-stage request's stage_gen_time, which has no
 // omni.stage span to give it a length.
-var genTimeAttr = attrs.RecordKey("stage_gen_time_ms")
+var genTimeAttr = omniattr.RecordKey("stage_gen_time_ms")
 
 // reconstructedOnly is the attribute of a placed phase of exact duration,
 // shared: it is never written to.
-var reconstructedOnly = []attribute.KeyValue{attrs.Reconstructed(true)}
+var reconstructedOnly = []attribute.KeyValue{omniattr.Reconstructed(true)}
 
 // stageAttrs appends a stage's own attributes: preemptions, the quality of
 // its stage_gen_time, and the fields whose 0 meant "not measured".
 func stageAttrs(kv []attribute.KeyValue, st *forms.Stage) []attribute.KeyValue {
 	if st.Preemptions != nil {
-		kv = append(kv, attrs.NumPreemptions(*st.Preemptions))
+		kv = append(kv, omniattr.NumPreemptions(*st.Preemptions))
 	}
 	if st.GenTime != nil {
 		kv = forms.QualityAttrs(kv, st.GenTime.Quality)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 
@@ -39,7 +40,7 @@ func recordPath(ctx context.Context, r *forms.Request, in *otelomni.Instrumenter
 	info := otelomni.RequestInfo{
 		ID: r.ID, Model: r.Model, Modality: r.Modality, NumInferenceSteps: r.Steps, GuidanceScale: r.Guidance,
 		Height: r.Height, Width: r.Width, NumFrames: r.Frames, Start: r.Arrival,
-		Attributes: append(append(make([]attribute.KeyValue, 0, len(r.Extra)+9), r.Extra...), attrs.Reconstructed(true)),
+		Attributes: append(append(make([]attribute.KeyValue, 0, len(r.Extra)+9), r.Extra...), omniattr.Reconstructed(true)),
 	}
 	if r.Source != "" {
 		info.Attributes = append(info.Attributes, forms.SourceKey.String(r.Source))
@@ -110,7 +111,7 @@ func recordPhases(rec *otelomni.Request, ps *placedStage) []error {
 			}
 			kv := reconstructedOnly
 			if q := ps.st.Quality[ph]; q != (forms.Quality{}) {
-				kv = forms.QualityAttrs([]attribute.KeyValue{attrs.Reconstructed(true)}, q)
+				kv = forms.QualityAttrs([]attribute.KeyValue{omniattr.Reconstructed(true)}, q)
 			}
 			if err := rec.RecordPhase(ph, iv, kv...); err != nil {
 				errs = append(errs, err)

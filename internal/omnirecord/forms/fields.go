@@ -9,8 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/sanitize"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/literal"
 )
@@ -139,14 +139,14 @@ func extras(dst []attribute.KeyValue, obj *literal.Value, known func(string) boo
 		dst = append(dst, extraValue(k, &obj.Vals[i]))
 	}
 	if dropped > 0 {
-		dst = append(dst, attrs.RecordKey("dropped_keys").Int(dropped))
+		dst = append(dst, omniattr.RecordKey("dropped_keys").Int(dropped))
 	}
 	return dst
 }
 
 // extraKey is the attribute key of an input key, bounded.
 func extraKey(k string) attribute.Key {
-	return attrs.RecordKey(sanitize.String(k, MaxKeyBytes-len("omni.record.")))
+	return omniattr.RecordKey(sanitize.String(k, MaxKeyBytes-len("omni.record.")))
 }
 
 func extraValue(k string, v *literal.Value) attribute.KeyValue {

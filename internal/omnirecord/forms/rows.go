@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/literal"
@@ -188,7 +189,7 @@ func (b *Builder) ApplyStageRow(row *literal.Value, src RowSource) {
 	for _, t := range []struct {
 		key string
 		mk  func(int) attribute.KeyValue
-	}{{"num_tokens_in", attrs.InputTokens}, {"num_tokens_out", attrs.OutputTokens}} {
+	}{{"num_tokens_in", omniattr.InputTokens}, {"num_tokens_out", omniattr.OutputTokens}} {
 		if v, ok := row.Get(t.key); ok {
 			if n, ok := number(v); ok && n == math.Trunc(n) && n < 1<<31 {
 				s.Extra = appendOnce(s.Extra, t.mk(int(n)))

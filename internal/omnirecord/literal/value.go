@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/otelomni/otelomni/sanitize"
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // Value is one parsed value of an input record: what a JSON line, a JSON

@@ -6,8 +6,8 @@
 // The OTLP exporters refuse a whole batch that holds one string that is not
 // valid UTF-8, and the SDK's attribute length limit counts characters, not
 // bytes: both are reasons to bound client strings before they reach the
-// SDK. otelomni does it for everything it records; use this package for
-// attributes of your own that carry client input.
+// SDK. otelomni, otelsetup and the commands bound every string they record
+// or show through this package.
 package sanitize
 
 import (
