@@ -130,6 +130,16 @@ func TestEveryNumberHasARangeAndTakesEffectAsWritten(t *testing.T) {
 				case v.hi > 0:
 					lo, hi := rangeOf(v)
 					want, accept = wantNumber(val, lo, hi)
+				case v.name == "OMNI_SAMPLE_PERCENT":
+					// A decimal percentage, 0 to 100.
+					f, err := strconv.ParseFloat(val, 64)
+					whole, frac, point := strings.Cut(val, ".")
+					_, wholeOK := wantNumber(whole, 0, 100)
+					fracOK := frac != "" && strings.Trim(frac, "0123456789") == ""
+					accept = err == nil && wholeOK && (!point || fracOK) && f <= 100
+				case v.name == "OMNI_SAMPLE_SALT":
+					// Printable ASCII without spaces around it, in 256 bytes.
+					accept = strings.TrimSpace(val) == val && len(val) <= 256 && !strings.ContainsFunc(val, func(r rune) bool { return r < 0x20 || r > 0x7e })
 				case v.name == "OTEL_SERVICE_NAME":
 					// Any text is a name, once written without spaces
 					// around it or control characters, in 255 bytes.
