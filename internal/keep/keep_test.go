@@ -19,7 +19,7 @@ func TestDefaultsAreTheCollectorFilesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range Vars {
-		m := regexp.MustCompile(`\$\{env:` + v.Name + `:-([^}]*)\}`).FindAllStringSubmatch(string(b), -1)
+		m := regexp.MustCompile(`\$\{env:`+v.Name+`:-([^}]*)\}`).FindAllStringSubmatch(string(b), -1)
 		if len(m) == 0 {
 			t.Errorf("deploy/collector.yaml does not read %s", v.Name)
 		}
