@@ -138,8 +138,10 @@ func TestEveryNumberHasARangeAndTakesEffectAsWritten(t *testing.T) {
 					fracOK := frac != "" && strings.Trim(frac, "0123456789") == ""
 					accept = err == nil && wholeOK && (!point || fracOK) && f <= 100
 				case v.name == "OMNI_SAMPLE_SALT":
-					// Printable ASCII without spaces around it, in 256 bytes.
-					accept = strings.TrimSpace(val) == val && len(val) <= 256 && !strings.ContainsFunc(val, func(r rune) bool { return r < 0x20 || r > 0x7e })
+					// A letter, then letters, digits, '.', '_' or '-', in 256
+					// bytes, and no word YAML reads as a boolean or null.
+					accept = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,255}$`).MatchString(val) &&
+						!map[string]bool{"true": true, "false": true, "null": true}[strings.ToLower(val)]
 				case v.name == "OTEL_SERVICE_NAME":
 					// Any text is a name, once written without spaces
 					// around it or control characters, in 255 bytes.

@@ -104,8 +104,9 @@ func FromEnv(getenv func(string) string) (Policy, error) {
 
 // Check checks one value of a variable of [Vars]: a threshold is a number
 // of milliseconds in decimal digits, 0 to a day; the share a decimal
-// percentage from 0 to 100; the salt printable ASCII, at most 256 bytes,
-// no space at either end.
+// percentage from 0 to 100; the salt a letter then letters, digits, '.',
+// '_' or '-', at most 256 bytes, and not a word YAML reads as a boolean or
+// null.
 func Check(name, s string) error {
 	switch name {
 	case "OMNI_SAMPLE_PERCENT":
@@ -114,8 +115,10 @@ func Check(name, s string) error {
 			return errors.New("want a percentage, 0 to 100, in decimal digits")
 		}
 	case "OMNI_SAMPLE_SALT":
-		if len(s) > maxSalt || strings.TrimSpace(s) != s || !printable(s) {
-			return fmt.Errorf("want printable ASCII, at most %d bytes, no space at either end", maxSalt)
+		// The collector reads the value as YAML: a salt YAML would read as
+		// a number, a boolean or null would not be the engine's.
+		if len(s) > maxSalt || !saltChars(s) || yamlWord[strings.ToLower(s)] {
+			return fmt.Errorf("want a letter then letters, digits, '.', '_' or '-', at most %d bytes, and not true, false or null", maxSalt)
 		}
 	default:
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -141,13 +144,17 @@ func digits(s string) bool {
 	return s != ""
 }
 
-func printable(s string) bool {
+var yamlWord = map[string]bool{"true": true, "false": true, "null": true}
+
+func saltChars(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
+		c := s[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if i == 0 && !letter || !letter && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
 			return false
 		}
 	}
-	return true
+	return s != ""
 }
 
 func clip(s string) string {

@@ -65,9 +65,14 @@ func TestFromEnvTakesEachValueAsWrittenAndRefusesTheRest(t *testing.T) {
 			t.Errorf("OMNI_SAMPLE_PERCENT=%q accepted", bad)
 		}
 	}
-	for _, bad := range []string{" s", "s ", "\x00", "\xff", "é", strings.Repeat("s", 257)} {
+	for _, bad := range []string{" s", "s ", "\x00", "\xff", "é", strings.Repeat("s", 257), "123", "0x1F", "true", "NULL", "False", "a b", "a:b", "#a", "-a", ".inf", "${x}"} {
 		if _, err := FromEnv(env("OMNI_SAMPLE_SALT", bad)); err == nil {
 			t.Errorf("OMNI_SAMPLE_SALT=%q accepted", bad)
+		}
+	}
+	for _, good := range []string{"s", "default-hash-seed", "fleet.eu-1_a", "yes", "nan2", strings.Repeat("s", 256)} {
+		if _, err := FromEnv(env("OMNI_SAMPLE_SALT", good)); err != nil {
+			t.Errorf("OMNI_SAMPLE_SALT=%q refused: %v", good, err)
 		}
 	}
 	// A refused value leaves the defaults in place, never half a policy.
