@@ -10,7 +10,7 @@ JAEGER      := tools/bin/jaeger
 OTELCOL     := tools/bin/otelcol
 BENCHCOUNT  ?= 5
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin sizing clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin prometheus-bin sizing clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 ## Then a request that kills its engine (SIGKILL, mid-request) and the
@@ -40,7 +40,7 @@ staticcheck:
 # The end-to-end tests need Jaeger, and the fleet tests the tier's
 # collector; OTELOMNI_REQUIRE_JAEGER makes them fail, not skip, if either is
 # missing.
-unit: $(JAEGER) $(OTELCOL)
+unit: $(JAEGER) $(OTELCOL) prometheus-bin
 	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # Each fuzz target runs for FUZZTIME; go test fuzzes one target at a time.
@@ -86,7 +86,7 @@ jaeger: $(JAEGER)
 ## (tools/bin/otelcol), replicas of the multi-stage example sending normal,
 ## slow, saturated and failing requests; prints what was kept and dropped
 ## (docs/fleet.md). KEEP=1 keeps it running.
-fleet: $(JAEGER) $(OTELCOL)
+fleet: $(JAEGER) $(OTELCOL) prometheus-bin
 	$(GO) run ./internal/cmd/fleet $(if $(KEEP),-keep)
 
 ## otelcol-bin: build the tier's collector, upstream components at v0.161.0
@@ -95,6 +95,13 @@ otelcol-bin: $(OTELCOL)
 
 $(OTELCOL): tools/otelcol/go.mod tools/otelcol/go.sum tools/otelcol/main.go
 	cd tools/otelcol && $(GO) build -o ../bin/otelcol .
+
+## prometheus-bin: install Debian's Prometheus server (2.42; the package
+## does not start it), which the exemplar tests and `make fleet` run on
+## loopback with exemplar storage on. Needs root, as apt-get does.
+prometheus-bin:
+	@command -v prometheus >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }; }
+	@prometheus --version 2>&1 | head -1
 
 ## sizing: the measured memory of the tail-sampling decision caches and
 ## decision timer, per entry (docs/fleet.md, "Sizing").

@@ -73,6 +73,7 @@ func docsInventory() []docEntry {
 		pending("docs/fleet.md#sizing/2", "OMNI_MEMORY_LIMIT_MIB", "TestShippedDefaultsFitTheSizingRule"),
 		pending("docs/fleet.md#sizing/3", "make sizing", "TestShippedDefaultsFitTheSizingRule"),
 		pending("docs/fleet.md#metrics-that-count-every-request/1", "span metrics", "TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses"),
+		pending("docs/fleet.md#exemplars-prometheus-and-the-dashboard/1", "Share of requests where each phase", "TestDashboardQueriesAnswerFromRealTraffic"),
 		pending("docs/fleet.md#scaling-out/1", "loadbalancing", fleetTests...),
 		pending("docs/fleet.md#the-tests/1", "-run Fleet", fleetTests...),
 

@@ -127,19 +127,21 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	if d < 0 {
 		return
 	}
+	r.vouchEnd(d, err)
+	ctx := r.exemplarCtx(r.ctx)
 	if r.kind == kindStage {
 		opts := r.tbl.rec.scope
 		if err != nil {
 			opts = r.tbl.rec.failedStage(r.in.errorType(err))
 		}
-		r.met.stage.Record(r.ctx, seconds(d), opts...)
+		r.met.stage.Record(ctx, seconds(d), opts...)
 		return
 	}
 	opts := r.tbl.rec.request
 	if err != nil {
 		opts = r.tbl.rec.failedRequest(r.in.errorType(err))
 	}
-	r.met.request.Float64Histogram.Record(r.ctx, seconds(d), opts...)
+	r.met.request.Float64Histogram.Record(ctx, seconds(d), opts...)
 }
 
 // scopeStart returns the request's (or stage's) start: its span's own, or
@@ -160,7 +162,11 @@ func (in *Instrumenter) errorType(err error) string {
 
 // markError sets status Error with err's message and error.type on span,
 // both bounded: a 10 MB error must cost neither a batch nor a log line.
-func (r *Request) markError(span trace.Span, err error) { markError(r.in, span, err) }
+func (r *Request) markError(span trace.Span, err error) {
+	markError(r.in, span, err)
+	// A span with status Error keeps its trace in the collector tier.
+	r.kept.Store(true)
+}
 
 func markError(in *Instrumenter, span trace.Span, err error) {
 	span.SetStatus(codes.Error, in.str(err.Error()))

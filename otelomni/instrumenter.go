@@ -2,6 +2,7 @@ package otelomni
 
 import (
 	"context"
+	"github.com/otelomni/otelomni/internal/keep"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -22,7 +23,10 @@ type Instrumenter struct {
 	// tracer is nil when the tracer provider is a no-op one.
 	tracer trace.Tracer
 	// met is nil when the meter provider is a no-op one.
-	met    *instruments
+	met *instruments
+	// keep is the collector tier's policy that picks the exemplars; nil
+	// offers every measurement under a sampled span.
+	keep   *keep.Policy
 	models modelCache
 	stats  counters
 }
@@ -68,6 +72,7 @@ func (in *Instrumenter) init(opts []Option) {
 			otel.Handle(err)
 		} else {
 			in.met = inst
+			in.keep = exemplarPolicy()
 		}
 	}
 	in.models.init(in.cfg.modelLimit, in.cfg.providerName)

@@ -112,6 +112,8 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 	if d < 0 {
 		return
 	}
+	r.vouchPhase(p, d, end)
+	ctx = r.exemplarCtx(ctx)
 	r.met.phase.Record(ctx, seconds(d), r.tbl.rec.phase[p]...)
 	if p == spans.Exec {
 		r.mu.Lock()
@@ -140,5 +142,5 @@ func (r *Request) firstOutput(ctx context.Context, at time.Time) {
 		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
 		return
 	}
-	r.met.ttft.Float64Histogram.Record(ctx, seconds(d), r.tbl.rec.request...)
+	r.met.ttft.Float64Histogram.Record(r.exemplarCtx(ctx), seconds(d), r.tbl.rec.request...)
 }

@@ -245,7 +245,10 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 	}
 }
 
+// TestExemplarPointsToTheTrace: an exemplar names the trace, here one the
+// baseline share (all of them) vouches for.
 func TestExemplarPointsToTheTrace(t *testing.T) {
+	t.Setenv("OMNI_SAMPLE_PERCENT", "100")
 	m := newMetered(t, true)
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
 	req.StartPhase(context.Background(), spans.Exec).End()

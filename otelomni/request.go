@@ -90,6 +90,10 @@ type Request struct {
 	outputs    int
 	lastOutput time.Time
 	firstOut   atomic.Bool
+	// modality is the request's, for the slow thresholds; kept says the
+	// collector tier keeps its trace (exemplar.go).
+	modality string
+	kept     atomic.Bool
 }
 
 // nest is a phase that other phases hang under: exec, or forward.
@@ -206,7 +210,11 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		ctx, span = in.tracer.Start(ctx, spans.RequestSpanName, a.options(kind, n, extra, start, link...)...)
 		startPool.Put(a)
 	}
-	return in.newScope(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
+	ctx, r := in.newScope(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
+	if r != noRequest {
+		r.modality = info.Modality
+	}
+	return ctx, r
 }
 
 func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (context.Context, *Request) {
@@ -268,6 +276,7 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 	if kind == kindStage {
 		r.parent = parent
 	}
+	r.vouchAtStart(ctx)
 	return ctx, r
 }
 

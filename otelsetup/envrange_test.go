@@ -130,6 +130,18 @@ func TestEveryNumberHasARangeAndTakesEffectAsWritten(t *testing.T) {
 				case v.hi > 0:
 					lo, hi := rangeOf(v)
 					want, accept = wantNumber(val, lo, hi)
+				case v.name == "OMNI_SAMPLE_PERCENT":
+					// A decimal percentage, 0 to 100.
+					f, err := strconv.ParseFloat(val, 64)
+					whole, frac, point := strings.Cut(val, ".")
+					_, wholeOK := wantNumber(whole, 0, 100)
+					fracOK := frac != "" && strings.Trim(frac, "0123456789") == ""
+					accept = err == nil && wholeOK && (!point || fracOK) && f <= 100
+				case v.name == "OMNI_SAMPLE_SALT":
+					// A letter, then letters, digits, '.', '_' or '-', in 256
+					// bytes, and no word YAML reads as a boolean or null.
+					accept = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,255}$`).MatchString(val) &&
+						!map[string]bool{"true": true, "false": true, "null": true}[strings.ToLower(val)]
 				case v.name == "OTEL_SERVICE_NAME":
 					// Any text is a name, once written without spaces
 					// around it or control characters, in 255 bytes.

@@ -34,6 +34,11 @@ type process struct {
 // traces itself with the OpenTelemetry SDK and would take a test's
 // settings), and waits until every URL in ready answers 200.
 func startProcess(ctx context.Context, name, bin, config, logDir string, env map[string]string, ready ...string) (*process, error) {
+	return startCommand(ctx, name, bin, []string{"--config", "file:" + config}, logDir, env, ready...)
+}
+
+// startCommand is startProcess with the command's arguments given.
+func startCommand(ctx context.Context, name, bin string, args []string, logDir string, env map[string]string, ready ...string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -41,7 +46,7 @@ func startProcess(ctx context.Context, name, bin, config, logDir string, env map
 	}
 	defer f.Close()
 	p := &process{name: name, log: logPath, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "--config", "file:"+config)
+	p.cmd = exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OTEL_") {
 			p.cmd.Env = append(p.cmd.Env, kv)

@@ -30,6 +30,12 @@ type Traffic struct {
 	Slow, QueueWait time.Duration
 	// Service is the gateway's service.name; its stages are Service-NAME.
 	Service string
+	// Seed is the first replica's -seed (0 is 1), the next ones' follow:
+	// two runs into one tier need seeds of their own, hence request ids.
+	Seed int
+	// Env is set in every replica's processes on top of ReplicaEnv: the
+	// collector's OMNI_* thresholds, which the engines' exemplars follow.
+	Env map[string]string
 }
 
 // Request is one request a replica served, as its manifest tells.
@@ -99,9 +105,12 @@ func runReplica(ctx context.Context, bin, endpoint, dir string, r int, tr Traffi
 	manifest := filepath.Join(dir, fmt.Sprintf("replica-%d.jsonl", r))
 	cmd := exec.CommandContext(ctx, bin,
 		"-requests", strconv.Itoa(tr.Requests), "-concurrency", strconv.Itoa(tr.Concurrency),
-		"-seed", strconv.Itoa(r+1), "-manifest", manifest,
+		"-seed", strconv.Itoa(max(tr.Seed, 1)+r), "-manifest", manifest,
 		"-mix", tr.Mix, "-slow", tr.Slow.String(), "-queue-wait", tr.QueueWait.String())
 	cmd.Env = ReplicaEnv(endpoint, tr.Service)
+	for k, v := range tr.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if len(out) > maxOutput {

@@ -25,6 +25,7 @@ import (
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/internal/fleet"
 	"github.com/otelomni/otelomni/internal/jaeger"
+	keepvars "github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/otelomni"
 )
 
@@ -67,6 +68,23 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 		return err
 	}
 	defer undo()
+	promBin, err := fleet.PrometheusBinary()
+	if err != nil {
+		return err
+	}
+	prom, err := fleet.StartPrometheus(ctx, promBin, dir, tier.Collector.Prometheus, tier.Collector.Telemetry)
+	if err != nil {
+		return err
+	}
+	defer prom.Stop()
+	// The engines read the thresholds the collector reads: their
+	// exemplars name only traces it keeps.
+	tr.Env = map[string]string{}
+	for _, v := range keepvars.Vars {
+		if s, ok := settings[v.Name]; ok {
+			tr.Env[v.Name] = s
+		}
+	}
 	example, err := fleet.BuildExample(ctx, dir)
 	if err != nil {
 		return err
@@ -75,6 +93,7 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 	fmt.Fprintf(out, "  engines send to   %s (OTLP/HTTP), %s (OTLP/gRPC)\n", tier.Collector.OTLPEndpoint(), tier.Collector.OTLPGRPC)
 	fmt.Fprintf(out, "  metrics           http://%s/metrics (engine histograms, span metrics)\n", tier.Collector.Prometheus)
 	fmt.Fprintf(out, "  decisions         http://%s/metrics (the collector's own)\n", tier.Collector.Telemetry)
+	fmt.Fprintf(out, "  Prometheus        http://%s/ (scrapes both each second; exemplar storage on)\n", prom.Addr)
 	fmt.Fprintf(out, "  query API         http://%s/api/v3/ (this Jaeger build has no web UI; a released Jaeger binary serves it there)\n", tier.Backend.Query)
 	fmt.Fprintf(out, "policies: error; slow image > %v, audio > %v, video > %v, other > %v; queue wait > %v; baseline %v%%; decided %s after the request span (at most %s after the first span)\n",
 		pol.Slow["image"], pol.Slow["audio"], pol.Slow["video"], pol.Slow[""], pol.Queue, pol.Percent, settings["OMNI_DECISION_WAIT"], settings["OMNI_DECISION_WAIT_MAX"])
@@ -106,6 +125,11 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 		return err
 	}
 	printReport(out, rep, pol, tally, counts, tier.Backend.Query)
+	exemplarLine, err := exemplars(ctx, prom, from, rep)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, exemplarLine)
 	q := url.Values{
 		"query.service_name":   {tr.Service},
 		"query.start_time_min": {from.UTC().Format(time.RFC3339)},
@@ -122,6 +146,50 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 		return errors.New(bad)
 	}
 	return nil
+}
+
+// exemplars reads the exemplars Prometheus holds of otelomni's histograms
+// and says how many name a trace the backend holds whole; the engines'
+// last export reaches Prometheus within a few scrapes.
+func exemplars(ctx context.Context, prom *fleet.Prometheus, from time.Time, rep fleet.Report) (string, error) {
+	whole := map[string]bool{}
+	for _, o := range rep.Outcomes {
+		whole[o.TraceID] = o.Kept && len(o.Problems) == 0
+	}
+	const query = `{__name__=~"(omni_phase_duration|omni_stage_duration|gen_ai_server_request_duration|gen_ai_server_time_to_first_token)_seconds_bucket"}`
+	var exs []fleet.Exemplar
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		if exs, err = prom.QueryExemplars(ctx, query, from, time.Now().Add(time.Minute)); err != nil {
+			return "", err
+		}
+		if len(exs) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	kept := 0
+	example := ""
+	for _, e := range exs {
+		if whole[e.Labels["trace_id"]] {
+			kept++
+			if example == "" {
+				example = fmt.Sprintf("%s %.3fs -> trace %s", e.Series["__name__"], e.Value, e.Labels["trace_id"])
+				if p := e.Series["omni_phase"]; p != "" {
+					example = fmt.Sprintf("%s{omni_phase=%q} %.3fs -> trace %s", e.Series["__name__"], p, e.Value, e.Labels["trace_id"])
+				}
+			}
+		}
+	}
+	line := fmt.Sprintf("\nexemplars in Prometheus: %d of otelomni's histograms, %d naming a trace the backend holds whole", len(exs), kept)
+	if example != "" {
+		line += "\n  e.g. " + example
+	}
+	if kept != len(exs) {
+		return "", fmt.Errorf("%s; %d lead nowhere", line, len(exs)-kept)
+	}
+	return line, nil
 }
 
 // setUp starts the tier with settings in a new temporary folder; undo

@@ -1,0 +1,109 @@
+package otelomni
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/internal/keep"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// Exemplars. A histogram's exemplar names the span under which a
+// measurement was made; the SDK's default filter offers every measurement
+// made under a sampled span, and most of those traces are then dropped by
+// the collector tier's tail sampling. otelomni offers a measurement to the
+// exemplar reservoir only when the engine can vouch that the tier keeps its
+// trace: a span of the request failed, the request has already lasted
+// longer than its modality's threshold, a queue wait passed the budget, or
+// the trace id falls in the baseline share. It reads the thresholds from
+// the variables the tier's collector reads (OMNI_SLOW_IMAGE_MS,
+// OMNI_SLOW_VIDEO_MS, OMNI_SLOW_AUDIO_MS, OMNI_SLOW_OTHER_MS,
+// OMNI_QUEUE_BUDGET_MS, OMNI_SAMPLE_PERCENT, OMNI_SAMPLE_SALT), with the
+// same defaults. A stage process vouches for its own failures and queue
+// waits and the baseline share: the request's length is the gateway's to
+// know. Every measurement is still recorded; only the exemplar is chosen.
+//
+// OTELOMNI_EXEMPLARS=sampled offers every measurement under a sampled span
+// instead (the SDK's choice), for a fleet without a tail tier.
+
+// exemplarsVar chooses the exemplars: kept (the default) or sampled.
+const exemplarsVar = "OTELOMNI_EXEMPLARS"
+
+// noExemplar is the context a measurement is recorded with when its trace
+// is not known to be kept: it holds no span, so no exemplar is taken.
+var noExemplar = trace.ContextWithSpanContext(context.Background(), trace.SpanContext{})
+
+// exemplarPolicy is the policy read at New; nil offers every measurement.
+func exemplarPolicy() *keep.Policy {
+	switch v := os.Getenv(exemplarsVar); v {
+	case "sampled":
+		return nil
+	case "", "kept":
+	default:
+		otel.Handle(fmt.Errorf("otelomni: %s=%q: want kept or sampled; kept is used", exemplarsVar, clipEnv(v)))
+	}
+	p, err := keep.FromEnv(os.Getenv)
+	if err != nil {
+		otel.Handle(fmt.Errorf("otelomni: exemplars: %w; the collector file's defaults are used", err))
+	}
+	return &p
+}
+
+func clipEnv(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// vouchAtStart marks the request kept when its trace id falls in the
+// baseline share.
+func (r *Request) vouchAtStart(ctx context.Context) {
+	p := r.in.keep
+	if p == nil {
+		return
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() && p.Baseline(sc.TraceID()) {
+		r.kept.Store(true)
+	}
+}
+
+// vouchPhase marks the request kept by a phase that ended at end: a queue
+// wait over the budget, or a request already longer than its threshold.
+func (r *Request) vouchPhase(p spans.Phase, d time.Duration, end time.Time) {
+	pol := r.in.keep
+	if pol == nil || r.kept.Load() {
+		return
+	}
+	if (p == spans.QueueWait || p == spans.LLMQueue) && pol.Saturated(d) ||
+		r.kind == kindRequest && pol.Slow(r.modality, end.Sub(r.scopeStart())) {
+		r.kept.Store(true)
+	}
+}
+
+// vouchEnd marks the request kept by its end: failed, or longer than its
+// modality's threshold.
+func (r *Request) vouchEnd(d time.Duration, err error) {
+	pol := r.in.keep
+	if pol == nil {
+		return
+	}
+	if err != nil || r.kind == kindRequest && pol.Slow(r.modality, d) {
+		r.kept.Store(true)
+	}
+}
+
+// exemplarCtx is the context to record a measurement of the request with:
+// ctx when the tier keeps its trace (or every measurement is offered),
+// else one with no span.
+func (r *Request) exemplarCtx(ctx context.Context) context.Context {
+	if r.in.keep == nil || r.kept.Load() {
+		return ctx
+	}
+	return noExemplar
+}
