@@ -168,11 +168,13 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 // accessors gave them (a span cannot change them once started): the
 // parent as far as a record tells it (valid, remote, flags, span id, and
 // the trace id of d's span, the parent's in the SDK). It returns false,
-// leaving them to the accessors, when the record does not say all: the
-// parent's trace state differs from the span's.
+// leaving them to the accessors, when the record is not the start of d's
+// span (the entry of a span id that another trace's span repeats holds
+// the newer span's) or does not say all: the parent's trace state differs
+// from the span's.
 func startFields(p []byte, d *spanData) bool {
-	sid := d.sc.SpanID()
-	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [8]byte(p[pSpanID:pSpanID+8]) != sid {
+	tid, sid := d.sc.TraceID(), d.sc.SpanID()
+	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [16]byte(p[pTraceID:pTraceID+16]) != tid || [8]byte(p[pSpanID:pSpanID+8]) != sid {
 		return false
 	}
 	flags := p[pFlags]
@@ -182,7 +184,7 @@ func startFields(p []byte, d *spanData) bool {
 		Remote:     flags&flagParentRemote != 0,
 	}
 	if flags&flagParentValid != 0 {
-		cfg.TraceID = d.sc.TraceID()
+		cfg.TraceID = tid
 	}
 	d.parent = trace.NewSpanContext(cfg)
 	d.kind = trace.SpanKind(p[pKind])

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -91,4 +92,48 @@ func encodeT(t *testing.T, d *spanData) []byte {
 		t.Fatalf("record of %d bytes planned as %d", w.n, p.size)
 	}
 	return w.b
+}
+
+// TestAnEndDoesNotTakeTheStartOfAnotherTracesSpan checks that a span
+// whose span id another trace's open span repeats is journalled with its
+// own parent and start time at its end, not the other's.
+func TestAnEndDoesNotTakeTheStartOfAnotherTracesSpan(t *testing.T) {
+	dir := t.TempDir()
+	j := openT(t, dir)
+	p := j.SpanProcessor()
+	sid := trace.SpanID{0x42}
+	span := func(tid byte, parent byte, start int64) fakeSpan {
+		return fakeSpanOf(tracetest.SpanStub{
+			Name: "repeated id",
+			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{tid}, SpanID: sid, TraceFlags: trace.FlagsSampled,
+			}),
+			Parent: trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{tid}, SpanID: trace.SpanID{parent}, TraceFlags: trace.FlagsSampled,
+			}),
+			SpanKind:  trace.SpanKindServer,
+			StartTime: time.Unix(start, 0),
+			EndTime:   time.Unix(start+1, 0),
+		})
+	}
+	a, b := span(1, 0xa, 100), span(2, 0xb, 200)
+	p.OnStart(context.Background(), a)
+	p.OnStart(context.Background(), b)
+	p.OnEnd(a)
+	j.die()
+	_, exp := recoverT(t, dir)
+	found := false
+	for _, s := range exp.stubs() {
+		if s.SpanContext.TraceID() != a.SpanContext().TraceID() {
+			continue
+		}
+		found = true
+		if s.Parent.SpanID() != (trace.SpanID{0xa}) || !s.StartTime.Equal(time.Unix(100, 0)) || !s.EndTime.Equal(time.Unix(101, 0)) {
+			t.Errorf("recovered parent %v, start %v, end %v; want parent %v, start %v, end %v",
+				s.Parent.SpanID(), s.StartTime, s.EndTime, trace.SpanID{0xa}, time.Unix(100, 0), time.Unix(101, 0))
+		}
+	}
+	if !found {
+		t.Error("the ended span was not recovered")
+	}
 }
