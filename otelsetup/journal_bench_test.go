@@ -151,3 +151,66 @@ func clearBenchEnv(b *testing.B) {
 		}
 	}
 }
+
+// readOnly is a span processor that reads a span through the SDK's
+// accessors the journal's processor reads it through, at its start and at
+// its end, and writes nothing: the part of the journal's cost that is
+// the SDK's.
+type readOnly struct{}
+
+var readSink int
+
+func (readOnly) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	n := int(s.SpanContext().TraceFlags()) + int(s.Parent().SpanID()[0]) + int(s.SpanKind()) + len(s.Name()) +
+		s.StartTime().Nanosecond() + len(s.Attributes()) + len(s.Links()) + s.DroppedAttributes() + s.DroppedLinks() +
+		len(s.InstrumentationScope().Name)
+	if s.Resource() != nil {
+		n++
+	}
+	readSink += n
+}
+
+func (readOnly) OnEnd(s sdktrace.ReadOnlySpan) {
+	readSink += int(s.SpanContext().TraceFlags()) + len(s.Name()) + s.EndTime().Nanosecond() + len(s.Attributes()) +
+		len(s.Links()) + len(s.Events()) + int(s.Status().Code) + s.DroppedAttributes() + s.DroppedEvents() +
+		s.DroppedLinks() + s.ChildSpanCount()
+}
+
+func (readOnly) Shutdown(context.Context) error   { return nil }
+func (readOnly) ForceFlush(context.Context) error { return nil }
+
+// BenchmarkJournalReadFloor measures, as BenchmarkJournalRequest does
+// (paired blocks, thread CPU), otelomni's request on an SDK provider with
+// a batcher over an exporter that discards, without and with a processor
+// that only reads each span as the journal does: what the journal cannot
+// save however it writes its records.
+func BenchmarkJournalReadFloor(b *testing.B) {
+	provider := func(ps ...sdktrace.SpanProcessor) *otelomni.Instrumenter {
+		var opts []sdktrace.TracerProviderOption
+		for _, p := range ps {
+			opts = append(opts, sdktrace.WithSpanProcessor(p))
+		}
+		tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithBatcher(nilExporter{}, sdktrace.WithBlocking()))...)
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		return otelomni.New(otelomni.WithTracerProvider(tp))
+	}
+	ins := [2]*otelomni.Instrumenter{provider(), provider(readOnly{})}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpuRatios []float64
+	for i := 0; b.Loop(); i++ {
+		var blockCPU [2]time.Duration
+		for k := range 2 {
+			w := (i + k) % 2
+			c0 := threadCPU()
+			for range benchBlock {
+				benchRequest(ins[w])
+			}
+			blockCPU[w] = threadCPU() - c0
+		}
+		if blockCPU[0] > 0 {
+			cpuRatios = append(cpuRatios, float64(blockCPU[1])/float64(blockCPU[0]))
+		}
+	}
+	b.ReportMetric(median(cpuRatios), "median-cpu-ratio")
+}

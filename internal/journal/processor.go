@@ -2,10 +2,13 @@ package journal
 
 import (
 	"context"
+	"encoding/binary"
 	"runtime/debug"
+	"time"
 	"unsafe"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // SpanProcessor returns the processor that journals spans. Register it on
@@ -113,10 +116,7 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	d := spanData{
 		typ:           recEnd,
 		sc:            sc,
-		parent:        s.Parent(),
-		kind:          s.SpanKind(),
 		name:          s.Name(),
-		start:         s.StartTime(),
 		end:           s.EndTime(),
 		attrs:         s.Attributes(),
 		links:         s.Links(),
@@ -127,13 +127,22 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		droppedLinks:  s.DroppedLinks(),
 		children:      s.ChildSpanCount(),
 	}
-	if e.start != 0 && e.end == 0 {
+	// What a span cannot change once started is read from its start
+	// record when that is live: each accessor of the SDK's ended span
+	// copies the whole span.
+	if e.start != 0 && e.end == 0 && startFields(j.mem[int(e.start)+recHeaderSize:int(e.start)+recHeaderSize+prefixSize], &d) {
 		d.scope, d.res = e.scope, e.res
 		d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
 	} else {
-		d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
+		d.parent, d.kind, d.start = s.Parent(), s.SpanKind(), s.StartTime()
+		if e.start != 0 && e.end == 0 {
+			d.scope, d.res = e.scope, e.res
+			d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
+		} else {
+			d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
+		}
+		d.ts, d.pts = traceStates(sc, d.parent)
 	}
-	d.ts, d.pts = traceStates(sc, d.parent)
 	// The end is written before the start is marked done: a death between
 	// the two leaves both, and recovery keeps the end.
 	loc, _, ok := j.writeSpan(&d)
@@ -152,6 +161,40 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		e.start = 0
 	}
 	*sh.t.put(k) = entry{start: e.start, end: int32(loc)}
+}
+
+// startFields sets d's parent, kind, start time and trace states from
+// p, the prefix of the span's start record, which holds them as the span's
+// accessors gave them (a span cannot change them once started): the
+// parent as far as a record tells it (valid, remote, flags, span id, and
+// the trace id of d's span, the parent's in the SDK). It returns false,
+// leaving them to the accessors, when the record is not the start of d's
+// span (the entry of a span id that another trace's span repeats holds
+// the newer span's) or does not say all: the parent's trace state differs
+// from the span's.
+func startFields(p []byte, d *spanData) bool {
+	tid, sid := d.sc.TraceID(), d.sc.SpanID()
+	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [16]byte(p[pTraceID:pTraceID+16]) != tid || [8]byte(p[pSpanID:pSpanID+8]) != sid {
+		return false
+	}
+	flags := p[pFlags]
+	cfg := trace.SpanContextConfig{
+		SpanID:     trace.SpanID(p[pParentID : pParentID+8]),
+		TraceFlags: trace.TraceFlags(p[pParentFlags]),
+		Remote:     flags&flagParentRemote != 0,
+	}
+	if flags&flagParentValid != 0 {
+		cfg.TraceID = tid
+	}
+	d.parent = trace.NewSpanContext(cfg)
+	d.kind = trace.SpanKind(p[pKind])
+	le := binary.LittleEndian
+	d.start = time.Unix(int64(le.Uint64(p[pStart:])), int64(le.Uint32(p[pStart+8:])))
+	if d.sc.TraceState().Len() > 0 {
+		d.ts = d.sc.TraceState().String()
+	}
+	d.pts = d.ts
+	return true
 }
 
 func (processor) Shutdown(context.Context) error   { return nil }
