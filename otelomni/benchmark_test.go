@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -211,14 +212,14 @@ func BenchmarkRequest(b *testing.B) {
 // contexts discarded. It is the limit otelomni approaches.
 type floor struct {
 	request0 []trace.SpanStartOption
-	phase    [spans.NumPhases][]trace.SpanStartOption
+	phase    [plan.NumPhases][]trace.SpanStartOption
 }
 
 func newFloor() *floor {
 	f := &floor{request0: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 		attrs.RequestID(benchID), attrs.OperationName(attrs.OperationGenerateContent), attrs.RequestModel(benchModel))}}
 	for _, p := range spans.Phases() {
-		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(attrs.Phase(p.ID()), attrs.RequestModel(benchModel))}
+		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(attrs.Phase(p.String()), attrs.RequestModel(benchModel))}
 	}
 	return f
 }
@@ -250,22 +251,22 @@ func (f *floor) request(tracer trace.Tracer) {
 // from two readings of the clock beside the SDK's own.
 type floorMetrics struct {
 	phase, request metric.Float64Histogram
-	phaseOpt       [spans.NumPhases][]metric.RecordOption
+	phaseOpt       [plan.NumPhases][]metric.RecordOption
 	requestOpt     []metric.RecordOption
 }
 
 func newFloorMetrics(tb testing.TB, mp metric.MeterProvider) *floorMetrics {
 	m := mp.Meter(otelomni.ScopeName)
 	h := func(name string) metric.Float64Histogram {
-		x, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(otelomni.DurationBuckets...))
+		x, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120, 300))
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return x
 	}
-	f := &floorMetrics{phase: h(otelomni.PhaseDurationName), request: h(otelomni.RequestDurationName)}
+	f := &floorMetrics{phase: h("omni.phase.duration"), request: h("gen_ai.server.request.duration")}
 	for _, p := range spans.Phases() {
-		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs.RequestModel(benchModel), attrs.Phase(p.ID())))}
+		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs.RequestModel(benchModel), attrs.Phase(p.String())))}
 	}
 	f.requestOpt = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
 		attrs.OperationName(attrs.OperationGenerateContent), attrs.ProviderName("_OTHER"), attrs.RequestModel(benchModel)))}
@@ -406,7 +407,7 @@ func handwrittenRecord(tracer trace.Tracer) {
 			attrs.RequestModel(benchModel)))
 	phase := func(parent context.Context, p spans.Phase, iv spans.Interval) context.Context {
 		c, s := tracer.Start(parent, p.SpanName(), trace.WithTimestamp(iv.Start()),
-			trace.WithAttributes(attrs.Phase(p.ID()), attrs.RequestModel(benchModel)))
+			trace.WithAttributes(attrs.Phase(p.String()), attrs.RequestModel(benchModel)))
 		s.End(trace.WithTimestamp(iv.End()))
 		return c
 	}

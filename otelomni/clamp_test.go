@@ -27,7 +27,7 @@ func TestRecordPathWithoutArrivalEndsAtItsStartNotBefore(t *testing.T) {
 	if err == nil {
 		t.Error("EndAt before the request's start must say so")
 	}
-	for _, dp := range m.histograms(t)[otelomni.RequestDurationName] {
+	for _, dp := range m.histograms(t)["gen_ai.server.request.duration"] {
 		if dp.Sum < 0 {
 			t.Errorf("negative request duration recorded: %v", dp.Sum)
 		}
@@ -143,7 +143,7 @@ func TestTimeToFirstOutputCountsOnce(t *testing.T) {
 	req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End()
 	_ = req.RecordOutput(spans.Output{Index: 0}, spans.Between(now, now.Add(3*time.Millisecond)))
 	req.End(nil)
-	ttfo := m.histograms(t)[otelomni.TimeToFirstTokenName]
+	ttfo := m.histograms(t)["gen_ai.server.time_to_first_token"]
 	if len(ttfo) != 1 || ttfo[0].Count != 1 {
 		t.Fatalf("time to first output recorded %+v, want once", ttfo)
 	}

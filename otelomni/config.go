@@ -13,25 +13,25 @@ import (
 // otelomni makes.
 const ScopeName = "github.com/otelomni/otelomni/otelomni"
 
-// Defaults of the options.
+// Defaults of the options, each stated in its option's doc.
 const (
-	// DefaultContentCaptureBytes is the length a captured prompt is cut to
+	// defaultContentCaptureBytes is the length a captured prompt is cut to
 	// when WithContentCapture is given 0: enough to recognise a prompt, too
 	// short to carry a document.
-	DefaultContentCaptureBytes = 256
-	// DefaultValueLimit bounds, in bytes, every string otelomni records:
+	defaultContentCaptureBytes = 256
+	// defaultValueLimit bounds, in bytes, every string otelomni records:
 	// request ids, model, stage and replica names, connectors, error
 	// messages and the string values of attributes handed to it. 1 KiB
 	// keeps every real id and name whole and bounds what a hostile client
 	// can make an engine hold: see WithValueLimit.
-	DefaultValueLimit = 1024
-	// DefaultMetricModelLimit is the number of distinct models the
+	defaultValueLimit = 1024
+	// defaultMetricModelLimit is the number of distinct models the
 	// histograms keep a series for; see WithMetricModelLimit.
-	DefaultMetricModelLimit = 64
-	// DefaultProviderName is gen_ai.provider.name on the GenAI
+	defaultMetricModelLimit = 64
+	// defaultProviderName is gen_ai.provider.name on the GenAI
 	// instruments when WithProviderName is not given: the conventions'
 	// value for a provider they do not list.
-	DefaultProviderName = "_OTHER"
+	defaultProviderName = "_OTHER"
 )
 
 // maxKeyBytes bounds the keys of attributes handed to otelomni.
@@ -51,7 +51,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{valueMax: DefaultValueLimit, modelLimit: DefaultMetricModelLimit, providerName: DefaultProviderName}
+	c := config{valueMax: defaultValueLimit, modelLimit: defaultMetricModelLimit, providerName: defaultProviderName}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -128,12 +128,13 @@ func WithDenoiseSteps(on bool) Option {
 
 // WithContentCapture records request content (RequestInfo.Prompt) on the
 // request span as omni.request.prompt, cut to maxBytes bytes at a UTF-8
-// boundary (0 or less means DefaultContentCaptureBytes). Without it, content
+// boundary (0 or less means 256 bytes: enough to recognise a prompt, too
+// short to carry a document). Without it, content
 // is never recorded: prompts, images and audio can be private.
 func WithContentCapture(maxBytes int) Option {
 	return optionFunc(func(c *config) {
 		if maxBytes <= 0 {
-			maxBytes = DefaultContentCaptureBytes
+			maxBytes = defaultContentCaptureBytes
 		}
 		c.contentMax = maxBytes
 	})
@@ -143,8 +144,9 @@ func WithContentCapture(maxBytes int) Option {
 // messages, string attribute values) to n bytes, cut at a UTF-8 boundary and
 // copied, so that a cut value never keeps a large original alive. Invalid
 // UTF-8 is always replaced, whatever the limit: one invalid byte would make
-// an OTLP exporter refuse the whole batch it is in. n of 0 or less keeps
-// DefaultValueLimit.
+// an OTLP exporter refuse the whole batch it is in. The default, and what n
+// of 0 or less keeps, is 1024 bytes: every real id and name stays whole,
+// and a hostile client cannot make the engine hold more per value.
 func WithValueLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -157,7 +159,7 @@ func WithValueLimit(n int) Option {
 // on the histograms to n: the model comes from the client, and every
 // distinct value is a series a metrics backend keeps. Beyond n models, a
 // measurement's model is recorded as "_OTHER" (spans keep the real model).
-// n of 0 or less keeps DefaultMetricModelLimit.
+// The default, and what n of 0 or less keeps, is 64 models.
 func WithMetricModelLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -169,7 +171,8 @@ func WithMetricModelLimit(n int) Option {
 // WithProviderName sets gen_ai.provider.name on the GenAI instruments
 // (gen_ai.server.request.duration, gen_ai.server.time_to_first_token), which
 // the conventions require: the name of the serving stack, such as
-// "vllm_omni". Without it, DefaultProviderName.
+// "vllm_omni". Without it, or with "", "_OTHER": the conventions' value for
+// a provider they do not list.
 func WithProviderName(name string) Option {
 	return optionFunc(func(c *config) {
 		if name != "" {

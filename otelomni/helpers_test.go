@@ -156,8 +156,8 @@ func checkString(t testing.TB, what, v string) bool {
 		t.Errorf("%s is not valid UTF-8: %q", what, v)
 		ok = false
 	}
-	if len(v) > otelomni.DefaultValueLimit {
-		t.Errorf("%s is %d bytes, over the %d-byte limit", what, len(v), otelomni.DefaultValueLimit)
+	if len(v) > 1024 {
+		t.Errorf("%s is %d bytes, over the %d-byte limit", what, len(v), 1024)
 		ok = false
 	}
 	return ok

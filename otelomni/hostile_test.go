@@ -26,6 +26,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -95,8 +96,8 @@ func TestCutStringsDoNotKeepTheirOriginalAlive(t *testing.T) {
 			t.Errorf("%s's status shares the original's memory", s.Name())
 		}
 	}
-	if got, _ := attr(one(t, r.rec.Ended(), spans.RequestSpanName), attrs.RequestIDKey); len(got.AsString()) != otelomni.DefaultValueLimit {
-		t.Errorf("id of %d bytes, want %d", len(got.AsString()), otelomni.DefaultValueLimit)
+	if got, _ := attr(one(t, r.rec.Ended(), spans.RequestSpanName), attrs.RequestIDKey); len(got.AsString()) != 1024 {
+		t.Errorf("id of %d bytes, want %d", len(got.AsString()), 1024)
 	}
 }
 
@@ -143,7 +144,7 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 	now := time.Now()
 	year2 := time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC) // year 1 would be the zero time
 	y9999 := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	edge := spans.MaxTime.Add(-time.Second)
+	edge := plan.MaxTime.Add(-time.Second)
 	cases := []struct {
 		name string
 		do   func(req *otelomni.Request) error
@@ -171,7 +172,7 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 		}, spans.ErrOutOfRange},
 		{"a transfer header from before 1970", func(req *otelomni.Request) error {
 			h := spans.TransferHeader{FromStage: 0, TxStart: -2e9, TxEnd: -1e9}
-			return req.RecordTransfer(h.Record(1, spans.Interval{}))
+			return req.StartReceive(h).End()
 		}, spans.ErrOutOfRange},
 	}
 	for _, tc := range cases {
@@ -202,7 +203,6 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 
 func TestNilAndMisuseNeverPanic(t *testing.T) {
 	var nilIn *otelomni.Instrumenter
-	var nilCarrier *otelomni.Carrier
 	var nilMap propagation.MapCarrier
 	var nilHeader http.Header
 	r := newRecorded(t)
@@ -213,14 +213,12 @@ func TestNilAndMisuseNeverPanic(t *testing.T) {
 			q.StartPhase(c, spans.Exec).End()
 			q.End(nil)
 		},
-		"nil instrumenter StartStage":      func() { _, s := nilIn.StartStage(ctx, otelomni.StageInfo{}); s.End(nil) },
-		"nil instrumenter Inject":          func() { nilIn.Inject(ctx, &otelomni.Carrier{}) },
-		"nil instrumenter Extract":         func() { _ = nilIn.Extract(ctx, &otelomni.Carrier{}) },
-		"nil instrumenter Stats":           func() { _ = nilIn.Stats() },
-		"Inject into a typed-nil Carrier":  func() { r.in.Inject(ctx, nilCarrier) },
-		"Extract from a typed-nil Carrier": func() { _ = r.in.Extract(ctx, nilCarrier) },
-		"Inject into a nil MapCarrier":     func() { r.in.Inject(ctx, nilMap) },
-		"Inject into a nil http.Header":    func() { r.in.Inject(ctx, propagation.HeaderCarrier(nilHeader)) },
+		"nil instrumenter StartStage":   func() { _, s := nilIn.StartStage(ctx, otelomni.StageInfo{}); s.End(nil) },
+		"nil instrumenter Inject":       func() { nilIn.Inject(ctx, propagation.MapCarrier{}) },
+		"nil instrumenter Extract":      func() { _ = nilIn.Extract(ctx, propagation.MapCarrier{}) },
+		"nil instrumenter Stats":        func() { _ = nilIn.Stats() },
+		"Inject into a nil MapCarrier":  func() { r.in.Inject(ctx, nilMap) },
+		"Inject into a nil http.Header": func() { r.in.Inject(ctx, propagation.HeaderCarrier(nilHeader)) },
 		"Run with a nil function": func() {
 			if err := req.Run(ctx, spans.Preprocess, nil); !errors.Is(err, otelomni.ErrNilFunc) {
 				t.Errorf("Run(nil) = %v", err)
@@ -502,7 +500,7 @@ func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
 				otelomni.WithMetricModelLimit(limit))
 			want := limit
 			if limit == 0 {
-				want = otelomni.DefaultMetricModelLimit
+				want = 64
 			}
 			for i := 0; i < want+10; i++ {
 				model := fmt.Sprintf("model-%d-%s", i, strings.Repeat("m", 1<<20))
@@ -518,12 +516,12 @@ func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
 			for _, sm := range rm.ScopeMetrics {
 				for _, m := range sm.Metrics {
 					h, ok := m.Data.(metricdata.Histogram[float64])
-					if !ok || m.Name != otelomni.PhaseDurationName {
+					if !ok || m.Name != "omni.phase.duration" {
 						continue
 					}
 					for _, dp := range h.DataPoints {
 						v, _ := dp.Attributes.Value(attrs.RequestModelKey)
-						if len(v.AsString()) > otelomni.DefaultValueLimit {
+						if len(v.AsString()) > 1024 {
 							t.Fatalf("a model of %d bytes reached a metric", len(v.AsString()))
 						}
 						models[v.AsString()] = true
@@ -635,7 +633,7 @@ func TestRequestContentIsNeverRecordedUnlessOptedIn(t *testing.T) {
 	}{
 		{"default: never", nil, ""},
 		{"opt-in, 64 bytes", []otelomni.Option{otelomni.WithContentCapture(64)}, truncate(prompt, 64)},
-		{"opt-in, default length", []otelomni.Option{otelomni.WithContentCapture(0)}, truncate(prompt, otelomni.DefaultContentCaptureBytes)},
+		{"opt-in, default length", []otelomni.Option{otelomni.WithContentCapture(0)}, truncate(prompt, 256)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

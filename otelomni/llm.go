@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -88,14 +89,14 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 			return nil // a re-schedule after preemption
 		}
 		st.scheduled = t
-		p, from = spans.LLMQueue, st.queued
+		p, from = plan.LLMQueue, st.queued
 	case LLMFirstToken:
 		if !st.first.IsZero() {
 			r.mu.Unlock()
 			return nil
 		}
 		st.first = t
-		p, from = spans.LLMPrefill, st.scheduled
+		p, from = plan.LLMPrefill, st.scheduled
 	case LLMLastToken:
 		if st.decoded {
 			r.mu.Unlock()
@@ -104,7 +105,7 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		if !st.first.IsZero() {
 			st.decoded = true
 		}
-		p, from = spans.LLMDecode, st.first
+		p, from = plan.LLMDecode, st.first
 	case LLMPreempted:
 		st.preemptions++
 		n := st.preemptions
@@ -126,9 +127,9 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		r.in.stats.reject(err)
 		return err
 	}
-	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
+	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
 	err := r.recordPlanned(ps[:], recordOpts{})
-	if p == spans.LLMPrefill && err == nil {
+	if p == plan.LLMPrefill && err == nil {
 		// The first token: the GenAI conventions' time to first token.
 		r.firstOutput(r.ctx, t)
 	}
@@ -138,9 +139,9 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 func llmPhaseOf(e LLMEvent) spans.Phase {
 	switch e {
 	case LLMQueued, LLMScheduled:
-		return spans.LLMQueue
+		return plan.LLMQueue
 	case LLMFirstToken:
-		return spans.LLMPrefill
+		return plan.LLMPrefill
 	}
-	return spans.LLMDecode
+	return plan.LLMDecode
 }

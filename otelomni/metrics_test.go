@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -76,7 +77,7 @@ func (m *metered) histograms(t *testing.T) map[string][]metricdata.HistogramData
 func phaseCount(dps []metricdata.HistogramDataPoint[float64], p spans.Phase) uint64 {
 	var n uint64
 	for _, dp := range dps {
-		if v, ok := dp.Attributes.Value(attrs.PhaseKey); ok && v.AsString() == p.ID() {
+		if v, ok := dp.Attributes.Value(attrs.PhaseKey); ok && v.AsString() == p.String() {
 			n += dp.Count
 		}
 	}
@@ -105,18 +106,18 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 				req.End(nil)
 			}
 			h := m.histograms(t)
-			if got := phaseCount(h[otelomni.PhaseDurationName], spans.Preprocess); got != k {
+			if got := phaseCount(h["omni.phase.duration"], spans.Preprocess); got != k {
 				t.Errorf("preprocess count %d, want %d (the requests that had a pre-processor), not %d", got, k, n)
 			}
-			if got := phaseCount(h[otelomni.PhaseDurationName], spans.Exec); got != n {
+			if got := phaseCount(h["omni.phase.duration"], spans.Exec); got != n {
 				t.Errorf("exec count %d, want %d", got, n)
 			}
-			if got := phaseCount(h[otelomni.PhaseDurationName], spans.QueueWait); got != 0 {
+			if got := phaseCount(h["omni.phase.duration"], spans.QueueWait); got != 0 {
 				t.Errorf("queue wait was never measured, count %d", got)
 			}
 			spansByName := byName(m.rec.Ended())
 			for _, p := range []spans.Phase{spans.Preprocess, spans.Exec} {
-				if got := phaseCount(h[otelomni.PhaseDurationName], p); int(got) != len(spansByName[p.SpanName()]) {
+				if got := phaseCount(h["omni.phase.duration"], p); int(got) != len(spansByName[p.SpanName()]) {
 					t.Errorf("%v: %d measurements, %d spans: one measurement must make both", p, got, len(spansByName[p.SpanName()]))
 				}
 			}
@@ -129,7 +130,7 @@ func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r"})
 	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)))
 	req.End(nil)
-	dps := m.histograms(t)[otelomni.PhaseDurationName]
+	dps := m.histograms(t)["omni.phase.duration"]
 	if len(dps) != 1 {
 		t.Fatalf("%d data points, want 1", len(dps))
 	}
@@ -155,17 +156,17 @@ func TestSynchronousOutputRecordsNoWait(t *testing.T) {
 	})
 	_ = req.EndAt(at(120), nil)
 	h := m.histograms(t)
-	if got := phaseCount(h[otelomni.PhaseDurationName], spans.OutputReadyWait); got != 1 {
+	if got := phaseCount(h["omni.phase.duration"], spans.OutputReadyWait); got != 1 {
 		t.Errorf("output-ready wait count %d, want 1 (the synchronous output has none)", got)
 	}
-	if got := phaseCount(h[otelomni.PhaseDurationName], spans.Postprocess); got != 2 {
+	if got := phaseCount(h["omni.phase.duration"], spans.Postprocess); got != 2 {
 		t.Errorf("postprocess count %d, want one per output", got)
 	}
-	ttfo := h[otelomni.TimeToFirstTokenName]
+	ttfo := h["gen_ai.server.time_to_first_token"]
 	if len(ttfo) != 1 || ttfo[0].Count != 1 || ttfo[0].Sum != 0.050 {
 		t.Errorf("time to first output: %+v, want once, 50 ms (the first output's postprocess end)", ttfo)
 	}
-	if req := h[otelomni.RequestDurationName]; len(req) != 1 || req[0].Count != 1 {
+	if req := h["gen_ai.server.request.duration"]; len(req) != 1 || req[0].Count != 1 {
 		t.Errorf("the request counts once, whatever its outputs: %+v", req)
 	}
 }
@@ -196,14 +197,14 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{otelomni.PhaseDurationName, otelomni.RequestDurationName, otelomni.StageDurationName,
-		otelomni.ExecPerStepName, otelomni.TransferSizeName} {
+	for _, name := range []string{"omni.phase.duration", "gen_ai.server.request.duration", "omni.stage.duration",
+		"omni.diffusion.exec_per_step", "omni.transfer.size"} {
 		if len(h[name]) == 0 {
 			t.Errorf("%s recorded nothing", name)
 		}
 	}
 	var failed uint64
-	for _, dp := range h[otelomni.RequestDurationName] {
+	for _, dp := range h["gen_ai.server.request.duration"] {
 		if v, ok := dp.Attributes.Value(attrs.ErrorTypeKey); ok && v.AsString() == "timeout" {
 			failed += dp.Count
 		}
@@ -234,11 +235,11 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 			}
 			h := m.histograms(t)
 			for _, p := range []spans.Phase{spans.Exec, spans.Postprocess, spans.Forward} {
-				if got := phaseCount(h[otelomni.PhaseDurationName], p); got != 5 {
+				if got := phaseCount(h["omni.phase.duration"], p); got != 5 {
 					t.Errorf("%v count %d, want 5", p, got)
 				}
 			}
-			if r := h[otelomni.RequestDurationName]; len(r) != 1 || r[0].Count != 5 {
+			if r := h["gen_ai.server.request.duration"]; len(r) != 1 || r[0].Count != 5 {
 				t.Errorf("request durations %+v", r)
 			}
 		})
@@ -252,7 +253,7 @@ func TestExemplarPointsToTheTrace(t *testing.T) {
 	req.End(nil)
 	tid := req.Span().SpanContext().TraceID()
 	var found bool
-	for _, dp := range m.histograms(t)[otelomni.PhaseDurationName] {
+	for _, dp := range m.histograms(t)["omni.phase.duration"] {
 		for _, ex := range dp.Exemplars {
 			if string(ex.TraceID) == string(tid[:]) {
 				found = true
@@ -276,20 +277,20 @@ func TestStageAndTransferMetrics(t *testing.T) {
 	st.End(errors.New("vocoder failed"))
 	req.End(nil)
 	h := m.histograms(t)
-	for _, p := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
-		if got := phaseCount(h[otelomni.PhaseDurationName], p); got != 1 {
+	for _, p := range []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode} {
+		if got := phaseCount(h["omni.phase.duration"], p); got != 1 {
 			t.Errorf("%v count %d", p, got)
 		}
 	}
-	if s := h[otelomni.StageDurationName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h["omni.stage.duration"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("stage durations %+v", s)
 	} else if v, _ := s[0].Attributes.Value(attrs.ErrorTypeKey); v.AsString() != "_OTHER" {
 		t.Errorf("a failed stage carries error.type: %v", s[0].Attributes)
 	}
-	if s := h[otelomni.TransferSizeName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h["omni.transfer.size"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("transfer sizes %+v", s)
 	}
-	if s := h[otelomni.TimeToFirstTokenName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h["gen_ai.server.time_to_first_token"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("time to first output %+v", s)
 	}
 }
@@ -305,7 +306,7 @@ func TestTimeToFirstTokenFromAnLLMStagesFirstToken(t *testing.T) {
 	_ = st.MarkLLMAt(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
 	st.End(nil)
 	req.End(nil)
-	ttft := m.histograms(t)[otelomni.TimeToFirstTokenName]
+	ttft := m.histograms(t)["gen_ai.server.time_to_first_token"]
 	if len(ttft) != 1 || ttft[0].Count != 1 || ttft[0].Sum < 0.039 || ttft[0].Sum > 0.041 {
 		t.Fatalf("time to first token %+v, want one measurement of 40 ms", ttft)
 	}

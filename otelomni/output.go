@@ -44,7 +44,7 @@ func (r *Request) EmitOutput(final bool) spans.Output {
 		// The previous output (recorded with engine times) or the start
 		// lies after now.
 		r.mu.Unlock()
-		r.in.stats.reject(&spans.OutputError{Output: out.Index, Interval: iv, Err: err})
+		r.in.stats.reject(&spans.PhaseError{Output: out.Index, Interval: iv, Err: err})
 		return spans.Output{Index: -1}
 	}
 	r.claimLocked(0, out.Index, -1)
@@ -68,7 +68,7 @@ func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 		return r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 	}
 	if err := iv.Validate(); err != nil {
-		err = &spans.OutputError{Output: out.Index, Interval: iv, Err: err}
+		err = &spans.PhaseError{Output: out.Index, Interval: iv, Err: err}
 		r.in.stats.reject(err)
 		return err
 	}
@@ -80,13 +80,13 @@ func (r *Request) RecordOutput(out spans.Output, iv spans.Interval) error {
 	}
 	if iv.Start().Before(r.scopeStart()) {
 		r.mu.Unlock()
-		err := &spans.OutputError{Output: out.Index, Interval: iv, Err: spans.ErrOutsideParent}
+		err := &spans.PhaseError{Output: out.Index, Interval: iv, Err: spans.ErrOutsideParent}
 		r.in.stats.conflict(err)
 		return err
 	}
 	if !r.claimLocked(0, out.Index, -1) {
 		r.mu.Unlock()
-		err := &spans.OutputError{Output: out.Index, Interval: iv, Err: spans.ErrDuplicatePhase}
+		err := &spans.PhaseError{Output: out.Index, Interval: iv, Err: spans.ErrDuplicatePhase}
 		r.in.stats.conflict(err)
 		return err
 	}

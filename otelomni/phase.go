@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -172,7 +173,7 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !p.Valid() || (p == spans.DenoiseStep) != (step >= 0) || p.Parent() == spans.ParentTransfer {
+	if !plan.Valid(p) || (p == spans.DenoiseStep) != (step >= 0) || plan.ParentOf(p) == plan.UnderTransfer {
 		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: RecordTransfer)", p))
 		return ActivePhase{ctx: ctx}
 	}
@@ -240,7 +241,7 @@ func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint3
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
 	}
 	once := singleton(p, output, step)
-	if k := p.Parent(); k == spans.ParentScope && once != 0 {
+	if k := plan.ParentOf(p); k == plan.Scope && once != 0 {
 		r.starting.Add(1)
 		if r.ended.Load() {
 			r.startDone()
@@ -257,7 +258,7 @@ func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint3
 	if r.ended.Load() {
 		return nil, 0, errStartedAfterEnd
 	}
-	parent, under, ok := r.liveParentLocked(p.Parent())
+	parent, under, ok := r.liveParentLocked(plan.ParentOf(p))
 	if !ok {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded}
 	}
@@ -367,9 +368,9 @@ func (r *Request) nestOf(p spans.Phase) *nest {
 // starts under, and the id of that parent when it is a live phase. Without
 // its exec (or forward), a phase hangs under the next span up rather than
 // being lost; under one that has ended, it is refused (ok false).
-func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint32, bool) {
+func (r *Request) liveParentLocked(k plan.Parent) (context.Context, uint32, bool) {
 	switch k {
-	case spans.ParentForward:
+	case plan.UnderForward:
 		if r.forward.set {
 			if r.forward.closed {
 				return nil, 0, false
@@ -377,7 +378,7 @@ func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint32, boo
 			return r.forward.ctx, r.forward.live, true
 		}
 		fallthrough
-	case spans.ParentExec:
+	case plan.UnderExec:
 		if r.exec.set {
 			if r.exec.closed {
 				return nil, 0, false

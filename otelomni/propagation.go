@@ -9,46 +9,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// Carrier carries trace context in a stage message: put a Carrier field in
-// your message struct (it marshals as a JSON object) and pass its address
-// to [Instrumenter.Inject] and [Instrumenter.Extract]. For a map you already
-// have, use propagation.MapCarrier. A nil *Carrier reads as empty and
-// ignores writes.
-type Carrier map[string]string
-
-var _ propagation.TextMapCarrier = (*Carrier)(nil)
-
-// Get returns the value of key.
-func (c *Carrier) Get(key string) string {
-	if c == nil {
-		return ""
-	}
-	return (*c)[key]
-}
-
-// Set sets key, making the map if it is nil.
-func (c *Carrier) Set(key, value string) {
-	if c == nil {
-		return
-	}
-	if *c == nil {
-		*c = Carrier{}
-	}
-	(*c)[key] = value
-}
-
-// Keys lists the keys.
-func (c *Carrier) Keys() []string {
-	if c == nil {
-		return nil
-	}
-	out := make([]string, 0, len(*c))
-	for k := range *c {
-		out = append(out, k)
-	}
-	return out
-}
-
 // w3c is used while no propagator was chosen, neither with
 // [WithPropagators] nor as the global one: the API's global default
 // carries nothing, and cross-process traces must not break silently.

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -33,8 +34,8 @@ func (r *Request) Record(rec *spans.DiffusionRecord) error {
 
 // recordDiffusion records rec, its exec in batch when batch is not nil.
 func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) error {
-	var buf [16]spans.PlannedSpan
-	plan, err := rec.Plan(buf[:0], spans.PlanOptions{DenoiseSteps: r.in.cfg.denoiseSteps})
+	var buf [16]plan.Span
+	ps, err := plan.Diffusion(buf[:0], rec, plan.Options{DenoiseSteps: r.in.cfg.denoiseSteps})
 	r.countBad(err)
 	steps := rec.StepsRun
 	if steps < 0 {
@@ -44,20 +45,7 @@ func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) e
 	if steps > 0 {
 		r.SetStepsRun(steps)
 	}
-	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: steps}))
-}
-
-// RecordLLM turns an LLM stage's timing record into its phase spans
-// (llm.queue, llm.prefill, llm.decode), each only when measured, as
-// [Request.Record] does.
-func (r *Request) RecordLLM(rec *spans.LLMRecord) error {
-	if !r.recording() || rec == nil {
-		return nil
-	}
-	var buf [3]spans.PlannedSpan
-	plan, err := rec.Plan(buf[:0])
-	r.countBad(err)
-	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed}))
+	return errors.Join(err, r.recordPlanned(ps, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: steps}))
 }
 
 // RecordPhase records one phase measured elsewhere (the scheduler's queue
@@ -94,7 +82,7 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
+	if !plan.Valid(p) || p == spans.DenoiseStep || plan.ParentOf(p) == plan.UnderTransfer {
 		// A denoise step needs its index (DiffusionRecord.DenoiseSteps), a
 		// transfer part its transfer (RecordTransfer).
 		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): not a phase this call takes (denoise steps: a record; transfer parts: RecordTransfer)", p))
@@ -105,7 +93,7 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 		r.in.stats.reject(err)
 		return err
 	}
-	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
+	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
 	return r.recordPlanned(ps[:], recordOpts{kv: kv})
 }
 
@@ -123,7 +111,7 @@ func (r *Request) countBad(err error) {
 // accepted is one planned span that passed the tree's checks, with where
 // it hangs: a context, or an earlier span of the same batch.
 type accepted struct {
-	ps     *spans.PlannedSpan
+	ps     *plan.Span
 	parent context.Context
 	// in is the index in the batch of the span it hangs under, or -1.
 	in int
@@ -154,7 +142,7 @@ type recordOpts struct {
 // recordPlanned checks planned spans against the request's tree, then
 // starts and ends their spans outside the lock, and records their
 // measurements.
-func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
+func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 	if len(plan) == 0 {
 		return nil
 	}
@@ -215,7 +203,7 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 
 // placeLocked decides where a planned span hangs and checks that it fits:
 // measured once, and inside its parent's interval.
-func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch batchNests, ok []accepted) (accepted, error) {
+func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNests, ok []accepted) (accepted, error) {
 	fail := func(err error) (accepted, error) {
 		return accepted{}, &spans.PhaseError{Phase: ps.Phase, Output: ps.Output, Step: ps.Step,
 			Interval: spans.Between(ps.Start, ps.End), Err: err}
@@ -234,16 +222,16 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 	}
 	iv := spans.Between(ps.Start, ps.End)
 	var parents []spans.Phase
-	switch ps.Phase.Parent() {
-	case spans.ParentForward:
+	switch plan.ParentOf(ps.Phase) {
+	case plan.UnderForward:
 		parents = []spans.Phase{spans.Forward, spans.Exec}
-	case spans.ParentExec:
+	case plan.UnderExec:
 		parents = []spans.Phase{spans.Exec}
 	}
 	for _, pp := range parents {
 		if i := *batch.of(pp); i >= 0 {
 			// Its parent is in the same batch.
-			if p := ok[i].ps; !iv.Within(p.Start, p.End) {
+			if p := ok[i].ps; !plan.Within(iv, p.Start, p.End) {
 				return fail(spans.ErrOutsideParent)
 			}
 			return claim(accepted{ps: ps, in: i})
@@ -253,7 +241,7 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 			continue
 		}
 		start, end := n.interval()
-		if !iv.Within(start, end) {
+		if !plan.Within(iv, start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
 		a, err := claim(accepted{ps: ps, parent: n.ctx, in: -1})
@@ -270,7 +258,7 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 
 // emit starts and ends the span of one recorded phase under parent, with
 // its own times, and returns the context that holds it.
-func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, o recordOpts) context.Context {
+func (r *Request) emit(parent context.Context, ps *plan.Span, o recordOpts) context.Context {
 	if r.span == nil {
 		return parent
 	}

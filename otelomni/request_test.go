@@ -84,8 +84,8 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 					continue
 				}
 				p, _ := spans.LookupSpanName(s.Name())
-				if v, ok := attr(s, attrs.PhaseKey); !ok || v.AsString() != p.ID() {
-					t.Errorf("%s: omni.phase = %v, want %q", s.Name(), v.String(), p.ID())
+				if v, ok := attr(s, attrs.PhaseKey); !ok || v.AsString() != p.String() {
+					t.Errorf("%s: omni.phase = %v, want %q", s.Name(), v.String(), p.String())
 				}
 				if v, _ := attr(s, attrs.RequestModelKey); v.AsString() != "Qwen/Qwen-Image" {
 					t.Errorf("%s: gen_ai.request.model = %q", s.Name(), v.AsString())

@@ -2,6 +2,7 @@ package otelomni_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -32,14 +34,23 @@ func (p *twoProcesses) all() []sdktrace.ReadOnlySpan {
 }
 
 // handOver injects the request context at the gateway and extracts it in
-// the stage process, through a message struct's Carrier field.
+// the stage process, through a message struct's carrier field sent as JSON.
 func (p *twoProcesses) handOver(ctx context.Context) context.Context {
-	var msg struct {
+	type message struct {
 		Payload string
-		Trace   otelomni.Carrier
+		Trace   propagation.MapCarrier
 	}
-	p.gw.in.Inject(ctx, &msg.Trace)
-	return p.st.in.Extract(context.Background(), &msg.Trace)
+	out := message{Trace: propagation.MapCarrier{}}
+	p.gw.in.Inject(ctx, out.Trace)
+	b, err := json.Marshal(out)
+	if err != nil {
+		panic(err)
+	}
+	var in message
+	if err := json.Unmarshal(b, &in); err != nil {
+		panic(err)
+	}
+	return p.st.in.Extract(context.Background(), in.Trace)
 }
 
 func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
@@ -133,8 +144,8 @@ func TestUnsampledContextStillPropagates(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	in := otelomni.New(otelomni.WithTracerProvider(tp))
 	ctx, _ := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
-	c := otelomni.Carrier{}
-	in.Inject(ctx, &c)
+	c := propagation.MapCarrier{}
+	in.Inject(ctx, c)
 	if c["traceparent"] == "" || c["traceparent"][len(c["traceparent"])-2:] != "00" {
 		t.Errorf("an unsampled request must propagate its not-sampled decision: %v", c)
 	}
@@ -152,15 +163,15 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 		want map[spans.Phase]time.Duration
 	}{
 		{"all seen", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond, plan.LLMDecode: 250 * time.Millisecond}},
 		{"queued never seen: only decode", evs(otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{spans.LLMDecode: 250 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMDecode: 250 * time.Millisecond}},
 		{"re-schedule after preemption keeps the prefill start",
 			evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMPreempted, ms(20), otelomni.LLMScheduled, ms(30),
 				otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond, plan.LLMDecode: 250 * time.Millisecond}},
 		{"still decoding at the end", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50)),
-			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +186,7 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 			st.End(nil)
 			req.End(nil)
 			got := byName(r.rec.Ended())
-			for _, p := range []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode} {
+			for _, p := range []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode} {
 				d, want := tc.want[p]
 				ss := got[p.SpanName()]
 				if !want {
@@ -223,28 +234,32 @@ func TestLLMEventsRejectBadInput(t *testing.T) {
 	}
 	st.End(nil)
 	req.End(nil)
-	if n := len(byName(r.rec.Ended())[spans.LLMDecode.SpanName()]); n != 0 {
+	if n := len(byName(r.rec.Ended())[plan.LLMDecode.SpanName()]); n != 0 {
 		t.Errorf("a negative decode made %d spans", n)
 	}
 }
 
-func TestRecordLLM(t *testing.T) {
+func TestLLMEventsWithTheEnginesTimes(t *testing.T) {
 	r := newRecorded(t)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "llm"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM, Start: base})
-	rec := spans.LLMFromEvents(time.Time{}, at(5), at(50), at(300))
-	rec.Reconstructed = true
-	if err := st.RecordLLM(&rec); err != nil {
-		t.Fatal(err)
+	// No queued event: llm.queue is not measured.
+	for _, e := range []struct {
+		ev otelomni.LLMEvent
+		t  time.Time
+	}{{otelomni.LLMScheduled, at(5)}, {otelomni.LLMFirstToken, at(50)}, {otelomni.LLMLastToken, at(300)}} {
+		if err := st.MarkLLMAt(e.ev, e.t); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st.End(nil)
 	req.End(nil)
 	got := byName(r.rec.Ended())
-	if len(got[spans.LLMQueue.SpanName()]) != 0 || len(got[spans.LLMPrefill.SpanName()]) != 1 || len(got[spans.LLMDecode.SpanName()]) != 1 {
-		t.Errorf("spans %v", names(r.rec.Ended()))
+	if len(got[plan.LLMQueue.SpanName()]) != 0 || len(got[plan.LLMPrefill.SpanName()]) != 1 || len(got[plan.LLMDecode.SpanName()]) != 1 {
+		t.Fatalf("spans %v", names(r.rec.Ended()))
 	}
-	if v, _ := attr(got[spans.LLMDecode.SpanName()][0], attrs.ReconstructedKey); !v.AsBool() {
-		t.Error("a reconstructed record's spans carry omni.timing.reconstructed")
+	if d := got[plan.LLMDecode.SpanName()][0]; !d.StartTime().Equal(at(50)) || !d.EndTime().Equal(at(300)) {
+		t.Errorf("decode %v to %v, want the events' times", d.StartTime(), d.EndTime())
 	}
 }
 
@@ -257,16 +272,16 @@ func TestTransferAcrossProcesses(t *testing.T) {
 		wantErr bool
 	}{
 		{"all parts", func(h spans.TransferHeader) spans.TransferHeader { return h },
-			[]spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}, 0, false},
+			[]spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}, 0, false},
 		{"connector reports no send times: no tx, no in flight", func(h spans.TransferHeader) spans.TransferHeader {
 			h.TxStart, h.TxEnd = 0, 0
 			return h
-		}, []spans.Phase{spans.TransferRxDecode}, 0, false},
+		}, []spans.Phase{plan.TransferRxDecode}, 0, false},
 		{"sender's clock 10s ahead: in flight left out and counted", func(h spans.TransferHeader) spans.TransferHeader {
 			h.TxStart += int64(10 * time.Second)
 			h.TxEnd += int64(10 * time.Second)
 			return h
-		}, []spans.Phase{spans.TransferTx, spans.TransferRxDecode}, 1, false},
+		}, []spans.Phase{plan.TransferTx, plan.TransferRxDecode}, 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,7 +312,7 @@ func TestTransferAcrossProcesses(t *testing.T) {
 				}
 			}
 			got := byName(all)
-			for _, part := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
+			for _, part := range []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode} {
 				want := 0
 				for _, q := range tc.parts {
 					if q == part {
@@ -383,7 +398,7 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 			ctx, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 			_ = ctx
 			_ = st.MarkLLM(otelomni.LLMQueued)
-			st.StartPhase(context.Background(), spans.LLMDecode).End()
+			st.StartPhase(context.Background(), plan.LLMDecode).End()
 			st.EmitOutput(false)
 			_ = st.StartReceive(spans.TransferHeader{}).End()
 			st.End(nil)

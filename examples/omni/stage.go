@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -130,7 +131,7 @@ func (s *stageServer) serve(m pipeline.Message) {
 
 	// The request span lives in the gateway's process: the stage message
 	// carries its context.
-	ctx := s.in.Extract(context.Background(), &m.Trace)
+	ctx := s.in.Extract(context.Background(), m.Trace)
 	sctx, st := s.in.StartStage(ctx, otelomni.StageInfo{
 		ID: s.st.ID, Name: s.st.Name, Type: s.st.Type, ReplicaID: s.st.Name + "-0", Model: s.st.Model,
 	})
@@ -200,6 +201,7 @@ func (s *stageServer) serve(m pipeline.Message) {
 	st.End(nil)
 	// Forward the request's context, not the stage's: the next stage hangs
 	// under omni.request.
-	s.in.Inject(ctx, &reply.Trace)
+	reply.Trace = propagation.MapCarrier{}
+	s.in.Inject(ctx, reply.Trace)
 	_ = s.out.send(reply)
 }

@@ -91,7 +91,10 @@ func (p *Producer) Start(r Synthetic) (traceID string, end func() error, err err
 		prefill := t0.Add(r.Queue)
 		decode := prefill.Add(t1.Sub(prefill) / 4)
 		errs = append(errs,
-			st.RecordLLM(&spans.LLMRecord{Queue: spans.Between(t0, prefill), Prefill: spans.Between(prefill, decode), Decode: spans.Between(decode, t1)}),
+			st.MarkLLMAt(otelomni.LLMQueued, t0),
+			st.MarkLLMAt(otelomni.LLMScheduled, prefill),
+			st.MarkLLMAt(otelomni.LLMFirstToken, decode),
+			st.MarkLLMAt(otelomni.LLMLastToken, t1),
 			st.EndAt(t1, nil))
 	}
 	id := trace.SpanContextFromContext(ctx).TraceID().String()

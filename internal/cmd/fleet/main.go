@@ -25,7 +25,6 @@ import (
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/internal/fleet"
 	"github.com/otelomni/otelomni/internal/jaeger"
-	"github.com/otelomni/otelomni/otelomni"
 )
 
 func main() {
@@ -97,7 +96,7 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 	if err != nil {
 		return err
 	}
-	counts, err := tier.Collector.WaitCounts(ctx, otelomni.RequestDurationName, len(reqs), rep.Kept(), time.Minute)
+	counts, err := tier.Collector.WaitCounts(ctx, "gen_ai.server.request.duration", len(reqs), rep.Kept(), time.Minute)
 	if err != nil {
 		return err
 	}
@@ -199,7 +198,7 @@ func printReport(out io.Writer, rep fleet.Report, pol fleet.Policies, t fleet.Ta
 		t.NewTraces, t.Kept, t.Dropped, t.SpansIn, t.SpansOut, t.SpansRefused, t.SpansFailed, t.TooEarly, t.LateKept, t.LateDropped)
 	fmt.Fprintf(out, "backend: %d traces; %d not one whole request\n", rep.Traces, len(rep.Strays))
 	fmt.Fprintf(out, "metrics: the engines' %s counts %d requests (all); span metrics count %d request spans (kept traces only)\n",
-		otelomni.RequestDurationName, n.Engine, n.Spans)
+		"gen_ai.server.request.duration", n.Engine, n.Spans)
 	fmt.Fprintln(out, "\na kept trace of each scenario:")
 	for _, sc := range []pipeline.Special{pipeline.Normal, pipeline.Slow, pipeline.Saturated, pipeline.Failing} {
 		if id := example[sc]; id != "" {
