@@ -61,15 +61,15 @@ var benchInfo = otelomni.RequestInfo{ID: benchID, Model: benchModel}
 func otelomniRequest(in *otelomni.Instrumenter) {
 	_, req := in.Start(context.Background(), benchInfo)
 	p := req.StartPhase(context.Background(), spans.Preprocess)
-	p.End()
+	p.End(nil)
 	exec := req.StartPhase(context.Background(), spans.Exec)
 	q := req.StartPhase(context.Background(), spans.QueueWait)
-	q.End()
-	exec.End()
+	q.End(nil)
+	exec.End(nil)
 	w := req.StartPhase(context.Background(), spans.OutputReadyWait)
-	w.End()
+	w.End(nil)
 	post := req.StartPhase(context.Background(), spans.Postprocess)
-	post.End()
+	post.End(nil)
 	req.End(nil)
 }
 
@@ -317,10 +317,10 @@ func stepsRequest(in *otelomni.Instrumenter, n int) {
 	fwd := req.StartPhase(context.Background(), spans.Forward)
 	for i := 0; i < n-3; i++ {
 		s := req.StartStep(context.Background(), i)
-		s.End()
+		s.End(nil)
 	}
-	fwd.End()
-	exec.End()
+	fwd.End(nil)
+	exec.End(nil)
 	req.End(nil)
 }
 
@@ -463,7 +463,7 @@ func batchedRequests(in *otelomni.Instrumenter, reqs []*otelomni.Request, execs 
 		b = in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-1", Model: benchModel}, reqs...)
 	}
 	for i := range reqs {
-		execs[i].End()
+		execs[i].End(nil)
 		reqs[i].End(nil)
 	}
 	b.End(nil)

@@ -181,24 +181,20 @@ func WithProviderName(name string) Option {
 	})
 }
 
-// WithPublicEndpoint makes every request span the root of a new trace, with
-// a link to the trace context that came with the request, for an engine or
-// gateway that faces clients it does not trust. Without it, an incoming
-// traceparent decides the trace id and, under a parent-based sampler,
-// whether the request is sampled: a client can force recording or hide a
-// request. It does not touch baggage: to drop a client's baggage, use
-// propagators without the baggage propagator where requests come in.
-func WithPublicEndpoint() Option {
-	return WithPublicEndpointFn(func(context.Context) bool { return true })
-}
-
-// WithPublicEndpointFn is WithPublicEndpoint decided per request: fn gets
-// the context given to [Instrumenter.Start] and returns true when the
-// incoming trace context is not to be trusted. A nil fn is ignored.
-func WithPublicEndpointFn(fn func(context.Context) bool) Option {
-	return optionFunc(func(c *config) {
-		if fn != nil {
-			c.publicEndpoint = fn
-		}
-	})
+// WithPublicEndpoint makes a request span the root of a new trace, with a
+// link to the trace context that came with the request, for an engine or
+// gateway that faces clients it does not trust. fn decides per request: it
+// gets the context given to [Instrumenter.Start] and returns true when the
+// incoming trace context is not to be trusted; a nil fn trusts no request
+// (every request with an incoming context starts a new trace). Without the
+// option, an incoming traceparent decides the trace id and, under a
+// parent-based sampler, whether the request is sampled: a client can force
+// recording or hide a request. It does not touch baggage: to drop a
+// client's baggage, use propagators without the baggage propagator where
+// requests come in.
+func WithPublicEndpoint(fn func(ctx context.Context) bool) Option {
+	if fn == nil {
+		fn = func(context.Context) bool { return true }
+	}
+	return optionFunc(func(c *config) { c.publicEndpoint = fn })
 }

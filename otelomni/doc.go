@@ -27,10 +27,12 @@
 // # Two ways in, one model
 //
 // The live path wraps the engine's calls: [Instrumenter.Start] starts the
-// request span, [Request.StartPhase] and [ActivePhase.End] mark a phase, or
-// [Request.Run] runs a function inside one, and [Request.End] ends the
-// request (with an error when it failed). End times come from the monotonic
-// clock.
+// request span, [Request.StartPhase] and [ActivePhase.End] mark a phase,
+// and [Request.End] ends the request; each End takes the error the request
+// or phase failed with, nil when it succeeded. End times come from the
+// monotonic clock. An LLM stage reports its scheduler's events
+// ([Request.MarkLLM]), a stage that streams chunks its outputs
+// ([Request.MarkOutput]), each with the time it happened.
 //
 // The record path takes the timing an engine measured itself: hand a
 // [spans.DiffusionRecord] to [Request.Record], or one interval to

@@ -58,9 +58,6 @@ type Engine struct {
 
 	mu    sync.Mutex
 	ended bool
-	// lastEnd is the latest end of a recorded step: the start ends no
-	// earlier.
-	lastEnd time.Time
 	// open holds the live steps started and not ended: ending the start
 	// ends them first.
 	open map[uint32]trace.Span
@@ -78,12 +75,9 @@ type EnginePhase struct {
 	span trace.Span
 }
 
-// End ends the step now. Ending it twice, or after the engine's start
-// ended (which ended it), does nothing.
-func (p EnginePhase) End() { p.EndError(nil) }
-
-// EndError ends the step, marked failed with err when err is not nil.
-func (p EnginePhase) EndError(err error) {
+// End ends the step now; a non-nil err marks it failed. Ending it twice,
+// or after the engine's start ended (which ended it), does nothing.
+func (p EnginePhase) End(err error) {
 	if p.span == nil {
 		return
 	}
@@ -238,31 +232,6 @@ func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
 	return e.startStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in))
 }
 
-// RecordLoad records a model load measured elsewhere, with its own times.
-// A bad interval makes no span and returns an error.
-func (e *Engine) RecordLoad(info LoadInfo, iv spans.Interval) error {
-	if e == nil {
-		return nil
-	}
-	return e.recordStep(spans.EngineLoadSpanName, info.attributes(e.in), iv)
-}
-
-// RecordWarmup records a warm-up measured elsewhere.
-func (e *Engine) RecordWarmup(iv spans.Interval) error {
-	if e == nil {
-		return nil
-	}
-	return e.recordStep(spans.EngineWarmupSpanName, nil, iv)
-}
-
-// RecordStageInit records one stage's initialisation measured elsewhere.
-func (e *Engine) RecordStageInit(stage StageInfo, iv spans.Interval) error {
-	if e == nil {
-		return nil
-	}
-	return e.recordStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in), iv)
-}
-
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
 	if e.start.After(time.Now()) {
 		// The engine's start was given later than now: a step starting
@@ -308,38 +277,9 @@ func (e *Engine) startDoneLocked() {
 	}
 }
 
-func (e *Engine) recordStep(name string, kv []attribute.KeyValue, iv spans.Interval) error {
-	if !iv.Measured() {
-		return nil
-	}
-	if err := iv.Validate(); err == nil && iv.Start().Before(e.start) {
-		err := &stepError{name: name, iv: iv, err: spans.ErrOutsideParent}
-		e.in.stats.conflict(err)
-		return err
-	} else if err != nil {
-		err := &stepError{name: name, iv: iv, err: err}
-		e.in.stats.reject(err)
-		return err
-	}
-	e.mu.Lock()
-	ended := e.ended
-	if !ended {
-		e.lastEnd = later(e.lastEnd, iv.End())
-	}
-	e.mu.Unlock()
-	if ended {
-		e.in.stats.misused(name + " recorded after the engine's start ended")
-		return ErrRequestEnded
-	}
-	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
-	span.End(trace.WithTimestamp(iv.End()))
-	return nil
-}
-
 // stepError reports an engine step that made no span.
 type stepError struct {
 	name string
-	iv   spans.Interval
 	err  error
 }
 
@@ -370,16 +310,14 @@ func (e *Engine) End(err error) {
 		}
 		e.cond.Wait()
 	}
-	last := e.lastEnd
 	open := e.open
 	e.open = nil
 	e.mu.Unlock()
 	var at time.Time
-	if floor := later(last, e.start); floor.After(time.Now()) {
-		// A start given later than now, or a step recorded ending later:
-		// the span ends no earlier.
-		e.in.stats.clampedEnd("an engine's start ended before its given start or a step recorded in it; ended there")
-		at = floor
+	if e.start.After(time.Now()) {
+		// A start given later than now: the span ends no earlier.
+		e.in.stats.clampedEnd("an engine's start ended before its given start; ended there")
+		at = e.start
 	}
 	// Steps still open end first, at the same moment.
 	for _, s := range open {

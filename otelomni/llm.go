@@ -34,21 +34,16 @@ type llmState struct {
 	preemptions              int
 }
 
-// MarkLLM records LLM event e now. Each LLM phase is emitted as soon as both
-// of its ends have been seen: llm.queue at the first LLMScheduled after
-// LLMQueued, llm.prefill at LLMFirstToken, llm.decode at LLMLastToken. A
-// phase whose start was never seen (a request whose queued event was lost)
-// makes no span. Only the first LLMScheduled counts.
-func (r *Request) MarkLLM(e LLMEvent) error {
-	if !r.recording() {
-		return nil
-	}
-	return r.markLLM(e, time.Now())
-}
-
-// MarkLLMAt is MarkLLM with the time the engine stamped the event. A zero
-// t, or one a span cannot carry, is refused.
-func (r *Request) MarkLLMAt(e LLMEvent, t time.Time) error {
+// MarkLLM records LLM event e, which happened at t: time.Now() on the live
+// path, the time the engine stamped the event on the record path. It is the
+// one way an LLM stage's phases are recorded. Each LLM phase is emitted as
+// soon as both of its ends have been seen: omni.llm.queue at the first
+// LLMScheduled after LLMQueued, omni.llm.prefill at LLMFirstToken,
+// omni.llm.decode at LLMLastToken. A phase whose start was never seen (a
+// request whose queued event was lost) makes no span. Only the first
+// LLMScheduled counts. A zero t, or one a span cannot carry, is refused
+// with a [*spans.PhaseError].
+func (r *Request) MarkLLM(e LLMEvent, t time.Time) error {
 	if !r.recording() {
 		return nil
 	}

@@ -20,9 +20,9 @@ const (
 // NewLogHandler returns a log/slog handler that adds two string attributes
 // at the top level of every record logged with a context that holds a span,
 // "trace_id" (the trace's id, 32 hex digits) and "span_id" (the innermost
-// span's id, 16 hex digits), and passes the record on to next. Log with the context of the innermost phase (the
-// context [Request.Run] hands its function, or [ActivePhase.Context]) and
-// the record carries that phase's span id; a record logged outside any
+// span's id, 16 hex digits), and passes the record on to next. Log with
+// the context of the innermost phase ([ActivePhase.Context]) and the
+// record carries that phase's span id; a record logged outside any
 // request carries neither. Search logs by trace_id to see what a request
 // logged, and jump from a log line to its trace.
 //

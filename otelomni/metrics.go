@@ -12,23 +12,17 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// Instrument names. Durations are in seconds, sizes in bytes, as the
-// OpenTelemetry conventions ask. Where the GenAI conventions name a
-// measurement, their instrument is used; omni.* names only what they do not.
+// Names of the omni.* instruments. Durations are in seconds, sizes in bytes,
+// as the OpenTelemetry conventions ask. Where the GenAI conventions name a
+// measurement (gen_ai.server.request.duration,
+// gen_ai.server.time_to_first_token), genaiconv's instrument is used.
 const (
 	// phaseDurationName: one measurement per measured phase span, with
 	// omni.phase, omni.stage.type and gen_ai.request.model.
 	phaseDurationName = "omni.phase.duration"
-	// requestDurationName (GenAI conventions): one measurement per request,
-	// at its end, with gen_ai.operation.name, gen_ai.provider.name,
-	// gen_ai.request.model and, on failure, error.type.
-	requestDurationName = "gen_ai.server.request.duration"
 	// stageDurationName: one measurement per stage of a multi-stage
 	// pipeline, at its end.
 	stageDurationName = "omni.stage.duration"
-	// timeToFirstTokenName (GenAI conventions): from the start of a request
-	// (or stage) to its first output (token, audio chunk, image).
-	timeToFirstTokenName = "gen_ai.server.time_to_first_token"
 	// execPerStepName: a diffusion request's exec divided by its number of
 	// inference steps: a ratio of one span, never a sum.
 	execPerStepName = "omni.diffusion.exec_per_step"

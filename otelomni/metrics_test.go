@@ -10,6 +10,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -93,9 +94,9 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 				_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r", Model: "m", Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
 				if path == "live" {
 					if i < k {
-						req.StartPhase(context.Background(), spans.Preprocess).End()
+						req.StartPhase(context.Background(), spans.Preprocess).End(nil)
 					}
-					req.StartPhase(context.Background(), spans.Exec).End()
+					req.StartPhase(context.Background(), spans.Exec).End(nil)
 				} else {
 					rec := &spans.DiffusionRecord{Exec: spans.Between(at(10), at(20))}
 					if i < k {
@@ -128,7 +129,7 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
 	m := newMetered(t, true)
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r"})
-	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)))
+	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)), nil)
 	req.End(nil)
 	dps := m.histograms(t)["omni.phase.duration"]
 	if len(dps) != 1 {
@@ -175,7 +176,7 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 	m := newMetered(t, true)
 	for i, id := range []string{"chatcmpl-1", "chatcmpl-2", "0_501f96ba-7c1d"} {
 		ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: "m", NumInferenceSteps: 20, Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
-		req.StartPhase(context.Background(), spans.Exec).End()
+		req.StartPhase(context.Background(), spans.Exec).End(nil)
 		_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 		_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 1 << 20, Connector: "shm", RxDecode: spans.Between(at(0), at(1))})
 		st.End(nil)
@@ -226,9 +227,9 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 				ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", NumInferenceSteps: 10})
 				p := req.StartPhase(ctx, spans.Exec)
 				req.StartPhase(ctx, spans.Forward) // still open when exec ends: ended with it
-				p.End()
-				p.End() // twice: counted once
-				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+				p.End(nil)
+				p.End(nil) // twice: counted once
+				req.StartPhase(ctx, spans.Postprocess).End(nil)
 				req.StartPhase(ctx, spans.OutputReadyWait) // still open at the end: ended with the request
 				req.End(nil)
 				req.End(nil)
@@ -248,10 +249,10 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 
 func TestExemplarPointsToTheTrace(t *testing.T) {
 	m := newMetered(t, true)
-	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
-	req.StartPhase(context.Background(), spans.Exec).End()
+	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	req.StartPhase(context.Background(), spans.Exec).End(nil)
 	req.End(nil)
-	tid := req.Span().SpanContext().TraceID()
+	tid := trace.SpanContextFromContext(ctx).TraceID()
 	var found bool
 	for _, dp := range m.histograms(t)["omni.phase.duration"] {
 		for _, ex := range dp.Exemplars {
@@ -272,8 +273,8 @@ func TestStageAndTransferMetrics(t *testing.T) {
 	_ = st.RecordTransfer(spans.TransferRecord{FromStage: 1, ToStage: 2, Bytes: 3 << 20, Connector: "shm",
 		Tx: spans.Between(at(0), at(1)), InFlight: spans.Between(at(1), at(2)), RxDecode: spans.Between(at(2), at(4))})
 	time.Sleep(time.Millisecond)
-	st.EmitOutput(false)
-	st.EmitOutput(true)
+	_ = st.MarkOutput(false, time.Now())
+	_ = st.MarkOutput(true, time.Now())
 	st.End(errors.New("vocoder failed"))
 	req.End(nil)
 	h := m.histograms(t)
@@ -300,10 +301,10 @@ func TestTimeToFirstTokenFromAnLLMStagesFirstToken(t *testing.T) {
 	t0 := time.Now()
 	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: t0})
 	_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})
-	_ = st.MarkLLMAt(otelomni.LLMQueued, t0.Add(time.Millisecond))
-	_ = st.MarkLLMAt(otelomni.LLMScheduled, t0.Add(2*time.Millisecond))
-	_ = st.MarkLLMAt(otelomni.LLMFirstToken, t0.Add(40*time.Millisecond))
-	_ = st.MarkLLMAt(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMQueued, t0.Add(time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMScheduled, t0.Add(2*time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMFirstToken, t0.Add(40*time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
 	st.End(nil)
 	req.End(nil)
 	ttft := m.histograms(t)["gen_ai.server.time_to_first_token"]

@@ -27,19 +27,12 @@ type ActivePhase struct {
 	ctx  context.Context
 }
 
-// End ends the phase now. Ending it twice, or after its request ended
-// (which ended it), does nothing. Ending an exec or a forward first ends the
-// phases still open inside it, at the same moment, so that no part outlives
-// the phase it is part of.
-func (a ActivePhase) End() {
-	if a.r != nil {
-		a.r.endLive(a.id, nil)
-	}
-}
-
-// EndError ends the phase now, marked failed with err (status Error with
-// err's message, and error.type) when err is not nil.
-func (a ActivePhase) EndError(err error) {
+// End ends the phase now; a non-nil err marks it failed (status Error with
+// err's message, and error.type), as [Request.End] does the request. Ending
+// it twice, or after its request ended (which ended it), does nothing.
+// Ending an exec or a forward first ends the phases still open inside it,
+// at the same moment, so that no part outlives the phase it is part of.
+func (a ActivePhase) End(err error) {
 	if a.r != nil {
 		a.r.endLive(a.id, err)
 	}
@@ -67,9 +60,6 @@ func (a ActivePhase) Context() context.Context {
 	return trace.ContextWithSpan(a.ctx, a.span)
 }
 
-// Recording reports whether the phase makes a span or a measurement.
-func (a ActivePhase) Recording() bool { return a.r != nil }
-
 // StartPhase starts phase p now, under its parent in the tree: kv_recv,
 // forward and vae_decode under exec (once exec has started; without an exec
 // they hang under the request), the other phases directly under the request
@@ -80,8 +70,10 @@ func (a ActivePhase) Recording() bool { return a.r != nil }
 //
 // Each phase is measured once per request: a second exec is refused
 // (counted in Stats.Conflicts), as is a part of exec started after exec
-// ended. Per-output phases use [Request.StartOutputPhase], denoise steps
-// [Request.StartStep], transfers [Request.RecordTransfer].
+// ended. The outputs of a streaming request use [Request.StartOutputPhase],
+// denoise steps [Request.StartStep], transfers [Request.StartReceive], and
+// an LLM stage [Request.MarkLLM]; a phase this call does not take starts
+// nothing and is counted in Stats.Misuse.
 func (r *Request) StartPhase(ctx context.Context, p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	// Written out so that it inlines: a disabled phase costs a nil check.
 	if r == nil || r.in == nil {
@@ -125,34 +117,6 @@ func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
 }
 
-// Run runs fn inside phase p: the phase starts before fn and ends when it
-// returns; fn gets ctx with the phase span in it. An error from fn marks the
-// phase failed and is returned. A panic in fn marks the phase failed, ends
-// it, and is re-raised. A nil fn runs nothing and returns ErrNilFunc.
-func (r *Request) Run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if fn == nil {
-		if r.recording() {
-			r.in.stats.misused("Run was given a nil function")
-		}
-		return ErrNilFunc
-	}
-	a := r.StartPhase(ctx, p)
-	if a.r != nil {
-		defer func() {
-			if v := recover(); v != nil {
-				a.EndError(fmt.Errorf("panic: %v", v))
-				panic(v)
-			}
-		}()
-	}
-	err := fn(a.Context())
-	a.EndError(err)
-	return err
-}
-
 // timed is what the SDK's spans tell of their own times.
 type timed interface {
 	StartTime() time.Time
@@ -173,8 +137,8 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !plan.Valid(p) || (p == spans.DenoiseStep) != (step >= 0) || plan.ParentOf(p) == plan.UnderTransfer {
-		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: RecordTransfer)", p))
+	if !plan.Valid(p) || (p == spans.DenoiseStep) != (step >= 0) || plan.ParentOf(p) == plan.UnderTransfer || plan.IsLLM(p) {
+		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: StartReceive; LLM phases: MarkLLM)", p))
 		return ActivePhase{ctx: ctx}
 	}
 	parent, under, refused := r.admit(p, output, step)

@@ -50,24 +50,25 @@ func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) e
 
 // RecordPhase records one phase measured elsewhere (the scheduler's queue
 // wait, say) as a span with the interval's own times, under its parent in
-// the tree as for [Request.StartPhase]. An unmeasured interval makes no span
-// and no error; a bad one makes no span and returns a [*spans.PhaseError]
-// (see [Request.Record] for what is bad).
-func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
-	return r.recordOne(p, -1, false, iv, nil, kv)
-}
-
-// RecordFailedPhase is RecordPhase for a phase during which the request
-// failed: its span gets status Error and error.type, as
-// [ActivePhase.EndError] gives on the live path.
-func (r *Request) RecordFailedPhase(p spans.Phase, iv spans.Interval, err error, kv ...attribute.KeyValue) error {
-	return r.recordOne(p, -1, false, iv, err, kv)
+// the tree as for [Request.StartPhase]. A non-nil failed marks the phase
+// failed (status Error and error.type), as [ActivePhase.End] does on the
+// live path; nil records a phase that succeeded. An unmeasured interval
+// makes no span and no error; a bad one makes no span and returns a
+// [*spans.PhaseError] (see [Request.Record] for what is bad). A phase this
+// call does not take (a denoise step, which a record's DenoiseSteps hold; a
+// transfer part: [Request.RecordTransfer]) makes no span and returns
+// [ErrInvalidPhase]. An output-ready wait or postprocess recorded here
+// belongs to the request's single output; the outputs of a streaming
+// request use [Request.RecordOutputPhase].
+func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv ...attribute.KeyValue) error {
+	return r.recordOne(p, -1, false, iv, failed, kv)
 }
 
 // RecordOutputPhase records a per-output phase (output-ready wait or
 // postprocess) of output out of a streaming request, with
-// omni.output.index and omni.output.final.
-func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, kv ...attribute.KeyValue) error {
+// omni.output.index and omni.output.final; failed as for
+// [Request.RecordPhase].
+func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, failed error, kv ...attribute.KeyValue) error {
 	if r.recording() && !p.PerOutput() {
 		r.in.stats.misused(fmt.Sprintf("RecordOutputPhase(%v): not a per-output phase", p))
 		return ErrInvalidPhase
@@ -75,7 +76,7 @@ func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.In
 	if r.recording() && badIndex(out.Index) {
 		return r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 	}
-	return r.recordOne(p, out.Index, out.Final, iv, nil, kv)
+	return r.recordOne(p, out.Index, out.Final, iv, failed, kv)
 }
 
 func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Interval, fail error, kv []attribute.KeyValue) error {

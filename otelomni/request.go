@@ -330,15 +330,6 @@ func (r *Request) SetUsage(inputTokens, outputTokens int) {
 	}
 }
 
-// Span returns the request (or stage) span; a non-recording span when
-// nothing is recorded.
-func (r *Request) Span() trace.Span {
-	if !r.recording() || r.span == nil {
-		return trace.SpanFromContext(context.Background())
-	}
-	return r.span
-}
-
 // SetStepsRun records the number of denoising steps the request actually
 // ran (omni.diffusion.num_steps_run), which can differ from the number
 // asked (an early exit). Called before exec ends, it also gives the exec

@@ -59,7 +59,7 @@ func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
 	rctx := p.handOver(ctx)
 	_, st := p.st.in.StartStage(rctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, ReplicaID: "0", Model: "Qwen/Qwen2.5-Omni-7B"})
 	st.SetUsage(512, 128)
-	st.StartPhase(context.Background(), spans.Preprocess).End()
+	st.StartPhase(context.Background(), spans.Preprocess).End(nil)
 	st.End(nil)
 	req.End(nil)
 
@@ -103,7 +103,7 @@ func TestUnsetPropagatorFallsBackToW3C(t *testing.T) {
 		t.Fatalf("no traceparent injected: %v", c)
 	}
 	got := trace.SpanContextFromContext(in.Extract(context.Background(), c))
-	if got.TraceID() != req.Span().SpanContext().TraceID() {
+	if got.TraceID() != trace.SpanContextFromContext(ctx).TraceID() {
 		t.Error("round trip lost the trace id")
 	}
 
@@ -179,7 +179,7 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: base})
 			_, st := r.in.StartStage(ctx, otelomni.StageInfo{Name: "thinker", Type: attrs.StageLLM, Start: base})
 			for _, e := range tc.events {
-				if err := st.MarkLLMAt(e.e, e.t); err != nil {
+				if err := st.MarkLLM(e.e, e.t); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -225,11 +225,11 @@ func TestLLMEventsRejectBadInput(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM})
 	now := time.Now()
-	if err := st.MarkLLMAt(otelomni.LLMQueued, time.Time{}); !errors.Is(err, spans.ErrZeroTime) {
+	if err := st.MarkLLM(otelomni.LLMQueued, time.Time{}); !errors.Is(err, spans.ErrZeroTime) {
 		t.Errorf("zero time: %v", err)
 	}
-	_ = st.MarkLLMAt(otelomni.LLMFirstToken, now)
-	if err := st.MarkLLMAt(otelomni.LLMLastToken, now.Add(-time.Second)); !errors.Is(err, spans.ErrEndBeforeStart) {
+	_ = st.MarkLLM(otelomni.LLMFirstToken, now)
+	if err := st.MarkLLM(otelomni.LLMLastToken, now.Add(-time.Second)); !errors.Is(err, spans.ErrEndBeforeStart) {
 		t.Errorf("last token before first: %v", err)
 	}
 	st.End(nil)
@@ -248,7 +248,7 @@ func TestLLMEventsWithTheEnginesTimes(t *testing.T) {
 		ev otelomni.LLMEvent
 		t  time.Time
 	}{{otelomni.LLMScheduled, at(5)}, {otelomni.LLMFirstToken, at(50)}, {otelomni.LLMLastToken, at(300)}} {
-		if err := st.MarkLLMAt(e.ev, e.t); err != nil {
+		if err := st.MarkLLM(e.ev, e.t); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,8 +366,8 @@ func TestOutputSpansAtANonDiffusionStage(t *testing.T) {
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav", Type: attrs.StageOther})
 	for i := 0; i < 4; i++ {
 		time.Sleep(time.Millisecond)
-		if got := st.EmitOutput(i == 3); got.Index != i || got.Final != (i == 3) {
-			t.Fatalf("EmitOutput returned %+v, want index %d", got, i)
+		if err := st.MarkOutput(i == 3, time.Now()); err != nil {
+			t.Fatalf("MarkOutput %d: %v", i, err)
 		}
 	}
 	st.End(nil)
@@ -397,9 +397,9 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 		n := testing.AllocsPerRun(100, func() {
 			ctx, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 			_ = ctx
-			_ = st.MarkLLM(otelomni.LLMQueued)
-			st.StartPhase(context.Background(), plan.LLMDecode).End()
-			st.EmitOutput(false)
+			_ = st.MarkLLM(otelomni.LLMQueued, time.Now())
+			st.StartPhase(context.Background(), spans.Exec).End(nil)
+			_ = st.MarkOutput(false, time.Now())
 			_ = st.StartReceive(spans.TransferHeader{}).End()
 			st.End(nil)
 		})
@@ -408,10 +408,10 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 		}
 	}
 	var nilStage *otelomni.Request
-	nilStage.StartPhase(context.Background(), spans.Exec).End()
+	nilStage.StartPhase(context.Background(), spans.Exec).End(nil)
 	nilStage.End(nil)
 	_ = nilStage.RecordTransfer(spans.TransferRecord{})
 	var zero otelomni.Request
-	zero.EmitOutput(true)
-	_ = zero.MarkLLM(otelomni.LLMFirstToken)
+	_ = zero.MarkOutput(true, time.Now())
+	_ = zero.MarkLLM(otelomni.LLMFirstToken, time.Now())
 }

@@ -30,6 +30,9 @@ const (
 // the largest phase (index 0 is unused).
 const NumPhases = int(TransferRxDecode) + 1
 
+// IsLLM reports whether p is a phase of an LLM stage.
+func IsLLM(p spans.Phase) bool { return p >= LLMQueue && p <= LLMDecode }
+
 // Valid reports whether p is a phase of the catalogue.
 func Valid(p spans.Phase) bool { return p > 0 && int(p) < NumPhases }
 
