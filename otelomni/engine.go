@@ -21,7 +21,9 @@ type EngineInfo struct {
 	// Start is when the engine started, for a start rebuilt after the fact;
 	// the zero time means now.
 	Start time.Time
-	// Attributes are recorded on the omni.engine.start span as well.
+	// Attributes are recorded on the omni.engine.start span as well,
+	// except one whose key otelomni sets itself, as for
+	// RequestInfo.Attributes.
 	Attributes []attribute.KeyValue
 }
 
@@ -140,7 +142,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	if info.Model != "" {
 		kv = append(kv, attrs.EngineModel(in.str(info.Model)))
 	}
-	kv = append(kv, in.kvs(info.Attributes)...)
+	kv = append(kv, in.callerKVs("EngineInfo.Attributes", info.Attributes)...)
 	start := info.Start
 	if !start.IsZero() {
 		start = in.startTime(start, "engine")

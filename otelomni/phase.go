@@ -38,11 +38,14 @@ func (a ActivePhase) End(err error) {
 	}
 }
 
-// SetAttributes records kv on the phase span, such as attrs.BatchSize on
-// exec. Strings are bounded like every string otelomni records.
+// SetAttributes records kv on the phase span, such as a kernel's name.
+// Strings are bounded like every string otelomni records. An attribute
+// whose key otelomni sets itself (the phase, step and output keys, a
+// request's or stage's identity, a batch's id and size) is left out and
+// counted in Stats.Misuse.
 func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
 	if a.span != nil {
-		a.span.SetAttributes(a.r.in.kvs(kv)...)
+		a.span.SetAttributes(a.r.in.callerKVs("ActivePhase.SetAttributes", kv)...)
 	}
 }
 
@@ -64,8 +67,12 @@ func (a ActivePhase) Context() context.Context {
 // forward and vae_decode under exec (once exec has started; without an exec
 // they hang under the request), the other phases directly under the request
 // (or stage) span. ctx is the caller's context: the phase's
-// [ActivePhase.Context] derives from it. kv adds attributes, such as
-// attrs.BatchSize on exec. A phase never started makes no span; a phase
+// [ActivePhase.Context] derives from it. kv adds attributes of the
+// caller's own; one whose key otelomni sets itself (the phase, step and
+// output keys, a request's or stage's identity, a batch's id and size)
+// starts nothing and is counted in Stats.Misuse: give an output with
+// [Request.StartOutputPhase], a step with [Request.StartStep], a batch with
+// [Instrumenter.StartBatch]. A phase never started makes no span; a phase
 // still open when the request ends is ended with it.
 //
 // Each phase is measured once per request: a second exec is refused
@@ -139,6 +146,9 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	}
 	if !plan.Valid(p) || (p == spans.DenoiseStep) != (step >= 0) || plan.ParentOf(p) == plan.UnderTransfer || plan.IsLLM(p) {
 		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: StartReceive; LLM phases: MarkLLM)", p))
+		return ActivePhase{ctx: ctx}
+	}
+	if len(kv) > 0 && r.in.reserved("StartPhase("+p.String()+")", kv) != nil {
 		return ActivePhase{ctx: ctx}
 	}
 	parent, under, refused := r.admit(p, output, step)

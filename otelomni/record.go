@@ -54,7 +54,9 @@ func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) e
 // failed (status Error and error.type), as [ActivePhase.End] does on the
 // live path; nil records a phase that succeeded. An unmeasured interval
 // makes no span and no error; a bad one makes no span and returns a
-// [*spans.PhaseError] (see [Request.Record] for what is bad). A phase this
+// [*spans.PhaseError] (see [Request.Record] for what is bad). kv adds
+// attributes of the caller's own; one whose key otelomni sets itself makes
+// no span and returns an error, as for [Request.StartPhase]. A phase this
 // call does not take (a denoise step, which a record's DenoiseSteps hold; a
 // transfer part: [Request.RecordTransfer]) makes no span and returns
 // [ErrInvalidPhase]. An output-ready wait or postprocess recorded here
@@ -93,6 +95,11 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 		err = &spans.PhaseError{Phase: p, Output: output, Step: -1, Interval: iv, Err: err}
 		r.in.stats.reject(err)
 		return err
+	}
+	if len(kv) > 0 {
+		if err := r.in.reserved("RecordPhase("+p.String()+")", kv); err != nil {
+			return err
+		}
 	}
 	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
 	return r.recordPlanned(ps[:], recordOpts{kv: kv})

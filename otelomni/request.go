@@ -186,7 +186,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		n := in.requestAttrs(a.kv[:0], info, id, model, &stage)
 		var extra []attribute.KeyValue
 		if len(info.Attributes) > 0 {
-			extra = in.kvs(info.Attributes)
+			extra = in.callerKVs("RequestInfo.Attributes", info.Attributes)
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
 			extra = append(extra[:len(extra):len(extra)], attrs.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
@@ -297,10 +297,11 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 
 // SetAttributes records kv on the request (or stage) span, such as counts
 // known only at the end. Strings are bounded like every string otelomni
-// records.
+// records. An attribute whose key otelomni sets itself is left out and
+// counted in Stats.Misuse, as for RequestInfo.Attributes.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 	if r.recording() && r.span != nil {
-		r.span.SetAttributes(r.in.kvs(kv)...)
+		r.span.SetAttributes(r.in.callerKVs("Request.SetAttributes", kv)...)
 	}
 }
 
