@@ -107,10 +107,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithPropagators makes the instrumenter carry trace context across
 // processes with p, as it is (one that carries nothing sends nothing).
 // Without it, or with a nil p (or a nil pointer), the global propagator is
-// read at each call; while no program has set one (the API's default
-// carries nothing), W3C trace context and baggage are used, so that
-// cross-process traces never break silently. A global propagator that was set is used as it is, even
-// one that carries nothing (OTEL_PROPAGATORS=none through otelsetup).
+// read at each call (otel.GetTextMapPropagator), as in all OpenTelemetry
+// instrumentation: otelsetup.Setup installs W3C trace context and baggage
+// there (or what OTEL_PROPAGATORS names). The API's global before a program
+// sets one carries nothing; the first Inject or Extract with a propagator
+// that carries no fields says so once through the OpenTelemetry error
+// handler.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
 		if !nilPointer(p) {

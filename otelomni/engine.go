@@ -158,7 +158,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	if !span.IsRecording() {
 		return nil
 	}
-	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: spanStart(span, start)}
+	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: startOr(start)}
 }
 
 // Context returns a context that holds the omni.engine.start span, for

@@ -205,7 +205,7 @@ func TestNilAndMisuseNeverPanic(t *testing.T) {
 	var nilIn *otelomni.Instrumenter
 	var nilMap propagation.MapCarrier
 	var nilHeader http.Header
-	r := newRecorded(t)
+	r := newRecorded(t, otelomni.WithPropagators(propagation.TraceContext{}))
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "m"})
 	calls := map[string]func(){
 		"nil instrumenter Start": func() {
@@ -257,12 +257,15 @@ func TestNilPointersGivenAsProvidersOrHandlersAreTakenAsNone(t *testing.T) {
 			req.End(nil)
 		},
 		"WithPropagators(nil *propagation.TraceContext)": func(t *testing.T) {
+			before := otel.GetTextMapPropagator()
+			t.Cleanup(func() { otel.SetTextMapPropagator(before) })
+			otel.SetTextMapPropagator(propagation.TraceContext{})
 			in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators((*propagation.TraceContext)(nil)))
 			ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
 			c := propagation.MapCarrier{}
 			in.Inject(ctx, c)
 			if c["traceparent"] == "" {
-				t.Error("a nil pointer for a propagator must leave the default, which carries the trace")
+				t.Error("a nil pointer for a propagator must leave the global one, which carries the trace")
 			}
 			req.End(nil)
 			if in.Stats().Misuse != 0 {
@@ -584,7 +587,7 @@ func TestPublicEndpointStartsANewTraceLinkedToTheClients(t *testing.T) {
 			r := newRecorded(t)
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.rec),
 				sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
-			opts := []otelomni.Option{otelomni.WithTracerProvider(tp)}
+			opts := []otelomni.Option{otelomni.WithTracerProvider(tp), w3c}
 			if public {
 				opts = append(opts, otelomni.WithPublicEndpoint(nil))
 			}
@@ -607,7 +610,7 @@ func TestPublicEndpointStartsANewTraceLinkedToTheClients(t *testing.T) {
 	}
 	t.Run("public, sampled by our own sampler: a new trace linked to the client's", func(t *testing.T) {
 		r := newRecorded(t)
-		in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPublicEndpoint(nil))
+		in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPublicEndpoint(nil), w3c)
 		_, req := in.Start(in.Extract(context.Background(), client), otelomni.RequestInfo{ID: "p"})
 		req.End(nil)
 		s := one(t, r.rec.Ended(), spans.RequestSpanName)

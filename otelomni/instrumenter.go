@@ -3,6 +3,7 @@ package otelomni
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -25,6 +26,9 @@ type Instrumenter struct {
 	met    *instruments
 	models modelCache
 	stats  counters
+	// noFieldsSaid: the first Inject or Extract with a propagator that
+	// carries no fields has said so.
+	noFieldsSaid atomic.Bool
 }
 
 // New returns an Instrumenter configured by opts. The providers are read

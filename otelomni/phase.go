@@ -124,22 +124,6 @@ func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
 }
 
-// timed is what the SDK's spans tell of their own times.
-type timed interface {
-	StartTime() time.Time
-	EndTime() time.Time
-}
-
-// spanStart returns s's own start when it tells it, or fallback.
-func spanStart(s trace.Span, fallback time.Time) time.Time {
-	if t, ok := s.(timed); ok {
-		if st := t.StartTime(); !st.IsZero() {
-			return st
-		}
-	}
-	return fallback
-}
-
 func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) ActivePhase {
 	if ctx == nil {
 		ctx = context.Background()
@@ -170,12 +154,11 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	if r.span != nil {
 		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
 	}
-	if _, ok := o.span.(timed); !ok && (r.met != nil || p == spans.Exec || p == spans.Forward) {
-		// Its own start, for when there is no SDK span to ask (tracing
-		// off, or a provider that is not the SDK's): for the measurement,
-		// and for a part recorded inside it.
-		o.start = time.Now()
-	}
+	// otelomni's own reading of the start, taken after the span started,
+	// so no earlier than the span's own: a part recorded inside it that
+	// starts no earlier than this lies inside the exported span too. It is
+	// also the measurement's start.
+	o.start = time.Now()
 
 	r.mu.Lock()
 	o.id = r.open.add(o)
@@ -430,7 +413,7 @@ func (r *Request) endLive(id uint32, err error) {
 		if end.IsZero() {
 			end = time.Now()
 		}
-		o.span.SetAttributes(attrs.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
+		o.span.SetAttributes(attrs.MeanStepDuration(seconds(end.Sub(o.start)) / float64(stepsRun)))
 	}
 	r.finish(&o, at, err)
 }
@@ -439,14 +422,8 @@ func (r *Request) endLive(id uint32, err error) {
 // ended with it, have ended, and the request (or stage) ends no earlier
 // (liveEnd).
 func (r *Request) liveEnded(o *openPhase) {
-	var end time.Time
-	if t, ok := o.span.(timed); ok {
-		end = t.EndTime()
-	}
-	if end.IsZero() {
-		end = time.Now()
-	}
-	for n := end.UnixNano(); ; {
+	// Read after the span ended: no earlier than its own end.
+	for n := time.Now().UnixNano(); ; {
 		last := r.liveEnd.Load()
 		if n <= last || r.liveEnd.CompareAndSwap(last, n) {
 			break
@@ -465,13 +442,10 @@ func (r *Request) finish(o *openPhase, at time.Time, err error) {
 		endSpan(o.span, at)
 	}
 	if r.met != nil {
-		start, end := o.start, at
-		if t, ok := o.span.(timed); ok {
-			start, end = t.StartTime(), t.EndTime()
-		}
+		end := at
 		if end.IsZero() {
 			end = time.Now()
 		}
-		r.observe(o.ctx, o.phase, start, end, int(o.output))
+		r.observe(o.ctx, o.phase, o.start, end, int(o.output))
 	}
 }

@@ -110,20 +110,16 @@ type nest struct {
 	batch *batchRef
 }
 
-// interval returns the nest's start and end; the end is zero while it is
-// open. A live phase closed and still ending on another goroutine (or whose
-// span does not tell its end) ends no earlier than when it was closed.
+// interval returns the nest's start and end, as otelomni read them; the
+// end is zero while it is open. A live phase's start was read after its
+// span started, and its end (ending) before its span ended: the interval
+// lies inside the exported span's.
 func (n *nest) interval() (time.Time, time.Time) {
-	start, end := spanStart(n.span, n.start), n.end
+	end := n.end
 	if n.closed && end.IsZero() {
-		if t, ok := n.span.(timed); ok {
-			end = t.EndTime()
-		}
-		if end.IsZero() {
-			end = n.ending
-		}
+		end = n.ending
 	}
-	return start, end
+	return n.start, end
 }
 
 // noRequest is what Start returns when nothing is recorded. It is never
@@ -252,10 +248,11 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 		return ctx, noRequest
 	}
 	later := false
-	if _, ok := span.(timed); start.IsZero() && !ok {
-		// No SDK span to ask for its start: keep one.
+	if start.IsZero() {
+		// The span started just before: this reading is no earlier than
+		// its own start, so a phase that starts no earlier lies inside.
 		start = time.Now()
-	} else if !start.IsZero() {
+	} else {
 		later = start.After(time.Now())
 	}
 	r := &Request{in: in, span: span, ctx: ctx, tbl: tbl, met: met, kind: kind, id: id, startsLater: later,
