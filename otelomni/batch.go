@@ -306,7 +306,7 @@ func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 	}
 	r.exec.batch = b
 	exec, live := r.exec.span, r.exec.live
-	r.nestStarting++
+	r.childrenStarting++
 	r.starting.Add(1)
 	r.mu.Unlock()
 	defer func() {

@@ -135,7 +135,7 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	if len(kv) > 0 && r.in.reserved("StartPhase("+p.String()+")", kv) != nil {
 		return ActivePhase{ctx: ctx}
 	}
-	parent, under, refused := r.admit(p, output, step)
+	parent, parentLive, refused := r.admitLive(p, output, step)
 	if refused != nil {
 		r.refuse(refused)
 		return ActivePhase{ctx: ctx}
@@ -145,12 +145,12 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 		if !started {
 			// tracer.Start panicked (a span processor's OnStart): undo the
 			// counts, so that no End waits for this start forever.
-			r.startedUnder(under)
+			r.startedUnder(parentLive)
 			r.startDone()
 		}
 	}()
 
-	o := openPhase{phase: p, output: int32(output), under: under, ctx: parent}
+	o := openPhase{phase: p, output: int32(output), parentLive: parentLive, ctx: parent}
 	if r.span != nil {
 		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
 	}
@@ -162,49 +162,49 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 
 	r.mu.Lock()
 	o.id = r.open.add(o)
-	if n := r.nestOf(p); n != nil {
-		*n = nest{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
+	if n := r.parentPhaseOf(p); n != nil {
+		*n = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
 	r.mu.Unlock()
 	started = true
-	r.startedUnder(under)
+	r.startedUnder(parentLive)
 	r.startDone()
 	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
 }
 
-// startedUnder ends a start under the live exec or forward under, counted
-// in nestStarting: that exec or forward's end waits for it, so that no part
+// startedUnder ends a start under the live exec or forward parentLive, counted
+// in childrenStarting: that exec or forward's end waits for it, so that no part
 // outlives it.
-func (r *Request) startedUnder(under uint32) {
-	if under == 0 {
+func (r *Request) startedUnder(parentLive uint32) {
+	if parentLive == 0 {
 		return
 	}
 	r.mu.Lock()
-	r.nestStarting--
-	if r.nestStarting == 0 && r.cond != nil {
+	r.childrenStarting--
+	if r.childrenStarting == 0 && r.cond != nil {
 		r.cond.Broadcast()
 	}
 	r.mu.Unlock()
 }
 
-// admit decides whether a live phase may start, and under which span. It
+// admitLive decides whether a live phase may start, and under which span. It
 // counts the start (starting), so that an End on another goroutine waits
 // for it; a phase that hangs directly under the request needs no lock for
 // that. It returns why the phase is refused, or nil.
-func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint32, error) {
+func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
 	if r.startsLater && r.start.After(time.Now()) {
 		// The request was given a start later than now: a phase starting
 		// now would start before it.
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
 	}
-	once := singleton(p, output, step)
+	once := onceBit(p, output, step)
 	if k := plan.ParentOf(p); k == plan.Scope && once != 0 {
 		r.starting.Add(1)
 		if r.ended.Load() {
 			r.startDone()
 			return nil, 0, errStartedAfterEnd
 		}
-		if once != 0 && !r.claim(once) {
+		if once != 0 && !r.markOnce(once) {
 			r.startDone()
 			return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
 		}
@@ -215,18 +215,18 @@ func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint3
 	if r.ended.Load() {
 		return nil, 0, errStartedAfterEnd
 	}
-	parent, under, ok := r.liveParentLocked(plan.ParentOf(p))
+	parent, parentLive, ok := r.liveParentLocked(plan.ParentOf(p))
 	if !ok {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded}
 	}
-	if !r.claimLocked(p, output, step) {
+	if !r.markMeasuredLocked(p, output, step) {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
 	}
-	if under != 0 {
-		r.nestStarting++
+	if parentLive != 0 {
+		r.childrenStarting++
 	}
 	r.starting.Add(1)
-	return parent, under, nil
+	return parent, parentLive, nil
 }
 
 // claimKey is one output's per-output phase, or one denoise step.
@@ -235,12 +235,12 @@ type claimKey struct {
 	index int
 }
 
-// claimLocked marks a phase measured for this request (once per output for
+// markMeasuredLocked marks a phase measured for this request (once per output for
 // a per-output phase, once per step for a denoise step), and reports
 // whether it was not already.
-func (r *Request) claimLocked(p spans.Phase, output, step int) bool {
-	if once := singleton(p, output, step); once != 0 {
-		return r.claim(once)
+func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) bool {
+	if once := onceBit(p, output, step); once != 0 {
+		return r.markOnce(once)
 	}
 	k := claimKey{p, output}
 	if step >= 0 {
@@ -272,9 +272,9 @@ func (r *Request) refuse(err error) {
 	r.in.stats.conflict(err)
 }
 
-// claim marks phase bits once as measured, and reports whether they were
+// markOnce marks phase bits once as measured, and reports whether they were
 // not already.
-func (r *Request) claim(once uint32) bool {
+func (r *Request) markOnce(once uint32) bool {
 	for {
 		seen := r.seen.Load()
 		if seen&once != 0 {
@@ -301,17 +301,17 @@ func (r *Request) startDone() {
 // its exec (forward) had ended.
 var errParentEnded = fmt.Errorf("%w: its exec or forward had already ended", spans.ErrOutsideParent)
 
-// singleton returns the bit of a phase that is measured once per request,
+// onceBit returns the bit of a phase that is measured once per request,
 // or 0 for one measured per output or per step.
-func singleton(p spans.Phase, output, step int) uint32 {
+func onceBit(p spans.Phase, output, step int) uint32 {
 	if output >= 0 || step >= 0 {
 		return 0
 	}
 	return 1 << p
 }
 
-// nestOf returns the nest that phase p is, or nil.
-func (r *Request) nestOf(p spans.Phase) *nest {
+// parentPhaseOf returns the parentPhase that phase p is (exec or forward), or nil.
+func (r *Request) parentPhaseOf(p spans.Phase) *parentPhase {
 	switch p {
 	case spans.Exec:
 		return &r.exec
@@ -379,8 +379,8 @@ func (r *Request) endLive(id uint32, err error) {
 	var kids []openPhase
 	var at time.Time
 	stepsRun := r.stepsRun
-	if n := r.nestOf(o.phase); n != nil && n.live == id {
-		for r.nestStarting > 0 {
+	if n := r.parentPhaseOf(o.phase); n != nil && n.live == id {
+		for r.childrenStarting > 0 {
 			// A part is starting under it on another goroutine: end
 			// after it is in the set, so that it ends with its parent.
 			if r.cond == nil {

@@ -199,8 +199,8 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 		r.mu.Lock()
 		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
 			if i := *batch.of(p); i >= 0 {
-				if n := r.nestOf(p); !n.set {
-					*n = nest{set: true, closed: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
+				if n := r.parentPhaseOf(p); !n.set {
+					*n = parentPhase{set: true, closed: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
 				}
 			}
 		}
@@ -216,14 +216,14 @@ func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNe
 		return accepted{}, &spans.PhaseError{Phase: ps.Phase, Output: ps.Output, Step: ps.Step,
 			Interval: spans.Between(ps.Start, ps.End), Err: err}
 	}
-	once := singleton(ps.Phase, ps.Output, ps.Step)
+	once := onceBit(ps.Phase, ps.Output, ps.Step)
 	if once != 0 && r.seen.Load()&once != 0 {
 		return fail(spans.ErrDuplicatePhase)
 	}
-	// claim marks the phase measured, last: a span refused for its
+	// markMeasured marks the phase measured, last: a span refused for its
 	// interval leaves the phase free.
-	claim := func(a accepted) (accepted, error) {
-		if !r.claimLocked(ps.Phase, ps.Output, ps.Step) {
+	markMeasured := func(a accepted) (accepted, error) {
+		if !r.markMeasuredLocked(ps.Phase, ps.Output, ps.Step) {
 			return fail(spans.ErrDuplicatePhase)
 		}
 		return a, nil
@@ -242,9 +242,9 @@ func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNe
 			if p := ok[i].ps; !plan.Within(iv, p.Start, p.End) {
 				return fail(spans.ErrOutsideParent)
 			}
-			return claim(accepted{ps: ps, in: i})
+			return markMeasured(accepted{ps: ps, in: i})
 		}
-		n := r.nestOf(pp)
+		n := r.parentPhaseOf(pp)
 		if !n.set {
 			continue
 		}
@@ -252,7 +252,7 @@ func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNe
 		if !plan.Within(iv, start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		a, err := claim(accepted{ps: ps, parent: n.ctx, in: -1})
+		a, err := markMeasured(accepted{ps: ps, parent: n.ctx, in: -1})
 		if err == nil && !n.closed {
 			n.lastChild = later(n.lastChild, ps.End)
 		}
@@ -261,7 +261,7 @@ func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNe
 	if ps.Start.Before(scopeStart) {
 		return fail(spans.ErrOutsideParent)
 	}
-	return claim(accepted{ps: ps, parent: r.ctx, in: -1})
+	return markMeasured(accepted{ps: ps, parent: r.ctx, in: -1})
 }
 
 // emit starts and ends the span of one recorded phase under parent, with

@@ -74,12 +74,12 @@ type Request struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// nestStarting counts live phases being started under a live exec or
+	// childrenStarting counts live phases being started under a live exec or
 	// forward; its end waits for them on cond.
-	nestStarting int
+	childrenStarting int
 	// claimed marks the per-output phases and steps measured.
 	claimed       map[claimKey]bool
-	exec, forward nest
+	exec, forward parentPhase
 	open          openPhases
 	// lastEnd is the latest end among recorded phases: the request ends no
 	// earlier.
@@ -91,8 +91,8 @@ type Request struct {
 	firstOut   atomic.Bool
 }
 
-// nest is a phase that other phases hang under: exec, or forward.
-type nest struct {
+// parentPhase is a phase that other phases hang under: exec, or forward.
+type parentPhase struct {
 	set, closed bool
 	ctx         context.Context
 	// span is the live phase's span, which knows its own times; nil for a
@@ -110,11 +110,11 @@ type nest struct {
 	batch *batchRef
 }
 
-// interval returns the nest's start and end, as otelomni read them; the
+// interval returns the parent phase's start and end, as otelomni read them; the
 // end is zero while it is open. A live phase's start was read after its
 // span started, and its end (ending) before its span ended: the interval
 // lies inside the exported span's.
-func (n *nest) interval() (time.Time, time.Time) {
+func (n *parentPhase) interval() (time.Time, time.Time) {
 	end := n.end
 	if n.closed && end.IsZero() {
 		end = n.ending
@@ -201,7 +201,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		ctx, span = in.tracer.Start(ctx, spans.RequestSpanName, a.options(kind, n, extra, start, link...)...)
 		startPool.Put(a)
 	}
-	return in.newScope(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
+	return in.newRequest(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
 }
 
 func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (context.Context, *Request) {
@@ -227,16 +227,16 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 		sctx, span = in.tracer.Start(ctx, spans.StageSpanName, a.options(kind, n, nil, start)...)
 		startPool.Put(a)
 	}
-	sctx, r := in.newScope(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
+	sctx, r := in.newRequest(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
 	if r != noRequest {
 		r.id = "stage " + strconv.Itoa(info.ID) + " " + stage.Name
 	}
 	return sctx, r
 }
 
-// newScope returns the Request of a span just started, or noRequest when
+// newRequest returns the Request of a span just started, or noRequest when
 // it records nothing: the span is not sampled and the histograms are off.
-func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, tbl *modelTable, kind scopeKind, id string, stageID, steps int, start time.Time) (context.Context, *Request) {
+func (in *Instrumenter) newRequest(ctx, parent context.Context, span trace.Span, tbl *modelTable, kind scopeKind, id string, stageID, steps int, start time.Time) (context.Context, *Request) {
 	if span != nil && !span.IsRecording() {
 		span = nil
 	}
