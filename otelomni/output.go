@@ -18,7 +18,9 @@ import (
 // ...) and omni.output.final. A zero t, or one a span cannot carry, makes
 // no span and returns a [*spans.PhaseError] (spans.ErrZeroTime,
 // spans.ErrOutOfRange); so does a t before the previous output or the
-// start (spans.ErrEndBeforeStart). The outputs of a diffusion stage are its
+// start (spans.ErrEndBeforeStart): outputs are marked in their order, each
+// with a t no earlier than the one before (mark a request's outputs from
+// the goroutine that emits them). The outputs of a diffusion stage are its
 // per-output phases instead ([Request.StartOutputPhase]).
 func (r *Request) MarkOutput(final bool, t time.Time) error {
 	if !r.recording() {
