@@ -2,7 +2,6 @@ package otelomni
 
 import (
 	"context"
-	"reflect"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -69,14 +68,16 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// nilPointer reports whether v is nil, or a nil pointer held in an
-// interface (a typed nil), whose first call would panic.
-func nilPointer(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+// panics reports whether f panics: the first call on a nil pointer given
+// for an interface (a nil *sdktrace.TracerProvider, say) does.
+func panics(f func()) (p bool) {
+	defer func() {
+		if recover() != nil {
+			p = true
+		}
+	}()
+	f()
+	return false
 }
 
 // WithTracerProvider makes the instrumenter use tp. Without it, or with a
@@ -86,7 +87,7 @@ func nilPointer(v any) bool {
 // (otel.SetTracerProvider), so installing an SDK turns otelomni on.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
-		if !nilPointer(tp) {
+		if tp != nil {
 			c.tracerProvider = tp
 		}
 	})
@@ -98,7 +99,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // SDK installed later. Metrics count every request, sampled or not.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
-		if !nilPointer(mp) {
+		if mp != nil {
 			c.meterProvider = mp
 		}
 	})
@@ -115,7 +116,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // handler.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
-		if !nilPointer(p) {
+		if p != nil {
 			c.propagators = p
 		}
 	})

@@ -34,7 +34,7 @@ const (
 // handler that otelsetup builds from OTEL_LOGS_EXPORTER, which the
 // OpenTelemetry slog bridge correlates the same way.
 func NewLogHandler(next slog.Handler) slog.Handler {
-	if nilPointer(next) {
+	if next == nil || panics(func() { next.Enabled(context.Background(), slog.LevelInfo) }) {
 		next = slog.NewTextHandler(os.Stderr, nil)
 	}
 	return &logHandler{next: next, base: next}
