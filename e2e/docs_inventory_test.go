@@ -350,7 +350,7 @@ func serve(ctx context.Context, in *otelomni.Instrumenter) {
 
 func run(ctx context.Context, req *otelomni.Request, r *Request) error {
 	exec := req.StartPhase(ctx, spans.Exec)
-	defer exec.End()
+	defer exec.End(nil)
 	if r.ID == "gs-oom" {
 		return errors.New("CUDA out of memory")
 	}
@@ -449,8 +449,8 @@ var (
 func runForwardPass() {}
 
 func docAfter() {
-	execA.End()
-	execB.End()
+	execA.End(nil)
+	execB.End(nil)
 	reqA.End(nil)
 	reqB.End(nil)
 }
@@ -593,7 +593,7 @@ func docUse(vars map[string]any) {
 	ctx := context.Background()
 	in := otelomni.New(otelomni.WithMeterProvider(vars["mp"].(*sdkmetric.MeterProvider)))
 	ctx, req := in.Start(ctx, otelomni.RequestInfo{ID: "docs-view"})
-	req.StartPhase(ctx, spans.Exec).End()
+	req.StartPhase(ctx, spans.Exec).End(nil)
 	req.End(nil)
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
@@ -629,6 +629,8 @@ func runView(t *testing.T, s *docSession, bin string) {
 
 const stageGiven = `
 import (
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -637,7 +639,7 @@ var in = otelomni.New()
 
 type StageMessage struct {
 	ID       string
-	Trace    otelomni.Carrier
+	Trace    propagation.MapCarrier
 	Transfer *spans.TransferHeader
 }
 

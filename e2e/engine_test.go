@@ -107,9 +107,9 @@ func TestEngineStartAndBatchesLandInJaeger(t *testing.T) {
 	e := in.StartEngine(context.Background(), otelomni.EngineInfo{Model: "Qwen/Qwen-Image"})
 	load := e.StartLoad(otelomni.LoadInfo{Model: "Qwen/Qwen-Image", WeightBytes: 40 << 30, DType: "bfloat16", DeviceKind: "cuda", DeviceCount: 1})
 	load.SetAcceleratorMemory(41 << 30)
-	load.End()
-	e.StartWarmup().End()
-	e.StartStageInit(otelomni.StageInfo{ID: 0, Name: "dit", Type: attrs.StageDiffusion}).End()
+	load.End(nil)
+	e.StartWarmup().End(nil)
+	e.StartStageInit(otelomni.StageInfo{ID: 0, Name: "dit", Type: attrs.StageDiffusion}).End(nil)
 	engineTrace := e.Context()
 	e.End(nil)
 
@@ -123,7 +123,7 @@ func TestEngineStartAndBatchesLandInJaeger(t *testing.T) {
 	}
 	b := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-42", Model: "Qwen/Qwen-Image"}, reqs...)
 	for i := range reqs {
-		execs[i].End()
+		execs[i].End(nil)
 		reqs[i].End(nil)
 	}
 	b.End(nil)

@@ -62,12 +62,12 @@ func faultSetup(t *testing.T, endpoint, protocol string, queue, batch int, shutd
 // oneRequest makes one request of six spans, as fast as the SDK allows.
 func oneRequest(in *otelomni.Instrumenter, id string) {
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: "m"})
-	req.StartPhase(ctx, spans.Preprocess).End()
+	req.StartPhase(ctx, spans.Preprocess).End(nil)
 	exec := req.StartPhase(ctx, spans.Exec)
-	req.StartPhase(ctx, spans.QueueWait).End()
-	exec.End()
-	req.StartPhase(ctx, spans.OutputReadyWait).End()
-	req.StartPhase(ctx, spans.Postprocess).End()
+	req.StartPhase(ctx, spans.QueueWait).End(nil)
+	exec.End(nil)
+	req.StartPhase(ctx, spans.OutputReadyWait).End(nil)
+	req.StartPhase(ctx, spans.Postprocess).End(nil)
 	req.End(nil)
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/internal/fleet"
-	"github.com/otelomni/otelomni/otelomni"
 )
 
 // TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses runs two
@@ -130,12 +129,12 @@ func TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses(t *testing
 	}
 
 	// Metrics: the engines count every request; span metrics only the kept.
-	counts, err := tier.Collector.WaitCounts(ctx, otelomni.RequestDurationName, len(reqs), tally.Kept, time.Minute)
+	counts, err := tier.Collector.WaitCounts(ctx, "gen_ai.server.request.duration", len(reqs), tally.Kept, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if counts.Engine != len(reqs) {
-		t.Errorf("the engines' %s counts %d requests, %d were made", otelomni.RequestDurationName, counts.Engine, len(reqs))
+		t.Errorf("the engines' %s counts %d requests, %d were made", "gen_ai.server.request.duration", counts.Engine, len(reqs))
 	}
 	if counts.Spans != tally.Kept {
 		t.Errorf("span metrics count %d request spans, %d traces were kept", counts.Spans, tally.Kept)

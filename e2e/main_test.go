@@ -98,7 +98,7 @@ func checkTree(t *testing.T, id string, tr []traceview.Span, parents map[string]
 		if parent != want {
 			t.Errorf("%s: %s hangs under %q, want %q", id, s.Name, parent, want)
 		}
-		if p, ok := spans.LookupSpanName(s.Name); ok && s.Str(string(attrs.PhaseKey)) != p.ID() {
+		if p, ok := spans.LookupSpanName(s.Name); ok && s.Str(string(attrs.PhaseKey)) != p.String() {
 			t.Errorf("%s: %s has omni.phase %q", id, s.Name, s.Str(string(attrs.PhaseKey)))
 		}
 	}

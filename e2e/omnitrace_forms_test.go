@@ -17,6 +17,7 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/internal/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -118,8 +119,8 @@ func TestOmnitraceFormsIntoJaegerTwice(t *testing.T) {
 	for key, want := range map[string]map[string]int{
 		"7 summary+log": {spans.StageSpanName: 2, spans.TransferSpanName: 1, spans.Exec.SpanName(): 1, spans.Forward.SpanName(): 1,
 			spans.KVRecv.SpanName(): 1, spans.VAEDecode.SpanName(): 1, spans.Postprocess.SpanName(): 1,
-			spans.TransferTx.SpanName(): 1, spans.TransferRxDecode.SpanName(): 1, spans.QueueWait.SpanName(): 1,
-			spans.Preprocess.SpanName(): 0, spans.TransferInFlight.SpanName(): 0},
+			plan.TransferTx.SpanName(): 1, plan.TransferRxDecode.SpanName(): 1, spans.QueueWait.SpanName(): 1,
+			spans.Preprocess.SpanName(): 0, plan.TransferInFlight.SpanName(): 0},
 		"chatcmpl-b19e summary+log": {spans.StageSpanName: 0, spans.RequestSpanName: 1},
 		"7 summary":                 {spans.StageSpanName: 0, spans.RequestSpanName: 1},
 		"with space id log":         {spans.RequestSpanName: 1},

@@ -87,11 +87,11 @@ func TestDemoMetricsOverPrometheusCountWhatWasMeasured(t *testing.T) {
 		s, _ := engine.Lookup(name)
 		exp, _ := s.Expect()
 		for p, c := range exp {
-			want[p.ID()] += c
+			want[p.String()] += c
 		}
 	}
-	if want[spans.Preprocess.ID()] >= requests || want[spans.Preprocess.ID()] == 0 {
-		t.Fatalf("the mix should have requests with and without a pre-processor: %d of %d", want[spans.Preprocess.ID()], requests)
+	if want[spans.Preprocess.String()] >= requests || want[spans.Preprocess.String()] == 0 {
+		t.Fatalf("the mix should have requests with and without a pre-processor: %d of %d", want[spans.Preprocess.String()], requests)
 	}
 	for id, c := range want {
 		if got[id] != c {
@@ -101,5 +101,5 @@ func TestDemoMetricsOverPrometheusCountWhatWasMeasured(t *testing.T) {
 	if !strings.Contains(string(body), `gen_ai_server_request_duration_seconds_count`) {
 		t.Error("no request duration histogram")
 	}
-	t.Logf("preprocess: %d of %d requests", got[spans.Preprocess.ID()], requests)
+	t.Logf("preprocess: %d of %d requests", got[spans.Preprocess.String()], requests)
 }

@@ -110,7 +110,7 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	if !span.IsRecording() {
 		return nil
 	}
-	b := &Batch{in: in, span: span, start: spanStart(span, start), ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
+	b := &Batch{in: in, span: span, start: startOr(start), ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
 		pending: map[*Request]bool{}}
 	for _, m := range members {
 		// No one else holds b yet: its links cannot race its end.
@@ -306,7 +306,7 @@ func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 	}
 	r.exec.batch = b
 	exec, live := r.exec.span, r.exec.live
-	r.nestStarting++
+	r.childrenStarting++
 	r.starting.Add(1)
 	r.mu.Unlock()
 	defer func() {

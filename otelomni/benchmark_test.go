@@ -20,6 +20,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -61,15 +62,15 @@ var benchInfo = otelomni.RequestInfo{ID: benchID, Model: benchModel}
 func otelomniRequest(in *otelomni.Instrumenter) {
 	_, req := in.Start(context.Background(), benchInfo)
 	p := req.StartPhase(context.Background(), spans.Preprocess)
-	p.End()
+	p.End(nil)
 	exec := req.StartPhase(context.Background(), spans.Exec)
 	q := req.StartPhase(context.Background(), spans.QueueWait)
-	q.End()
-	exec.End()
+	q.End(nil)
+	exec.End(nil)
 	w := req.StartPhase(context.Background(), spans.OutputReadyWait)
-	w.End()
+	w.End(nil)
 	post := req.StartPhase(context.Background(), spans.Postprocess)
-	post.End()
+	post.End(nil)
 	req.End(nil)
 }
 
@@ -212,14 +213,14 @@ func BenchmarkRequest(b *testing.B) {
 // contexts discarded. It is the limit otelomni approaches.
 type floor struct {
 	request0 []trace.SpanStartOption
-	phase    [spans.NumPhases][]trace.SpanStartOption
+	phase    [plan.NumPhases][]trace.SpanStartOption
 }
 
 func newFloor() *floor {
 	f := &floor{request0: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 		omniattr.RequestID(benchID), omniattr.OperationName(attrs.OperationGenerateContent), omniattr.RequestModel(benchModel))}}
 	for _, p := range spans.Phases() {
-		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(omniattr.Phase(p.ID()), omniattr.RequestModel(benchModel))}
+		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(omniattr.Phase(p.String()), omniattr.RequestModel(benchModel))}
 	}
 	return f
 }
@@ -251,22 +252,22 @@ func (f *floor) request(tracer trace.Tracer) {
 // from two readings of the clock beside the SDK's own.
 type floorMetrics struct {
 	phase, request metric.Float64Histogram
-	phaseOpt       [spans.NumPhases][]metric.RecordOption
+	phaseOpt       [plan.NumPhases][]metric.RecordOption
 	requestOpt     []metric.RecordOption
 }
 
 func newFloorMetrics(tb testing.TB, mp metric.MeterProvider) *floorMetrics {
 	m := mp.Meter(otelomni.ScopeName)
 	h := func(name string) metric.Float64Histogram {
-		x, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(otelomni.DurationBuckets...))
+		x, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120, 300))
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return x
 	}
-	f := &floorMetrics{phase: h(otelomni.PhaseDurationName), request: h(otelomni.RequestDurationName)}
+	f := &floorMetrics{phase: h("omni.phase.duration"), request: h("gen_ai.server.request.duration")}
 	for _, p := range spans.Phases() {
-		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(omniattr.RequestModel(benchModel), omniattr.Phase(p.ID())))}
+		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(omniattr.RequestModel(benchModel), omniattr.Phase(p.String())))}
 	}
 	f.requestOpt = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
 		omniattr.OperationName(attrs.OperationGenerateContent), omniattr.ProviderName("_OTHER"), omniattr.RequestModel(benchModel)))}
@@ -317,10 +318,10 @@ func stepsRequest(in *otelomni.Instrumenter, n int) {
 	fwd := req.StartPhase(context.Background(), spans.Forward)
 	for i := 0; i < n-3; i++ {
 		s := req.StartStep(context.Background(), i)
-		s.End()
+		s.End(nil)
 	}
-	fwd.End()
-	exec.End()
+	fwd.End(nil)
+	exec.End(nil)
 	req.End(nil)
 }
 
@@ -407,7 +408,7 @@ func handwrittenRecord(tracer trace.Tracer) {
 			omniattr.RequestModel(benchModel)))
 	phase := func(parent context.Context, p spans.Phase, iv spans.Interval) context.Context {
 		c, s := tracer.Start(parent, p.SpanName(), trace.WithTimestamp(iv.Start()),
-			trace.WithAttributes(omniattr.Phase(p.ID()), omniattr.RequestModel(benchModel)))
+			trace.WithAttributes(omniattr.Phase(p.String()), omniattr.RequestModel(benchModel)))
 		s.End(trace.WithTimestamp(iv.End()))
 		return c
 	}
@@ -463,7 +464,7 @@ func batchedRequests(in *otelomni.Instrumenter, reqs []*otelomni.Request, execs 
 		b = in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-1", Model: benchModel}, reqs...)
 	}
 	for i := range reqs {
-		execs[i].End()
+		execs[i].End(nil)
 		reqs[i].End(nil)
 	}
 	b.End(nil)

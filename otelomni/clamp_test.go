@@ -27,7 +27,7 @@ func TestRecordPathWithoutArrivalEndsAtItsStartNotBefore(t *testing.T) {
 	if err == nil {
 		t.Error("EndAt before the request's start must say so")
 	}
-	for _, dp := range m.histograms(t)[otelomni.RequestDurationName] {
+	for _, dp := range m.histograms(t)["gen_ai.server.request.duration"] {
 		if dp.Sum < 0 {
 			t.Errorf("negative request duration recorded: %v", dp.Sum)
 		}
@@ -41,7 +41,7 @@ func TestEndAtNeverPrecedesALivePhaseThatEnded(t *testing.T) {
 	r := newRecorded(t)
 	t0 := time.Now().Add(-time.Second)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "late-end", Start: t0})
-	req.StartPhase(ctx, spans.Exec).End() // now, a second after t0
+	req.StartPhase(ctx, spans.Exec).End(nil) // now, a second after t0
 	if err := req.EndAt(t0.Add(time.Millisecond), nil); err == nil {
 		t.Error("EndAt before the end of a phase it holds must say so")
 	}
@@ -57,18 +57,18 @@ func TestLivePhasesUnderAStartLaterThanNowAreRefused(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "future", Start: future})
 	// Live phases start now: under a request that starts in the future,
 	// they would lie before their parent.
-	req.StartPhase(ctx, spans.Exec).End()
+	req.StartPhase(ctx, spans.Exec).End(nil)
 	// A recorded phase with its own times after the start is fine.
-	if err := req.RecordPhase(spans.Postprocess, spans.Between(future, future.Add(time.Millisecond))); err != nil {
+	if err := req.RecordPhase(spans.Postprocess, spans.Between(future, future.Add(time.Millisecond)), nil); err != nil {
 		t.Fatal(err)
 	}
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "talker", Start: future})
-	st.StartPhase(ctx, spans.Preprocess).End()
+	st.StartPhase(ctx, spans.Preprocess).End(nil)
 	st.End(nil)
 	b := r.in.StartBatch(ctx, otelomni.BatchInfo{ID: "b", Start: future}, req)
 	b.End(nil)
 	e := r.in.StartEngine(ctx, otelomni.EngineInfo{Start: future})
-	e.StartWarmup().End()
+	e.StartWarmup().End(nil)
 	e.End(nil)
 	req.End(nil)
 	got := byName(r.rec.Ended())
@@ -85,16 +85,21 @@ func TestLivePhasesUnderAStartLaterThanNowAreRefused(t *testing.T) {
 	}
 }
 
-func TestEmitOutputNeverNegative(t *testing.T) {
+func TestMarkOutputNeverNegative(t *testing.T) {
 	r := newRecorded(t)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "o"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav"})
-	_ = st.RecordOutput(spans.Output{Index: 0}, spans.Between(time.Now(), time.Now().Add(time.Hour)))
-	if o := st.EmitOutput(true); o.Index != -1 {
-		t.Errorf("EmitOutput after an output that ends in an hour returned %d, want -1", o.Index)
+	if err := st.MarkOutput(false, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkOutput(true, time.Now()); !errors.Is(err, spans.ErrEndBeforeStart) {
+		t.Errorf("MarkOutput now after an output an hour from now: %v, want ErrEndBeforeStart", err)
 	}
 	st.End(nil)
 	req.End(nil)
+	if n := len(byName(r.rec.Ended())[spans.OutputSpanName]); n != 1 {
+		t.Errorf("%d omni.output spans, want the first only", n)
+	}
 }
 
 // bareProvider wraps the SDK's spans so that they do not expose their
@@ -124,7 +129,7 @@ func TestMetricsWithAProviderThatHidesSpanTimes(t *testing.T) {
 	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "bare"})
 	p := req.StartPhase(context.Background(), spans.Exec)
 	time.Sleep(time.Millisecond)
-	p.End()
+	p.End(nil)
 	req.End(nil)
 	for name, dps := range m.histograms(t) {
 		for _, dp := range dps {
@@ -139,11 +144,11 @@ func TestTimeToFirstOutputCountsOnce(t *testing.T) {
 	m := newMetered(t, true)
 	now := time.Now()
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "ttfo", Start: now})
-	_ = req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, spans.Between(now.Add(time.Millisecond), now.Add(2*time.Millisecond)))
-	req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End()
-	_ = req.RecordOutput(spans.Output{Index: 0}, spans.Between(now, now.Add(3*time.Millisecond)))
+	_ = req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, spans.Between(now.Add(time.Millisecond), now.Add(2*time.Millisecond)), nil)
+	req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End(nil)
+	_ = req.MarkOutput(false, now.Add(3*time.Millisecond))
 	req.End(nil)
-	ttfo := m.histograms(t)[otelomni.TimeToFirstTokenName]
+	ttfo := m.histograms(t)["gen_ai.server.time_to_first_token"]
 	if len(ttfo) != 1 || ttfo[0].Count != 1 {
 		t.Fatalf("time to first output recorded %+v, want once", ttfo)
 	}
@@ -172,7 +177,7 @@ func TestSenderClockDoesNotStretchTheStage(t *testing.T) {
 func TestRecordPhaseRefusesADenoiseStepWithoutIndex(t *testing.T) {
 	r := newRecorded(t, otelomni.WithDenoiseSteps(true))
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "s"})
-	err := req.RecordPhase(spans.DenoiseStep, spans.Between(at(0), at(1)))
+	err := req.RecordPhase(spans.DenoiseStep, spans.Between(at(0), at(1)), nil)
 	req.End(nil)
 	if !errors.Is(err, otelomni.ErrInvalidPhase) {
 		t.Errorf("err %v, want ErrInvalidPhase", err)

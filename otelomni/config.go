@@ -2,7 +2,6 @@ package otelomni
 
 import (
 	"context"
-	"reflect"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -13,25 +12,25 @@ import (
 // otelomni makes.
 const ScopeName = "github.com/otelomni/otelomni/otelomni"
 
-// Defaults of the options.
+// Defaults of the options, each stated in its option's doc.
 const (
-	// DefaultContentCaptureBytes is the length a captured prompt is cut to
+	// defaultContentCaptureBytes is the length a captured prompt is cut to
 	// when WithContentCapture is given 0: enough to recognise a prompt, too
 	// short to carry a document.
-	DefaultContentCaptureBytes = 256
-	// DefaultValueLimit bounds, in bytes, every string otelomni records:
+	defaultContentCaptureBytes = 256
+	// defaultValueLimit bounds, in bytes, every string otelomni records:
 	// request ids, model, stage and replica names, connectors, error
 	// messages and the string values of attributes handed to it. 1 KiB
 	// keeps every real id and name whole and bounds what a hostile client
 	// can make an engine hold: see WithValueLimit.
-	DefaultValueLimit = 1024
-	// DefaultMetricModelLimit is the number of distinct models the
+	defaultValueLimit = 1024
+	// defaultMetricModelLimit is the number of distinct models the
 	// histograms keep a series for; see WithMetricModelLimit.
-	DefaultMetricModelLimit = 64
-	// DefaultProviderName is gen_ai.provider.name on the GenAI
+	defaultMetricModelLimit = 64
+	// defaultProviderName is gen_ai.provider.name on the GenAI
 	// instruments when WithProviderName is not given: the conventions'
 	// value for a provider they do not list.
-	DefaultProviderName = "_OTHER"
+	defaultProviderName = "_OTHER"
 )
 
 // maxKeyBytes bounds the keys of attributes handed to otelomni.
@@ -51,7 +50,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{valueMax: DefaultValueLimit, modelLimit: DefaultMetricModelLimit, providerName: DefaultProviderName}
+	c := config{valueMax: defaultValueLimit, modelLimit: defaultMetricModelLimit, providerName: defaultProviderName}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -69,14 +68,16 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// nilPointer reports whether v is nil, or a nil pointer held in an
-// interface (a typed nil), whose first call would panic.
-func nilPointer(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+// panics reports whether f panics: the first call on a nil pointer given
+// for an interface (a nil *sdktrace.TracerProvider, say) does.
+func panics(f func()) (p bool) {
+	defer func() {
+		if recover() != nil {
+			p = true
+		}
+	}()
+	f()
+	return false
 }
 
 // WithTracerProvider makes the instrumenter use tp. Without it, or with a
@@ -86,7 +87,7 @@ func nilPointer(v any) bool {
 // (otel.SetTracerProvider), so installing an SDK turns otelomni on.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
-		if !nilPointer(tp) {
+		if tp != nil {
 			c.tracerProvider = tp
 		}
 	})
@@ -98,7 +99,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // SDK installed later. Metrics count every request, sampled or not.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
-		if !nilPointer(mp) {
+		if mp != nil {
 			c.meterProvider = mp
 		}
 	})
@@ -107,13 +108,15 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithPropagators makes the instrumenter carry trace context across
 // processes with p, as it is (one that carries nothing sends nothing).
 // Without it, or with a nil p (or a nil pointer), the global propagator is
-// read at each call; while no program has set one (the API's default
-// carries nothing), W3C trace context and baggage are used, so that
-// cross-process traces never break silently. A global propagator that was set is used as it is, even
-// one that carries nothing (OTEL_PROPAGATORS=none through otelsetup).
+// read at each call (otel.GetTextMapPropagator), as in all OpenTelemetry
+// instrumentation: otelsetup.Setup installs W3C trace context and baggage
+// there (or what OTEL_PROPAGATORS names). The API's global before a program
+// sets one carries nothing; the first Inject or Extract with a propagator
+// that carries no fields says so once through the OpenTelemetry error
+// handler.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
-		if !nilPointer(p) {
+		if p != nil {
 			c.propagators = p
 		}
 	})
@@ -128,12 +131,13 @@ func WithDenoiseSteps(on bool) Option {
 
 // WithContentCapture records request content (RequestInfo.Prompt) on the
 // request span as omni.request.prompt, cut to maxBytes bytes at a UTF-8
-// boundary (0 or less means DefaultContentCaptureBytes). Without it, content
+// boundary (0 or less means 256 bytes: enough to recognise a prompt, too
+// short to carry a document). Without it, content
 // is never recorded: prompts, images and audio can be private.
 func WithContentCapture(maxBytes int) Option {
 	return optionFunc(func(c *config) {
 		if maxBytes <= 0 {
-			maxBytes = DefaultContentCaptureBytes
+			maxBytes = defaultContentCaptureBytes
 		}
 		c.contentMax = maxBytes
 	})
@@ -143,8 +147,9 @@ func WithContentCapture(maxBytes int) Option {
 // messages, string attribute values) to n bytes, cut at a UTF-8 boundary and
 // copied, so that a cut value never keeps a large original alive. Invalid
 // UTF-8 is always replaced, whatever the limit: one invalid byte would make
-// an OTLP exporter refuse the whole batch it is in. n of 0 or less keeps
-// DefaultValueLimit.
+// an OTLP exporter refuse the whole batch it is in. The default, and what n
+// of 0 or less keeps, is 1024 bytes: every real id and name stays whole,
+// and a hostile client cannot make the engine hold more per value.
 func WithValueLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -157,7 +162,7 @@ func WithValueLimit(n int) Option {
 // on the histograms to n: the model comes from the client, and every
 // distinct value is a series a metrics backend keeps. Beyond n models, a
 // measurement's model is recorded as "_OTHER" (spans keep the real model).
-// n of 0 or less keeps DefaultMetricModelLimit.
+// The default, and what n of 0 or less keeps, is 64 models.
 func WithMetricModelLimit(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -169,7 +174,8 @@ func WithMetricModelLimit(n int) Option {
 // WithProviderName sets gen_ai.provider.name on the GenAI instruments
 // (gen_ai.server.request.duration, gen_ai.server.time_to_first_token), which
 // the conventions require: the name of the serving stack, such as
-// "vllm_omni". Without it, DefaultProviderName.
+// "vllm_omni". Without it, or with "", "_OTHER": the conventions' value for
+// a provider they do not list.
 func WithProviderName(name string) Option {
 	return optionFunc(func(c *config) {
 		if name != "" {
@@ -178,24 +184,20 @@ func WithProviderName(name string) Option {
 	})
 }
 
-// WithPublicEndpoint makes every request span the root of a new trace, with
-// a link to the trace context that came with the request, for an engine or
-// gateway that faces clients it does not trust. Without it, an incoming
-// traceparent decides the trace id and, under a parent-based sampler,
-// whether the request is sampled: a client can force recording or hide a
-// request. It does not touch baggage: to drop a client's baggage, use
-// propagators without the baggage propagator where requests come in.
-func WithPublicEndpoint() Option {
-	return WithPublicEndpointFn(func(context.Context) bool { return true })
-}
-
-// WithPublicEndpointFn is WithPublicEndpoint decided per request: fn gets
-// the context given to [Instrumenter.Start] and returns true when the
-// incoming trace context is not to be trusted. A nil fn is ignored.
-func WithPublicEndpointFn(fn func(context.Context) bool) Option {
-	return optionFunc(func(c *config) {
-		if fn != nil {
-			c.publicEndpoint = fn
-		}
-	})
+// WithPublicEndpoint makes a request span the root of a new trace, with a
+// link to the trace context that came with the request, for an engine or
+// gateway that faces clients it does not trust. fn decides per request: it
+// gets the context given to [Instrumenter.Start] and returns true when the
+// incoming trace context is not to be trusted; a nil fn trusts no request
+// (every request with an incoming context starts a new trace). Without the
+// option, an incoming traceparent decides the trace id and, under a
+// parent-based sampler, whether the request is sampled: a client can force
+// recording or hide a request. It does not touch baggage: to drop a
+// client's baggage, use propagators without the baggage propagator where
+// requests come in.
+func WithPublicEndpoint(fn func(ctx context.Context) bool) Option {
+	if fn == nil {
+		fn = func(context.Context) bool { return true }
+	}
+	return optionFunc(func(c *config) { c.publicEndpoint = fn })
 }

@@ -24,13 +24,27 @@
 // contradicts the tree: a phase measured twice for one request, or one
 // that lies outside the span it hangs under.
 //
+// # How a refusal is reported
+//
+// Whatever otelomni refuses, moves or repairs instead of exporting it wrong
+// is reported one way: it is counted in [Instrumenter.Stats], by kind
+// (RejectedIntervals, Conflicts, Misuse, ClockSkew, ClampedEnds,
+// RepairedStrings, OtherModels), and the first of each kind is logged
+// through the OpenTelemetry error handler (otel.Handle). A call that
+// returns an error also returns it to the caller: a [*spans.PhaseError]
+// naming the phase, or an error matching [ErrRequestEnded] or
+// [ErrInvalidPhase]. A call that returns none (StartPhase, SetAttributes,
+// End) has nothing more to say than the count and the log line.
+//
 // # Two ways in, one model
 //
 // The live path wraps the engine's calls: [Instrumenter.Start] starts the
-// request span, [Request.StartPhase] and [ActivePhase.End] mark a phase, or
-// [Request.Run] runs a function inside one, and [Request.End] ends the
-// request (with an error when it failed). End times come from the monotonic
-// clock.
+// request span, [Request.StartPhase] and [ActivePhase.End] mark a phase,
+// and [Request.End] ends the request; each End takes the error the request
+// or phase failed with, nil when it succeeded. End times come from the
+// monotonic clock. An LLM stage reports its scheduler's events
+// ([Request.MarkLLM]), a stage that streams chunks its outputs
+// ([Request.MarkOutput]), each with the time it happened.
 //
 // The record path takes the timing an engine measured itself: hand a
 // [spans.DiffusionRecord] to [Request.Record], or one interval to

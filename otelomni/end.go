@@ -86,7 +86,7 @@ func (r *Request) end(at time.Time, err error) error {
 		}
 		floor = later(floor, r.scopeStart())
 		for i := range open {
-			floor = later(floor, spanStart(open[i].span, open[i].start))
+			floor = later(floor, open[i].start)
 		}
 		if at.Before(floor) {
 			bad = &scopeError{id: r.id, what: fmt.Sprintf("EndAt(%v) is before its start or a phase it holds (%v); ended there", at, floor)}
@@ -114,9 +114,6 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 		return
 	}
 	start, end := r.start, at
-	if t, ok := r.span.(timed); ok {
-		start, end = t.StartTime(), t.EndTime()
-	}
 	if end.IsZero() {
 		end = now
 		if end.IsZero() {
@@ -144,9 +141,18 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	r.met.request.Float64Histogram.Record(ctx, seconds(d), opts...)
 }
 
-// scopeStart returns the request's (or stage's) start: its span's own, or
-// the one kept.
-func (r *Request) scopeStart() time.Time { return spanStart(r.span, r.start) }
+// scopeStart returns the request's (or stage's) start: the one given, or
+// otelomni's reading just after its span started.
+func (r *Request) scopeStart() time.Time { return r.start }
+
+// startOr returns a start given, or else now: read after the span
+// started, no earlier than its own start.
+func startOr(given time.Time) time.Time {
+	if given.IsZero() {
+		return time.Now()
+	}
+	return given
+}
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {

@@ -22,7 +22,9 @@ type EngineInfo struct {
 	// Start is when the engine started, for a start rebuilt after the fact;
 	// the zero time means now.
 	Start time.Time
-	// Attributes are recorded on the omni.engine.start span as well.
+	// Attributes are recorded on the omni.engine.start span as well,
+	// except one whose key otelomni sets itself, as for
+	// RequestInfo.Attributes.
 	Attributes []attribute.KeyValue
 }
 
@@ -59,9 +61,6 @@ type Engine struct {
 
 	mu    sync.Mutex
 	ended bool
-	// lastEnd is the latest end of a recorded step: the start ends no
-	// earlier.
-	lastEnd time.Time
 	// open holds the live steps started and not ended: ending the start
 	// ends them first.
 	open map[uint32]trace.Span
@@ -79,12 +78,9 @@ type EnginePhase struct {
 	span trace.Span
 }
 
-// End ends the step now. Ending it twice, or after the engine's start
-// ended (which ended it), does nothing.
-func (p EnginePhase) End() { p.EndError(nil) }
-
-// EndError ends the step, marked failed with err when err is not nil.
-func (p EnginePhase) EndError(err error) {
+// End ends the step now; a non-nil err marks it failed. Ending it twice,
+// or after the engine's start ended (which ended it), does nothing.
+func (p EnginePhase) End(err error) {
 	if p.span == nil {
 		return
 	}
@@ -147,7 +143,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	if info.Model != "" {
 		kv = append(kv, omniattr.EngineModel(in.str(info.Model)))
 	}
-	kv = append(kv, in.kvs(info.Attributes)...)
+	kv = append(kv, in.callerKVs("EngineInfo.Attributes", info.Attributes)...)
 	start := info.Start
 	if !start.IsZero() {
 		start = in.startTime(start, "engine")
@@ -163,7 +159,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	if !span.IsRecording() {
 		return nil
 	}
-	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: spanStart(span, start)}
+	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: startOr(start)}
 }
 
 // Context returns a context that holds the omni.engine.start span, for
@@ -239,31 +235,6 @@ func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
 	return e.startStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in))
 }
 
-// RecordLoad records a model load measured elsewhere, with its own times.
-// A bad interval makes no span and returns an error.
-func (e *Engine) RecordLoad(info LoadInfo, iv spans.Interval) error {
-	if e == nil {
-		return nil
-	}
-	return e.recordStep(spans.EngineLoadSpanName, info.attributes(e.in), iv)
-}
-
-// RecordWarmup records a warm-up measured elsewhere.
-func (e *Engine) RecordWarmup(iv spans.Interval) error {
-	if e == nil {
-		return nil
-	}
-	return e.recordStep(spans.EngineWarmupSpanName, nil, iv)
-}
-
-// RecordStageInit records one stage's initialisation measured elsewhere.
-func (e *Engine) RecordStageInit(stage StageInfo, iv spans.Interval) error {
-	if e == nil {
-		return nil
-	}
-	return e.recordStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in), iv)
-}
-
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
 	if e.start.After(time.Now()) {
 		// The engine's start was given later than now: a step starting
@@ -309,38 +280,9 @@ func (e *Engine) startDoneLocked() {
 	}
 }
 
-func (e *Engine) recordStep(name string, kv []attribute.KeyValue, iv spans.Interval) error {
-	if !iv.Measured() {
-		return nil
-	}
-	if err := iv.Validate(); err == nil && iv.Start().Before(e.start) {
-		err := &stepError{name: name, iv: iv, err: spans.ErrOutsideParent}
-		e.in.stats.conflict(err)
-		return err
-	} else if err != nil {
-		err := &stepError{name: name, iv: iv, err: err}
-		e.in.stats.reject(err)
-		return err
-	}
-	e.mu.Lock()
-	ended := e.ended
-	if !ended {
-		e.lastEnd = later(e.lastEnd, iv.End())
-	}
-	e.mu.Unlock()
-	if ended {
-		e.in.stats.misused(name + " recorded after the engine's start ended")
-		return ErrRequestEnded
-	}
-	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
-	span.End(trace.WithTimestamp(iv.End()))
-	return nil
-}
-
 // stepError reports an engine step that made no span.
 type stepError struct {
 	name string
-	iv   spans.Interval
 	err  error
 }
 
@@ -371,16 +313,14 @@ func (e *Engine) End(err error) {
 		}
 		e.cond.Wait()
 	}
-	last := e.lastEnd
 	open := e.open
 	e.open = nil
 	e.mu.Unlock()
 	var at time.Time
-	if floor := later(last, e.start); floor.After(time.Now()) {
-		// A start given later than now, or a step recorded ending later:
-		// the span ends no earlier.
-		e.in.stats.clampedEnd("an engine's start ended before its given start or a step recorded in it; ended there")
-		at = floor
+	if e.start.After(time.Now()) {
+		// A start given later than now: the span ends no earlier.
+		e.in.stats.clampedEnd("an engine's start ended before its given start; ended there")
+		at = e.start
 	}
 	// Steps still open end first, at the same moment.
 	for _, s := range open {

@@ -29,16 +29,10 @@ func TestEngineStartIsATraceOfItsOwnWithItsSteps(t *testing.T) {
 	e := r.in.StartEngine(ctx, otelomni.EngineInfo{Model: "Qwen/Qwen-Image"})
 	load := e.StartLoad(otelomni.LoadInfo{Model: "Qwen/Qwen-Image", WeightBytes: 40 << 30, DType: "bfloat16", DeviceKind: "cuda", DeviceCount: 2})
 	load.SetAcceleratorMemory(42 << 30)
-	load.End()
-	t0 := time.Now()
-	if err := e.RecordWarmup(spans.Between(t0, t0.Add(time.Millisecond))); err != nil {
-		t.Fatal(err)
-	}
+	load.End(nil)
+	e.StartWarmup().End(nil)
 	for i, name := range []string{"thinker", "talker"} {
-		e.StartStageInit(otelomni.StageInfo{ID: i, Name: name, Type: attrs.StageLLM}).End()
-	}
-	if err := e.RecordWarmup(spans.Between(t0.Add(-time.Hour), t0)); !errors.Is(err, spans.ErrOutsideParent) {
-		t.Errorf("a step before the engine's start: %v", err)
+		e.StartStageInit(otelomni.StageInfo{ID: i, Name: name, Type: attrs.StageLLM}).End(nil)
 	}
 	e.End(nil)
 	req.End(nil)
@@ -73,8 +67,8 @@ func TestEngineOnNilAndOffDoesNothing(t *testing.T) {
 	var nilIn *otelomni.Instrumenter
 	for _, in := range []*otelomni.Instrumenter{nilIn, otelomni.New(otelomni.WithTracerProvider(noopTP()))} {
 		e := in.StartEngine(context.Background(), otelomni.EngineInfo{})
-		e.StartLoad(otelomni.LoadInfo{}).End()
-		_ = e.RecordWarmup(spans.Between(time.Now(), time.Now()))
+		e.StartLoad(otelomni.LoadInfo{}).End(nil)
+		e.StartWarmup().End(nil)
 		e.End(errors.New("x"))
 		b := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b"})
 		_ = b.Record(nil, nil)
@@ -99,7 +93,7 @@ func TestBatchLinksEveryMemberBothWays(t *testing.T) {
 			b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-7", Model: "m", Start: t0}, reqs...)
 			for i, req := range reqs {
 				if path == "live" {
-					execs[i].End()
+					execs[i].End(nil)
 				} else if err := b.Record(req, &spans.DiffusionRecord{Exec: spans.Between(t0, t0.Add(time.Duration(i+1)*time.Millisecond))}); err != nil {
 					t.Fatal(err)
 				}
@@ -202,7 +196,7 @@ func TestAnExecRunsInOneBatch(t *testing.T) {
 	exec := req.StartPhase(ctx, spans.Exec)
 	b1 := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b1"}, req)
 	b2 := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b2"}, req, req)
-	exec.End()
+	exec.End(nil)
 	b1.End(nil)
 	b2.End(nil)
 	req.End(nil)
@@ -276,14 +270,13 @@ func TestLogRecordsCarryTheirPhasesTraceAndSpan(t *testing.T) {
 
 	log.Info("starting") // outside any request
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "logged"})
-	_ = req.Run(ctx, spans.Preprocess, func(ctx context.Context) error {
-		log.InfoContext(ctx, "resizing")
-		grouped.InfoContext(ctx, "in a group")
-		return nil
-	})
+	ph := req.StartPhase(ctx, spans.Preprocess)
+	log.InfoContext(ph.Context(), "resizing")
+	grouped.InfoContext(ph.Context(), "in a group")
+	ph.End(nil)
 	exec := req.StartPhase(ctx, spans.Exec)
 	log.WarnContext(exec.Context(), "slow step")
-	exec.End()
+	exec.End(nil)
 	req.End(nil)
 	log.InfoContext(context.Background(), "idle")
 
@@ -344,7 +337,7 @@ func TestABatchLinksAtMostItsLimitBothWays(t *testing.T) {
 			refused := 0
 			for i, req := range reqs {
 				if path == "live" {
-					execs[i].End()
+					execs[i].End(nil)
 				} else if err := b.Record(req, &spans.DiffusionRecord{Exec: spans.Between(t0, time.Now())}); err != nil {
 					refused++
 				}

@@ -49,8 +49,6 @@ var (
 	// transfer part where a plain phase is expected), and for an output
 	// index out of its range (0 to 2^31-1).
 	ErrInvalidPhase = errors.New("otelomni: invalid phase for this call")
-	// ErrNilFunc is returned by Run when given a nil function.
-	ErrNilFunc = errors.New("otelomni: Run was given a nil function")
 )
 
 // maxErrorTypeBytes bounds error.type: it may come from an ErrorType

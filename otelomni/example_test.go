@@ -35,12 +35,12 @@ func ExampleRequest_StartPhase() {
 	})
 	// This model has no pre-processor: no preprocess phase, so no span.
 	exec := req.StartPhase(context.Background(), spans.Exec)
-	req.StartPhase(context.Background(), spans.QueueWait).End() // admitted at once
-	_ = req.Run(ctx, spans.Forward, func(context.Context) error {
-		return nil // the denoising loop
-	})
-	exec.End()
-	req.StartPhase(context.Background(), spans.Postprocess).End()
+	req.StartPhase(context.Background(), spans.QueueWait).End(nil) // admitted at once
+	fwd := req.StartPhase(ctx, spans.Forward)
+	// ... the denoising loop, under fwd.Context()
+	fwd.End(nil)
+	exec.End(nil)
+	req.StartPhase(context.Background(), spans.Postprocess).End(nil)
 	req.End(nil)
 
 	printTree(rec)
@@ -116,8 +116,8 @@ func ExampleInstrumenter_StartBatch() {
 	batch := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "step-7", Model: "Qwen/Qwen-Image"}, a, b)
 	// ... the forward pass runs both ...
 	batch.End(nil)
-	execA.End()
-	execB.End()
+	execA.End(nil)
+	execB.End(nil)
 	a.End(nil)
 	b.End(nil)
 
@@ -146,10 +146,9 @@ func ExampleNewLogHandler() {
 		},
 	})))
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-1"})
-	_ = req.Run(ctx, spans.Forward, func(ctx context.Context) error {
-		log.WarnContext(ctx, "slow step", "step", 17)
-		return nil
-	})
+	fwd := req.StartPhase(ctx, spans.Forward)
+	log.WarnContext(fwd.Context(), "slow step", "step", 17)
+	fwd.End(nil)
 	req.End(nil)
 	log.Info("idle") // outside any request: no ids
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {

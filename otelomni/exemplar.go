@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/keep"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -80,7 +81,7 @@ func (r *Request) vouchPhase(p spans.Phase, d time.Duration, end time.Time) {
 	if pol == nil || r.kept.Load() {
 		return
 	}
-	if (p == spans.QueueWait || p == spans.LLMQueue) && pol.Saturated(d) ||
+	if (p == spans.QueueWait || p == plan.LLMQueue) && pol.Saturated(d) ||
 		r.kind == kindRequest && pol.Slow(r.modality, end.Sub(r.scopeStart())) {
 		r.kept.Store(true)
 	}

@@ -55,17 +55,17 @@ func TestExemplarsNameOnlyTracesTheTierKeeps(t *testing.T) {
 		otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	t0 := time.Now().Add(-time.Hour)
 	request := func(queue, exec time.Duration, err error) trace.TraceID {
-		_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
-		if e := r.RecordPhase(spans.QueueWait, spans.Lasting(t0, queue)); e != nil {
+		rctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
+		if e := r.RecordPhase(spans.QueueWait, spans.Lasting(t0, queue), nil); e != nil {
 			t.Fatal(e)
 		}
-		if e := r.RecordPhase(spans.Exec, spans.Lasting(t0.Add(queue), exec)); e != nil {
+		if e := r.RecordPhase(spans.Exec, spans.Lasting(t0.Add(queue), exec), nil); e != nil {
 			t.Fatal(e)
 		}
 		if e := r.EndAt(t0.Add(queue+exec), err); e != nil {
 			t.Fatal(e)
 		}
-		return r.Span().SpanContext().TraceID()
+		return trace.SpanContextFromContext(rctx).TraceID()
 	}
 	normal := request(100*time.Millisecond, time.Second, nil)
 	failed := request(100*time.Millisecond, time.Second, otelomni.ErrStageError)
@@ -100,10 +100,10 @@ func TestAFailedPhaseCarriesItsExemplar(t *testing.T) {
 		otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	ctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image"})
 	p := r.StartPhase(ctx, spans.Exec)
-	p.EndError(errors.New("CUDA out of memory"))
+	p.End(errors.New("CUDA out of memory"))
 	r.End(otelomni.ErrStageError)
 	ex, _ := exemplarsOf(t, reader)
-	if id := r.Span().SpanContext().TraceID(); !ex["omni.phase.duration"][id] {
+	if id := trace.SpanContextFromContext(ctx).TraceID(); !ex["omni.phase.duration"][id] {
 		t.Error("the failed exec carries no exemplar")
 	}
 }
@@ -119,15 +119,15 @@ func TestEveryShareAndTheSDKsChoice(t *testing.T) {
 			in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider()),
 				otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 			t0 := time.Now().Add(-time.Minute)
-			_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
-			if err := r.RecordPhase(spans.Exec, spans.Lasting(t0, time.Second)); err != nil {
+			rctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
+			if err := r.RecordPhase(spans.Exec, spans.Lasting(t0, time.Second), nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.EndAt(t0.Add(time.Second), nil); err != nil {
 				t.Fatal(err)
 			}
 			ex, _ := exemplarsOf(t, reader)
-			id := r.Span().SpanContext().TraceID()
+			id := trace.SpanContextFromContext(rctx).TraceID()
 			if !ex["omni.phase.duration"][id] || !ex["gen_ai.server.request.duration"][id] {
 				t.Errorf("%s=%s: exemplars %v", env[0], env[1], ex)
 			}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -27,6 +28,9 @@ type recorded struct {
 	tp  *sdktrace.TracerProvider
 	in  *otelomni.Instrumenter
 }
+
+// w3c is the propagator otelsetup installs by default.
+var w3c = otelomni.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 
 func newRecorded(t testing.TB, opts ...otelomni.Option) *recorded {
 	t.Helper()
@@ -156,8 +160,8 @@ func checkString(t testing.TB, what, v string) bool {
 		t.Errorf("%s is not valid UTF-8: %q", what, v)
 		ok = false
 	}
-	if len(v) > otelomni.DefaultValueLimit {
-		t.Errorf("%s is %d bytes, over the %d-byte limit", what, len(v), otelomni.DefaultValueLimit)
+	if len(v) > 1024 {
+		t.Errorf("%s is %d bytes, over the %d-byte limit", what, len(v), 1024)
 		ok = false
 	}
 	return ok

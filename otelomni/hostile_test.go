@@ -26,6 +26,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -51,7 +52,7 @@ func TestEveryStringReachingASpanIsValidAndBounded(t *testing.T) {
 			})
 			exec := req.StartPhase(ctx, spans.Exec, attribute.String("user.note", s))
 			exec.SetAttributes(attribute.String(s, s))
-			exec.EndError(errors.New(s))
+			exec.End(errors.New(s))
 			_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: s, ReplicaID: s, Model: s, Type: s})
 			_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Connector: s, Bytes: 10,
 				RxDecode: spans.Between(time.Now(), time.Now())})
@@ -83,7 +84,7 @@ func TestCutStringsDoNotKeepTheirOriginalAlive(t *testing.T) {
 	r := newRecorded(t)
 	id := strings.Repeat("a", 256<<10)
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: id})
-	req.StartPhase(context.Background(), spans.Exec, attribute.String("user.note", id)).End()
+	req.StartPhase(context.Background(), spans.Exec, attribute.String("user.note", id)).End(nil)
 	req.End(errors.New(id))
 	for _, s := range r.rec.Ended() {
 		for _, kv := range s.Attributes() {
@@ -95,8 +96,8 @@ func TestCutStringsDoNotKeepTheirOriginalAlive(t *testing.T) {
 			t.Errorf("%s's status shares the original's memory", s.Name())
 		}
 	}
-	if got, _ := attr(one(t, r.rec.Ended(), spans.RequestSpanName), attrs.RequestIDKey); len(got.AsString()) != otelomni.DefaultValueLimit {
-		t.Errorf("id of %d bytes, want %d", len(got.AsString()), otelomni.DefaultValueLimit)
+	if got, _ := attr(one(t, r.rec.Ended(), spans.RequestSpanName), attrs.RequestIDKey); len(got.AsString()) != 1024 {
+		t.Errorf("id of %d bytes, want %d", len(got.AsString()), 1024)
 	}
 }
 
@@ -114,8 +115,8 @@ func TestErrorsAndLogLinesAreBounded(t *testing.T) {
 	t0 := time.Now()
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: huge, Start: t0})
 	errs := []error{
-		req.RecordPhase(spans.Exec, spans.Between(t0, t0.Add(-time.Second))),
-		req.RecordPhase(spans.Preprocess, spans.Between(t0.Add(-time.Hour), t0)),
+		req.RecordPhase(spans.Exec, spans.Between(t0, t0.Add(-time.Second)), nil),
+		req.RecordPhase(spans.Preprocess, spans.Between(t0.Add(-time.Hour), t0), nil),
 		req.EndAt(t0.Add(-time.Hour), errors.New(huge)),
 		req.EndAt(time.Now(), nil),
 	}
@@ -143,35 +144,35 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 	now := time.Now()
 	year2 := time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC) // year 1 would be the zero time
 	y9999 := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	edge := spans.MaxTime.Add(-time.Second)
+	edge := plan.MaxTime.Add(-time.Second)
 	cases := []struct {
 		name string
 		do   func(req *otelomni.Request) error
 		want error
 	}{
 		{"Lasting(now, MaxInt64)", func(req *otelomni.Request) error {
-			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MaxInt64))
+			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MaxInt64), nil)
 		}, spans.ErrOutOfRange},
 		{"Lasting(now, MinInt64)", func(req *otelomni.Request) error {
-			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MinInt64))
+			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MinInt64), nil)
 		}, spans.ErrOutOfRange},
 		{"an interval crossing 2262-04-11", func(req *otelomni.Request) error {
-			return req.RecordPhase(spans.Exec, spans.Between(edge, edge.Add(time.Hour)))
+			return req.RecordPhase(spans.Exec, spans.Between(edge, edge.Add(time.Hour)), nil)
 		}, spans.ErrOutOfRange},
 		{"Between(year 1, year 9999) is not rewritten", func(req *otelomni.Request) error {
-			return req.RecordPhase(spans.Exec, spans.Between(year2, y9999))
+			return req.RecordPhase(spans.Exec, spans.Between(year2, y9999), nil)
 		}, spans.ErrOutOfRange},
 		{"before 1970", func(req *otelomni.Request) error {
 			return req.Record(&spans.DiffusionRecord{Exec: spans.Between(time.Unix(-10, 0), time.Unix(-5, 0))})
 		}, spans.ErrOutOfRange},
 		{"EndAt(year 9999)", func(req *otelomni.Request) error { return req.EndAt(y9999, nil) }, nil},
-		{"MarkLLMAt(year 9999)", func(req *otelomni.Request) error { return req.MarkLLMAt(otelomni.LLMQueued, y9999) }, spans.ErrOutOfRange},
-		{"RecordOutput in year 9999", func(req *otelomni.Request) error {
-			return req.RecordOutput(spans.Output{Index: 0}, spans.Between(y9999, y9999))
+		{"MarkLLMAt(year 9999)", func(req *otelomni.Request) error { return req.MarkLLM(otelomni.LLMQueued, y9999) }, spans.ErrOutOfRange},
+		{"MarkOutput in year 9999", func(req *otelomni.Request) error {
+			return req.MarkOutput(true, y9999)
 		}, spans.ErrOutOfRange},
 		{"a transfer header from before 1970", func(req *otelomni.Request) error {
 			h := spans.TransferHeader{FromStage: 0, TxStart: -2e9, TxEnd: -1e9}
-			return req.RecordTransfer(h.Record(1, spans.Interval{}))
+			return req.StartReceive(h).End()
 		}, spans.ErrOutOfRange},
 	}
 	for _, tc := range cases {
@@ -202,35 +203,27 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 
 func TestNilAndMisuseNeverPanic(t *testing.T) {
 	var nilIn *otelomni.Instrumenter
-	var nilCarrier *otelomni.Carrier
 	var nilMap propagation.MapCarrier
 	var nilHeader http.Header
-	r := newRecorded(t)
+	r := newRecorded(t, otelomni.WithPropagators(propagation.TraceContext{}))
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "m"})
 	calls := map[string]func(){
 		"nil instrumenter Start": func() {
 			c, q := nilIn.Start(ctx, otelomni.RequestInfo{ID: "x"})
-			q.StartPhase(c, spans.Exec).End()
+			q.StartPhase(c, spans.Exec).End(nil)
 			q.End(nil)
 		},
-		"nil instrumenter StartStage":      func() { _, s := nilIn.StartStage(ctx, otelomni.StageInfo{}); s.End(nil) },
-		"nil instrumenter Inject":          func() { nilIn.Inject(ctx, &otelomni.Carrier{}) },
-		"nil instrumenter Extract":         func() { _ = nilIn.Extract(ctx, &otelomni.Carrier{}) },
-		"nil instrumenter Stats":           func() { _ = nilIn.Stats() },
-		"Inject into a typed-nil Carrier":  func() { r.in.Inject(ctx, nilCarrier) },
-		"Extract from a typed-nil Carrier": func() { _ = r.in.Extract(ctx, nilCarrier) },
-		"Inject into a nil MapCarrier":     func() { r.in.Inject(ctx, nilMap) },
-		"Inject into a nil http.Header":    func() { r.in.Inject(ctx, propagation.HeaderCarrier(nilHeader)) },
-		"Run with a nil function": func() {
-			if err := req.Run(ctx, spans.Preprocess, nil); !errors.Is(err, otelomni.ErrNilFunc) {
-				t.Errorf("Run(nil) = %v", err)
-			}
-		},
+		"nil instrumenter StartStage":   func() { _, s := nilIn.StartStage(ctx, otelomni.StageInfo{}); s.End(nil) },
+		"nil instrumenter Inject":       func() { nilIn.Inject(ctx, propagation.MapCarrier{}) },
+		"nil instrumenter Extract":      func() { _ = nilIn.Extract(ctx, propagation.MapCarrier{}) },
+		"nil instrumenter Stats":        func() { _ = nilIn.Stats() },
+		"Inject into a nil MapCarrier":  func() { r.in.Inject(ctx, nilMap) },
+		"Inject into a nil http.Header": func() { r.in.Inject(ctx, propagation.HeaderCarrier(nilHeader)) },
 		"nil request": func() {
 			var q *otelomni.Request
-			q.StartPhase(ctx, spans.Exec).End()
+			q.StartPhase(ctx, spans.Exec).End(nil)
 			_ = q.Record(&spans.DiffusionRecord{})
-			q.EmitOutput(true)
+			_ = q.MarkOutput(true, time.Now())
 			q.End(nil)
 		},
 	}
@@ -245,8 +238,8 @@ func TestNilAndMisuseNeverPanic(t *testing.T) {
 		})
 	}
 	req.End(nil)
-	if r.in.Stats().Misuse < 3 {
-		t.Errorf("misuse %d: the nil carriers and the nil function must be counted", r.in.Stats().Misuse)
+	if r.in.Stats().Misuse < 2 {
+		t.Errorf("misuse %d: the nil carriers must be counted", r.in.Stats().Misuse)
 	}
 }
 
@@ -264,12 +257,15 @@ func TestNilPointersGivenAsProvidersOrHandlersAreTakenAsNone(t *testing.T) {
 			req.End(nil)
 		},
 		"WithPropagators(nil *propagation.TraceContext)": func(t *testing.T) {
+			before := otel.GetTextMapPropagator()
+			t.Cleanup(func() { otel.SetTextMapPropagator(before) })
+			otel.SetTextMapPropagator(propagation.TraceContext{})
 			in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPropagators((*propagation.TraceContext)(nil)))
 			ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
 			c := propagation.MapCarrier{}
 			in.Inject(ctx, c)
 			if c["traceparent"] == "" {
-				t.Error("a nil pointer for a propagator must leave the default, which carries the trace")
+				t.Error("a nil pointer for a propagator must leave the global one, which carries the trace")
 			}
 			req.End(nil)
 			if in.Stats().Misuse != 0 {
@@ -327,7 +323,7 @@ func TestPhaseContextIsNeverNil(t *testing.T) {
 			if bounded.Err() == nil {
 				t.Error("a context bounded on the phase's must work")
 			}
-			ph.End()
+			ph.End(nil)
 			req.End(nil)
 		})
 	}
@@ -348,13 +344,13 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 		counted bool
 	}{
 		{"a second live exec is refused", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
-			req.StartPhase(ctx, spans.Exec).End()
-			req.StartPhase(ctx, spans.Exec).End()
+			req.StartPhase(ctx, spans.Exec).End(nil)
+			req.StartPhase(ctx, spans.Exec).End(nil)
 			return nil
 		}, nil, spans.Exec, 1, true},
 		{"a recorded exec after a live one is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
-			req.StartPhase(ctx, spans.Exec).End()
-			return req.RecordPhase(spans.Exec, spans.Between(t0, time.Now()))
+			req.StartPhase(ctx, spans.Exec).End(nil)
+			return req.RecordPhase(spans.Exec, spans.Between(t0, time.Now()), nil)
 		}, spans.ErrDuplicatePhase, spans.Exec, 1, true},
 		{"a second record's phases are refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
 			rec := &spans.DiffusionRecord{Exec: spans.Between(t0, t0.Add(time.Millisecond))}
@@ -364,7 +360,7 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 			return req.Record(rec)
 		}, spans.ErrDuplicatePhase, spans.Exec, 1, true},
 		{"a phase that starts before its request is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
-			return req.RecordPhase(spans.QueueWait, spans.Between(t0.Add(-time.Second), t0))
+			return req.RecordPhase(spans.QueueWait, spans.Between(t0.Add(-time.Second), t0), nil)
 		}, spans.ErrOutsideParent, spans.QueueWait, 0, true},
 		{"a recorded part of exec outside exec is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
 			return req.Record(&spans.DiffusionRecord{
@@ -380,33 +376,33 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 			})
 		}, spans.ErrOutsideParent, spans.Forward, 0, true},
 		{"a live forward under an exec a record closed is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
-			if err := req.RecordPhase(spans.Exec, spans.Between(t0, t0)); err != nil {
+			if err := req.RecordPhase(spans.Exec, spans.Between(t0, t0), nil); err != nil {
 				return err
 			}
-			req.StartPhase(ctx, spans.Forward).End()
+			req.StartPhase(ctx, spans.Forward).End(nil)
 			return nil
 		}, nil, spans.Forward, 0, true},
 		{"a live forward after its exec ended is refused", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
-			req.StartPhase(ctx, spans.Exec).End()
-			req.StartPhase(ctx, spans.Forward).End()
+			req.StartPhase(ctx, spans.Exec).End(nil)
+			req.StartPhase(ctx, spans.Forward).End(nil)
 			return nil
 		}, nil, spans.Forward, 0, true},
 		{"End before a recorded phase's end ends at that end", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
 			now := time.Now()
-			return req.RecordPhase(spans.Postprocess, spans.Between(now, now.Add(time.Hour)))
+			return req.RecordPhase(spans.Postprocess, spans.Between(now, now.Add(time.Hour)), nil)
 		}, nil, spans.Postprocess, 1, true},
 		{"ending exec ends a forward still open inside it", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
 			e := req.StartPhase(ctx, spans.Exec)
 			f := req.StartPhase(ctx, spans.Forward)
-			e.End()
-			f.End() // already ended with its exec: does nothing
+			e.End(nil)
+			f.End(nil) // already ended with its exec: does nothing
 			return nil
 		}, nil, spans.Forward, 1, false},
 		{"a recorded part inside a live exec that ends later stretches it", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
 			e := req.StartPhase(ctx, spans.Exec)
 			now := time.Now()
-			err := req.RecordPhase(spans.VAEDecode, spans.Between(now, now.Add(time.Hour)))
-			e.End()
+			err := req.RecordPhase(spans.VAEDecode, spans.Between(now, now.Add(time.Hour)), nil)
+			e.End(nil)
 			return err
 		}, nil, spans.VAEDecode, 1, true},
 	}
@@ -478,7 +474,7 @@ func TestFailedRequestMakesTheSameSpansOnBothPaths(t *testing.T) {
 		t0 := time.Now()
 		ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "f", Start: t0})
 		if live {
-			_ = req.Run(ctx, spans.Exec, func(context.Context) error { return oom })
+			req.StartPhase(ctx, spans.Exec).End(oom)
 		} else if err := req.Record(&spans.DiffusionRecord{Exec: spans.Between(t0, time.Now()), Err: oom}); err != nil {
 			t.Fatal(err)
 		}
@@ -502,12 +498,12 @@ func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
 				otelomni.WithMetricModelLimit(limit))
 			want := limit
 			if limit == 0 {
-				want = otelomni.DefaultMetricModelLimit
+				want = 64
 			}
 			for i := 0; i < want+10; i++ {
 				model := fmt.Sprintf("model-%d-%s", i, strings.Repeat("m", 1<<20))
 				_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: model})
-				req.StartPhase(context.Background(), spans.Exec).End()
+				req.StartPhase(context.Background(), spans.Exec).End(nil)
 				req.End(nil)
 			}
 			var rm metricdata.ResourceMetrics
@@ -518,12 +514,12 @@ func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
 			for _, sm := range rm.ScopeMetrics {
 				for _, m := range sm.Metrics {
 					h, ok := m.Data.(metricdata.Histogram[float64])
-					if !ok || m.Name != otelomni.PhaseDurationName {
+					if !ok || m.Name != "omni.phase.duration" {
 						continue
 					}
 					for _, dp := range h.DataPoints {
 						v, _ := dp.Attributes.Value(attrs.RequestModelKey)
-						if len(v.AsString()) > otelomni.DefaultValueLimit {
+						if len(v.AsString()) > 1024 {
 							t.Fatalf("a model of %d bytes reached a metric", len(v.AsString()))
 						}
 						models[v.AsString()] = true
@@ -561,7 +557,7 @@ func TestSamplerSeesIdentifyingAttributesAtStart(t *testing.T) {
 	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(s))))
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-1", Model: "Qwen/Qwen-Image", Modality: attrs.ModalityImage})
 	_, st := in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Type: attrs.StageDiffusion})
-	req.StartPhase(ctx, spans.Exec).End()
+	req.StartPhase(ctx, spans.Exec).End(nil)
 	st.End(nil)
 	req.End(nil)
 	want := map[string]map[attribute.Key]string{
@@ -591,9 +587,9 @@ func TestPublicEndpointStartsANewTraceLinkedToTheClients(t *testing.T) {
 			r := newRecorded(t)
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.rec),
 				sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
-			opts := []otelomni.Option{otelomni.WithTracerProvider(tp)}
+			opts := []otelomni.Option{otelomni.WithTracerProvider(tp), w3c}
 			if public {
-				opts = append(opts, otelomni.WithPublicEndpoint())
+				opts = append(opts, otelomni.WithPublicEndpoint(nil))
 			}
 			in := otelomni.New(opts...)
 			ctx := in.Extract(context.Background(), client)
@@ -614,7 +610,7 @@ func TestPublicEndpointStartsANewTraceLinkedToTheClients(t *testing.T) {
 	}
 	t.Run("public, sampled by our own sampler: a new trace linked to the client's", func(t *testing.T) {
 		r := newRecorded(t)
-		in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPublicEndpoint())
+		in := otelomni.New(otelomni.WithTracerProvider(r.tp), otelomni.WithPublicEndpoint(nil), w3c)
 		_, req := in.Start(in.Extract(context.Background(), client), otelomni.RequestInfo{ID: "p"})
 		req.End(nil)
 		s := one(t, r.rec.Ended(), spans.RequestSpanName)
@@ -635,7 +631,7 @@ func TestRequestContentIsNeverRecordedUnlessOptedIn(t *testing.T) {
 	}{
 		{"default: never", nil, ""},
 		{"opt-in, 64 bytes", []otelomni.Option{otelomni.WithContentCapture(64)}, truncate(prompt, 64)},
-		{"opt-in, default length", []otelomni.Option{otelomni.WithContentCapture(0)}, truncate(prompt, otelomni.DefaultContentCaptureBytes)},
+		{"opt-in, default length", []otelomni.Option{otelomni.WithContentCapture(0)}, truncate(prompt, 256)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -699,11 +695,11 @@ func TestSpanProcessorsNeverRunUnderOtelomnisLocks(t *testing.T) {
 		ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Start: t0})
 		p.req.Store(req)
 		exec := req.StartPhase(ctx, spans.Exec)
-		_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()))
-		_ = req.Run(ctx, spans.Forward, func(context.Context) error { return nil })
-		exec.End()
-		_ = req.MarkLLM(otelomni.LLMQueued)
-		req.EmitOutput(true)
+		_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()), nil)
+		req.StartPhase(ctx, spans.Forward).End(nil)
+		exec.End(nil)
+		_ = req.MarkLLM(otelomni.LLMQueued, time.Now())
+		_ = req.MarkOutput(true, time.Now())
 		b := in.StartBatch(ctx, otelomni.BatchInfo{ID: "b"}, req)
 		b.End(nil)
 		req.End(nil)
@@ -746,7 +742,7 @@ func TestAPanickingSpanProcessorNeverHangsEnd(t *testing.T) {
 				req.StartPhase(ctx, p)
 			}()
 		}
-		exec.End()
+		exec.End(nil)
 		req.End(nil)
 		e := in.StartEngine(ctx, otelomni.EngineInfo{})
 		func() {
@@ -797,10 +793,10 @@ func TestAPartStartingWhileItsExecEndsEndsWithIt(t *testing.T) {
 	go func() { part <- req.StartPhase(ctx, spans.KVRecv) }()
 	<-y.started
 	ended := make(chan struct{})
-	go func() { exec.End(); close(ended) }() // races the part's start
+	go func() { exec.End(nil); close(ended) }() // races the part's start
 	p := <-part
 	<-ended
-	p.End() // ended with its exec already, or now: never after exec
+	p.End(nil) // ended with its exec already, or now: never after exec
 	req.End(nil)
 	// newRecorded's cleanup checks that kv_recv lies inside exec.
 	if n := len(byName(r.rec.Ended())[spans.KVRecv.SpanName()]); n != 1 {
@@ -813,23 +809,20 @@ func TestPerOutputPhasesAndStepsAreMeasuredOnceEach(t *testing.T) {
 	t0 := time.Now()
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "o", Start: t0})
 	iv := spans.Between(t0, t0.Add(time.Millisecond))
-	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv); err != nil {
+	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv); !errors.Is(err, spans.ErrDuplicatePhase) {
+	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv, nil); !errors.Is(err, spans.ErrDuplicatePhase) {
 		t.Errorf("output 0's postprocess twice: %v", err)
 	}
-	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 0}).End() // refused
-	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 1}).End() // another output: kept
+	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 0}).End(nil) // refused
+	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 1}).End(nil) // another output: kept
 	f := req.StartPhase(ctx, spans.Forward)
-	req.StartStep(ctx, 0).End()
-	req.StartStep(ctx, 0).End() // refused
-	f.End()
-	if err := req.RecordOutput(spans.Output{Index: 3}, iv); err != nil {
+	req.StartStep(ctx, 0).End(nil)
+	req.StartStep(ctx, 0).End(nil) // refused
+	f.End(nil)
+	if err := req.MarkOutput(true, time.Now()); err != nil {
 		t.Fatal(err)
-	}
-	if err := req.RecordOutput(spans.Output{Index: 3}, iv); !errors.Is(err, spans.ErrDuplicatePhase) {
-		t.Errorf("output 3 twice: %v", err)
 	}
 	req.End(nil)
 	got := byName(r.rec.Ended())
@@ -842,8 +835,8 @@ func TestPerOutputPhasesAndStepsAreMeasuredOnceEach(t *testing.T) {
 	if n := len(got[spans.OutputSpanName]); n != 1 {
 		t.Errorf("%d omni.output spans, want 1", n)
 	}
-	if c := r.in.Stats().Conflicts; c != 4 {
-		t.Errorf("%d conflicts counted, want 4", c)
+	if c := r.in.Stats().Conflicts; c != 3 {
+		t.Errorf("%d conflicts counted, want 3", c)
 	}
 }
 
@@ -856,8 +849,8 @@ func TestEngineAndBatchEndsNeverPrecedeTheirStartsOrChildren(t *testing.T) {
 	}
 	e := r.in.StartEngine(context.Background(), otelomni.EngineInfo{})
 	load := e.StartLoad(otelomni.LoadInfo{Model: "m"})
-	e.End(nil) // ends the open load first
-	load.End() // does nothing more
+	e.End(nil)    // ends the open load first
+	load.End(nil) // does nothing more
 	spansByName := byName(r.rec.Ended())
 	if n := len(spansByName[spans.EngineLoadSpanName]); n != 1 {
 		t.Errorf("%d load spans, want 1: a step open at the engine's end ends with it", n)

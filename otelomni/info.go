@@ -44,7 +44,10 @@ type RequestInfo struct {
 	// live phases, which start now, are then refused until it is reached,
 	// since they would start before their request.
 	Start time.Time
-	// Attributes are recorded on the request span as well, at its start.
+	// Attributes are recorded on the request span as well, at its start;
+	// one whose key otelomni sets itself (omni.request.id, the stage's
+	// keys, the phase and output keys) is left out and counted in
+	// Stats.Misuse: give those through the fields above.
 	Attributes []attribute.KeyValue
 	// Prompt is the request's text prompt. It is recorded only when the
 	// instrumenter was made WithContentCapture, and then cut short.

@@ -2,8 +2,10 @@ package otelomni
 
 import (
 	"context"
-	"github.com/otelomni/otelomni/internal/keep"
 	"sync"
+	"sync/atomic"
+
+	"github.com/otelomni/otelomni/internal/keep"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -29,6 +31,9 @@ type Instrumenter struct {
 	keep   *keep.Policy
 	models modelCache
 	stats  counters
+	// noFieldsSaid: the first Inject or Extract with a propagator that
+	// carries no fields has said so.
+	noFieldsSaid atomic.Bool
 }
 
 // New returns an Instrumenter configured by opts. The providers are read
@@ -47,6 +52,9 @@ func (in *Instrumenter) ready() {
 
 func (in *Instrumenter) init(opts []Option) {
 	in.cfg = newConfig(opts)
+	if p := in.cfg.propagators; p != nil && panics(func() { p.Fields() }) {
+		in.cfg.propagators = nil // a nil pointer: taken as none given
+	}
 	tp := in.cfg.tracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
@@ -55,8 +63,13 @@ func (in *Instrumenter) init(opts []Option) {
 	case noop.TracerProvider, *noop.TracerProvider:
 		// Recognised by its public type: nothing is ever started.
 	default:
-		in.tracer = tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version),
-			trace.WithSchemaURL(semconv.SchemaURL))
+		tracer := func(tp trace.TracerProvider) trace.Tracer {
+			return tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL))
+		}
+		if panics(func() { in.tracer = tracer(tp) }) {
+			// A nil pointer given as the provider: taken as none given.
+			in.tracer = tracer(otel.GetTracerProvider())
+		}
 	}
 	mp := in.cfg.meterProvider
 	if mp == nil {
@@ -65,8 +78,13 @@ func (in *Instrumenter) init(opts []Option) {
 	switch mp.(type) {
 	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
 	default:
-		m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version),
-			metric.WithSchemaURL(semconv.SchemaURL))
+		var m metric.Meter
+		meter := func(mp metric.MeterProvider) metric.Meter {
+			return mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
+		}
+		if panics(func() { m = meter(mp) }) {
+			m = meter(otel.GetMeterProvider())
+		}
 		inst, err := newInstruments(m)
 		if err != nil {
 			otel.Handle(err)

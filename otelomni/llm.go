@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -33,21 +34,16 @@ type llmState struct {
 	preemptions              int
 }
 
-// MarkLLM records LLM event e now. Each LLM phase is emitted as soon as both
-// of its ends have been seen: llm.queue at the first LLMScheduled after
-// LLMQueued, llm.prefill at LLMFirstToken, llm.decode at LLMLastToken. A
-// phase whose start was never seen (a request whose queued event was lost)
-// makes no span. Only the first LLMScheduled counts.
-func (r *Request) MarkLLM(e LLMEvent) error {
-	if !r.recording() {
-		return nil
-	}
-	return r.markLLM(e, time.Now())
-}
-
-// MarkLLMAt is MarkLLM with the time the engine stamped the event. A zero
-// t, or one a span cannot carry, is refused.
-func (r *Request) MarkLLMAt(e LLMEvent, t time.Time) error {
+// MarkLLM records LLM event e, which happened at t: time.Now() on the live
+// path, the time the engine stamped the event on the record path. It is the
+// one way an LLM stage's phases are recorded. Each LLM phase is emitted as
+// soon as both of its ends have been seen: omni.llm.queue at the first
+// LLMScheduled after LLMQueued, omni.llm.prefill at LLMFirstToken,
+// omni.llm.decode at LLMLastToken. A phase whose start was never seen (a
+// request whose queued event was lost) makes no span. Only the first
+// LLMScheduled counts. A zero t, or one a span cannot carry, is refused
+// with a [*spans.PhaseError].
+func (r *Request) MarkLLM(e LLMEvent, t time.Time) error {
 	if !r.recording() {
 		return nil
 	}
@@ -88,14 +84,14 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 			return nil // a re-schedule after preemption
 		}
 		st.scheduled = t
-		p, from = spans.LLMQueue, st.queued
+		p, from = plan.LLMQueue, st.queued
 	case LLMFirstToken:
 		if !st.first.IsZero() {
 			r.mu.Unlock()
 			return nil
 		}
 		st.first = t
-		p, from = spans.LLMPrefill, st.scheduled
+		p, from = plan.LLMPrefill, st.scheduled
 	case LLMLastToken:
 		if st.decoded {
 			r.mu.Unlock()
@@ -104,7 +100,7 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		if !st.first.IsZero() {
 			st.decoded = true
 		}
-		p, from = spans.LLMDecode, st.first
+		p, from = plan.LLMDecode, st.first
 	case LLMPreempted:
 		st.preemptions++
 		n := st.preemptions
@@ -126,9 +122,9 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		r.in.stats.reject(err)
 		return err
 	}
-	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
+	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}
 	err := r.recordPlanned(ps[:], recordOpts{})
-	if p == spans.LLMPrefill && err == nil {
+	if p == plan.LLMPrefill && err == nil {
 		// The first token: the GenAI conventions' time to first token.
 		r.firstOutput(r.ctx, t)
 	}
@@ -138,9 +134,9 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 func llmPhaseOf(e LLMEvent) spans.Phase {
 	switch e {
 	case LLMQueued, LLMScheduled:
-		return spans.LLMQueue
+		return plan.LLMQueue
 	case LLMFirstToken:
-		return spans.LLMPrefill
+		return plan.LLMPrefill
 	}
-	return spans.LLMDecode
+	return plan.LLMDecode
 }

@@ -10,18 +10,19 @@ import (
 
 // Keys of the attributes the log handler adds.
 const (
-	// LogTraceIDKey is the trace id of the request a record was logged in.
-	LogTraceIDKey = "trace_id"
-	// LogSpanIDKey is the span id of the innermost span a record was logged
+	// logTraceIDKey is the trace id of the request a record was logged in.
+	logTraceIDKey = "trace_id"
+	// logSpanIDKey is the span id of the innermost span a record was logged
 	// in: the phase's, when logged with a phase's context.
-	LogSpanIDKey = "span_id"
+	logSpanIDKey = "span_id"
 )
 
-// NewLogHandler returns a log/slog handler that adds trace_id and span_id
-// to every record logged with a context that holds a span, and passes the
-// record on to next. Log with the context of the innermost phase (the
-// context [Request.Run] hands its function, or [ActivePhase.Context]) and
-// the record carries that phase's span id; a record logged outside any
+// NewLogHandler returns a log/slog handler that adds two string attributes
+// at the top level of every record logged with a context that holds a span,
+// "trace_id" (the trace's id, 32 hex digits) and "span_id" (the innermost
+// span's id, 16 hex digits), and passes the record on to next. Log with
+// the context of the innermost phase ([ActivePhase.Context]) and the
+// record carries that phase's span id; a record logged outside any
 // request carries neither. Search logs by trace_id to see what a request
 // logged, and jump from a log line to its trace.
 //
@@ -35,7 +36,7 @@ const (
 // set, otelsetup.Setup installs the global logger provider it exports
 // through, and the bridge correlates records the same way.
 func NewLogHandler(next slog.Handler) slog.Handler {
-	if nilPointer(next) {
+	if next == nil || panics(func() { next.Enabled(context.Background(), slog.LevelInfo) }) {
 		next = slog.NewTextHandler(os.Stderr, nil)
 	}
 	return &logHandler{next: next, base: next}
@@ -59,7 +60,7 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !sc.IsValid() {
 		return h.next.Handle(ctx, r)
 	}
-	ids := [2]slog.Attr{slog.String(LogTraceIDKey, sc.TraceID().String()), slog.String(LogSpanIDKey, sc.SpanID().String())}
+	ids := [2]slog.Attr{slog.String(logTraceIDKey, sc.TraceID().String()), slog.String(logSpanIDKey, sc.SpanID().String())}
 	if len(h.ops) == 0 {
 		r.AddAttrs(ids[:]...)
 		return h.next.Handle(ctx, r)

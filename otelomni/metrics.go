@@ -5,50 +5,45 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/otelomni/otelomni/spans"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+
+	"github.com/otelomni/otelomni/spans"
 )
 
-// Instrument names. Durations are in seconds, sizes in bytes, as the
-// OpenTelemetry conventions ask. Where the GenAI conventions name a
-// measurement, their instrument is used; omni.* names only what they do not.
+// Names of the omni.* instruments. Durations are in seconds, sizes in bytes,
+// as the OpenTelemetry conventions ask. Where the GenAI conventions name a
+// measurement (gen_ai.server.request.duration,
+// gen_ai.server.time_to_first_token), genaiconv's instrument is used.
 const (
-	// PhaseDurationName: one measurement per measured phase span, with
+	// phaseDurationName: one measurement per measured phase span, with
 	// omni.phase, omni.stage.type and gen_ai.request.model.
-	PhaseDurationName = "omni.phase.duration"
-	// RequestDurationName (GenAI conventions): one measurement per request,
-	// at its end, with gen_ai.operation.name, gen_ai.provider.name,
-	// gen_ai.request.model and, on failure, error.type.
-	RequestDurationName = "gen_ai.server.request.duration"
-	// StageDurationName: one measurement per stage of a multi-stage
+	phaseDurationName = "omni.phase.duration"
+	// stageDurationName: one measurement per stage of a multi-stage
 	// pipeline, at its end.
-	StageDurationName = "omni.stage.duration"
-	// TimeToFirstTokenName (GenAI conventions): from the start of a request
-	// (or stage) to its first output (token, audio chunk, image).
-	TimeToFirstTokenName = "gen_ai.server.time_to_first_token"
-	// ExecPerStepName: a diffusion request's exec divided by its number of
+	stageDurationName = "omni.stage.duration"
+	// execPerStepName: a diffusion request's exec divided by its number of
 	// inference steps: a ratio of one span, never a sum.
-	ExecPerStepName = "omni.diffusion.exec_per_step"
-	// TransferSizeName: one measurement per hand-over between stages.
-	TransferSizeName = "omni.transfer.size"
+	execPerStepName = "omni.diffusion.exec_per_step"
+	// transferSizeName: one measurement per hand-over between stages.
+	transferSizeName = "omni.transfer.size"
 )
 
-// DurationBuckets are the bucket boundaries (seconds) of every duration
+// durationBuckets are the bucket boundaries (seconds) of every duration
 // histogram: from 1 ms to 300 s, the range of the phases of an omni
 // pipeline (a queue wait of a millisecond, a video's exec of minutes). A
 // measured 0 lands in the first bucket; an unmeasured phase records nothing.
-var DurationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120, 300}
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120, 300}
 
-// PerStepBuckets are the bucket boundaries (seconds) of exec per step: a
+// perStepBuckets are the bucket boundaries (seconds) of exec per step: a
 // denoising step takes from a millisecond (a distilled image model) to
 // seconds (a large video model).
-var PerStepBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+var perStepBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-// SizeBuckets are the bucket boundaries (bytes) of transfer sizes: from a
+// sizeBuckets are the bucket boundaries (bytes) of transfer sizes: from a
 // KiB of hidden states to GiBs of KV cache.
-var SizeBuckets = []float64{1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30}
+var sizeBuckets = []float64{1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30}
 
 // instruments are the histograms of one meter.
 type instruments struct {
@@ -70,21 +65,21 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 			metric.WithExplicitBucketBoundaries(buckets...))
 		return h
 	}
-	in.phase = dur(PhaseDurationName, "Duration of one measured phase of a request; an unmeasured phase records nothing.", DurationBuckets)
-	in.stage = dur(StageDurationName, "Duration of one stage of a multi-stage pipeline serving a request.", DurationBuckets)
-	in.perStep = dur(ExecPerStepName, "A diffusion request's exec divided by its number of inference steps.", PerStepBuckets)
+	in.phase = dur(phaseDurationName, "Duration of one measured phase of a request; an unmeasured phase records nothing.", durationBuckets)
+	in.stage = dur(stageDurationName, "Duration of one stage of a multi-stage pipeline serving a request.", durationBuckets)
+	in.perStep = dur(execPerStepName, "A diffusion request's exec divided by its number of inference steps.", perStepBuckets)
 	if err != nil {
 		return nil, err
 	}
-	if in.request, err = genaiconv.NewServerRequestDuration(m, metric.WithExplicitBucketBoundaries(DurationBuckets...)); err != nil {
+	if in.request, err = genaiconv.NewServerRequestDuration(m, metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return nil, err
 	}
-	if in.ttft, err = genaiconv.NewServerTimeToFirstToken(m, metric.WithExplicitBucketBoundaries(DurationBuckets...)); err != nil {
+	if in.ttft, err = genaiconv.NewServerTimeToFirstToken(m, metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return nil, err
 	}
-	in.size, err = m.Int64Histogram(TransferSizeName, metric.WithUnit("By"),
+	in.size, err = m.Int64Histogram(transferSizeName, metric.WithUnit("By"),
 		metric.WithDescription("Size of one hand-over between two stages."),
-		metric.WithExplicitBucketBoundaries(SizeBuckets...))
+		metric.WithExplicitBucketBoundaries(sizeBuckets...))
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,11 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -76,7 +78,7 @@ func (m *metered) histograms(t *testing.T) map[string][]metricdata.HistogramData
 func phaseCount(dps []metricdata.HistogramDataPoint[float64], p spans.Phase) uint64 {
 	var n uint64
 	for _, dp := range dps {
-		if v, ok := dp.Attributes.Value(attrs.PhaseKey); ok && v.AsString() == p.ID() {
+		if v, ok := dp.Attributes.Value(attrs.PhaseKey); ok && v.AsString() == p.String() {
 			n += dp.Count
 		}
 	}
@@ -92,9 +94,9 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 				_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r", Model: "m", Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
 				if path == "live" {
 					if i < k {
-						req.StartPhase(context.Background(), spans.Preprocess).End()
+						req.StartPhase(context.Background(), spans.Preprocess).End(nil)
 					}
-					req.StartPhase(context.Background(), spans.Exec).End()
+					req.StartPhase(context.Background(), spans.Exec).End(nil)
 				} else {
 					rec := &spans.DiffusionRecord{Exec: spans.Between(at(10), at(20))}
 					if i < k {
@@ -105,18 +107,18 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 				req.End(nil)
 			}
 			h := m.histograms(t)
-			if got := phaseCount(h[otelomni.PhaseDurationName], spans.Preprocess); got != k {
+			if got := phaseCount(h["omni.phase.duration"], spans.Preprocess); got != k {
 				t.Errorf("preprocess count %d, want %d (the requests that had a pre-processor), not %d", got, k, n)
 			}
-			if got := phaseCount(h[otelomni.PhaseDurationName], spans.Exec); got != n {
+			if got := phaseCount(h["omni.phase.duration"], spans.Exec); got != n {
 				t.Errorf("exec count %d, want %d", got, n)
 			}
-			if got := phaseCount(h[otelomni.PhaseDurationName], spans.QueueWait); got != 0 {
+			if got := phaseCount(h["omni.phase.duration"], spans.QueueWait); got != 0 {
 				t.Errorf("queue wait was never measured, count %d", got)
 			}
 			spansByName := byName(m.rec.Ended())
 			for _, p := range []spans.Phase{spans.Preprocess, spans.Exec} {
-				if got := phaseCount(h[otelomni.PhaseDurationName], p); int(got) != len(spansByName[p.SpanName()]) {
+				if got := phaseCount(h["omni.phase.duration"], p); int(got) != len(spansByName[p.SpanName()]) {
 					t.Errorf("%v: %d measurements, %d spans: one measurement must make both", p, got, len(spansByName[p.SpanName()]))
 				}
 			}
@@ -127,9 +129,9 @@ func TestPreprocessCountIsTheRequestsThatHadAPreprocessor(t *testing.T) {
 func TestMeasuredZeroLandsInTheFirstBucket(t *testing.T) {
 	m := newMetered(t, true)
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "r"})
-	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)))
+	_ = req.RecordPhase(spans.QueueWait, spans.Between(at(1), at(1)), nil)
 	req.End(nil)
-	dps := m.histograms(t)[otelomni.PhaseDurationName]
+	dps := m.histograms(t)["omni.phase.duration"]
 	if len(dps) != 1 {
 		t.Fatalf("%d data points, want 1", len(dps))
 	}
@@ -155,17 +157,17 @@ func TestSynchronousOutputRecordsNoWait(t *testing.T) {
 	})
 	_ = req.EndAt(at(120), nil)
 	h := m.histograms(t)
-	if got := phaseCount(h[otelomni.PhaseDurationName], spans.OutputReadyWait); got != 1 {
+	if got := phaseCount(h["omni.phase.duration"], spans.OutputReadyWait); got != 1 {
 		t.Errorf("output-ready wait count %d, want 1 (the synchronous output has none)", got)
 	}
-	if got := phaseCount(h[otelomni.PhaseDurationName], spans.Postprocess); got != 2 {
+	if got := phaseCount(h["omni.phase.duration"], spans.Postprocess); got != 2 {
 		t.Errorf("postprocess count %d, want one per output", got)
 	}
-	ttfo := h[otelomni.TimeToFirstTokenName]
+	ttfo := h["gen_ai.server.time_to_first_token"]
 	if len(ttfo) != 1 || ttfo[0].Count != 1 || ttfo[0].Sum != 0.050 {
 		t.Errorf("time to first output: %+v, want once, 50 ms (the first output's postprocess end)", ttfo)
 	}
-	if req := h[otelomni.RequestDurationName]; len(req) != 1 || req[0].Count != 1 {
+	if req := h["gen_ai.server.request.duration"]; len(req) != 1 || req[0].Count != 1 {
 		t.Errorf("the request counts once, whatever its outputs: %+v", req)
 	}
 }
@@ -174,7 +176,7 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 	m := newMetered(t, true)
 	for i, id := range []string{"chatcmpl-1", "chatcmpl-2", "0_501f96ba-7c1d"} {
 		ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: "m", NumInferenceSteps: 20, Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
-		req.StartPhase(context.Background(), spans.Exec).End()
+		req.StartPhase(context.Background(), spans.Exec).End(nil)
 		_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 		_ = st.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 1 << 20, Connector: "shm", RxDecode: spans.Between(at(0), at(1))})
 		st.End(nil)
@@ -196,14 +198,14 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{otelomni.PhaseDurationName, otelomni.RequestDurationName, otelomni.StageDurationName,
-		otelomni.ExecPerStepName, otelomni.TransferSizeName} {
+	for _, name := range []string{"omni.phase.duration", "gen_ai.server.request.duration", "omni.stage.duration",
+		"omni.diffusion.exec_per_step", "omni.transfer.size"} {
 		if len(h[name]) == 0 {
 			t.Errorf("%s recorded nothing", name)
 		}
 	}
 	var failed uint64
-	for _, dp := range h[otelomni.RequestDurationName] {
+	for _, dp := range h["gen_ai.server.request.duration"] {
 		if v, ok := dp.Attributes.Value(attrs.ErrorTypeKey); ok && v.AsString() == "timeout" {
 			failed += dp.Count
 		}
@@ -225,20 +227,20 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 				ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", NumInferenceSteps: 10})
 				p := req.StartPhase(ctx, spans.Exec)
 				req.StartPhase(ctx, spans.Forward) // still open when exec ends: ended with it
-				p.End()
-				p.End() // twice: counted once
-				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+				p.End(nil)
+				p.End(nil) // twice: counted once
+				req.StartPhase(ctx, spans.Postprocess).End(nil)
 				req.StartPhase(ctx, spans.OutputReadyWait) // still open at the end: ended with the request
 				req.End(nil)
 				req.End(nil)
 			}
 			h := m.histograms(t)
 			for _, p := range []spans.Phase{spans.Exec, spans.Postprocess, spans.Forward} {
-				if got := phaseCount(h[otelomni.PhaseDurationName], p); got != 5 {
+				if got := phaseCount(h["omni.phase.duration"], p); got != 5 {
 					t.Errorf("%v count %d, want 5", p, got)
 				}
 			}
-			if r := h[otelomni.RequestDurationName]; len(r) != 1 || r[0].Count != 5 {
+			if r := h["gen_ai.server.request.duration"]; len(r) != 1 || r[0].Count != 5 {
 				t.Errorf("request durations %+v", r)
 			}
 		})
@@ -250,12 +252,12 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 func TestExemplarPointsToTheTrace(t *testing.T) {
 	t.Setenv("OMNI_SAMPLE_PERCENT", "100")
 	m := newMetered(t, true)
-	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
-	req.StartPhase(context.Background(), spans.Exec).End()
+	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
+	req.StartPhase(context.Background(), spans.Exec).End(nil)
 	req.End(nil)
-	tid := req.Span().SpanContext().TraceID()
+	tid := trace.SpanContextFromContext(ctx).TraceID()
 	var found bool
-	for _, dp := range m.histograms(t)[otelomni.PhaseDurationName] {
+	for _, dp := range m.histograms(t)["omni.phase.duration"] {
 		for _, ex := range dp.Exemplars {
 			if string(ex.TraceID) == string(tid[:]) {
 				found = true
@@ -274,25 +276,25 @@ func TestStageAndTransferMetrics(t *testing.T) {
 	_ = st.RecordTransfer(spans.TransferRecord{FromStage: 1, ToStage: 2, Bytes: 3 << 20, Connector: "shm",
 		Tx: spans.Between(at(0), at(1)), InFlight: spans.Between(at(1), at(2)), RxDecode: spans.Between(at(2), at(4))})
 	time.Sleep(time.Millisecond)
-	st.EmitOutput(false)
-	st.EmitOutput(true)
+	_ = st.MarkOutput(false, time.Now())
+	_ = st.MarkOutput(true, time.Now())
 	st.End(errors.New("vocoder failed"))
 	req.End(nil)
 	h := m.histograms(t)
-	for _, p := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
-		if got := phaseCount(h[otelomni.PhaseDurationName], p); got != 1 {
+	for _, p := range []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode} {
+		if got := phaseCount(h["omni.phase.duration"], p); got != 1 {
 			t.Errorf("%v count %d", p, got)
 		}
 	}
-	if s := h[otelomni.StageDurationName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h["omni.stage.duration"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("stage durations %+v", s)
 	} else if v, _ := s[0].Attributes.Value(attrs.ErrorTypeKey); v.AsString() != "_OTHER" {
 		t.Errorf("a failed stage carries error.type: %v", s[0].Attributes)
 	}
-	if s := h[otelomni.TransferSizeName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h["omni.transfer.size"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("transfer sizes %+v", s)
 	}
-	if s := h[otelomni.TimeToFirstTokenName]; len(s) != 1 || s[0].Count != 1 {
+	if s := h["gen_ai.server.time_to_first_token"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("time to first output %+v", s)
 	}
 }
@@ -302,13 +304,13 @@ func TestTimeToFirstTokenFromAnLLMStagesFirstToken(t *testing.T) {
 	t0 := time.Now()
 	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: t0})
 	_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})
-	_ = st.MarkLLMAt(otelomni.LLMQueued, t0.Add(time.Millisecond))
-	_ = st.MarkLLMAt(otelomni.LLMScheduled, t0.Add(2*time.Millisecond))
-	_ = st.MarkLLMAt(otelomni.LLMFirstToken, t0.Add(40*time.Millisecond))
-	_ = st.MarkLLMAt(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMQueued, t0.Add(time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMScheduled, t0.Add(2*time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMFirstToken, t0.Add(40*time.Millisecond))
+	_ = st.MarkLLM(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
 	st.End(nil)
 	req.End(nil)
-	ttft := m.histograms(t)[otelomni.TimeToFirstTokenName]
+	ttft := m.histograms(t)["gen_ai.server.time_to_first_token"]
 	if len(ttft) != 1 || ttft[0].Count != 1 || ttft[0].Sum < 0.039 || ttft[0].Sum > 0.041 {
 		t.Fatalf("time to first token %+v, want one measurement of 40 ms", ttft)
 	}

@@ -26,12 +26,12 @@ import (
 func fivePhases(in *otelomni.Instrumenter) {
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m"})
 	pre := req.StartPhase(context.Background(), spans.Preprocess)
-	pre.End()
+	pre.End(nil)
 	exec := req.StartPhase(context.Background(), spans.Exec)
-	req.StartPhase(context.Background(), spans.QueueWait).End()
-	exec.End()
-	req.StartPhase(context.Background(), spans.OutputReadyWait).End()
-	_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+	req.StartPhase(context.Background(), spans.QueueWait).End(nil)
+	exec.End(nil)
+	req.StartPhase(context.Background(), spans.OutputReadyWait).End(nil)
+	req.StartPhase(ctx, spans.Postprocess).End(nil)
 	req.End(nil)
 }
 
@@ -114,19 +114,19 @@ func TestManyConcurrentRequestsMakeCorrectTrees(t *testing.T) {
 				// The scheduler reports the queue wait from another goroutine.
 				go func() {
 					defer wg2.Done()
-					req.StartPhase(context.Background(), spans.QueueWait).End()
+					req.StartPhase(context.Background(), spans.QueueWait).End(nil)
 				}()
-				req.StartPhase(context.Background(), spans.Preprocess).End()
+				req.StartPhase(context.Background(), spans.Preprocess).End(nil)
 				exec := req.StartPhase(context.Background(), spans.Exec)
 				fwd := req.StartPhase(context.Background(), spans.Forward)
 				for s := 0; s < 3; s++ {
-					req.StartStep(context.Background(), s).End()
+					req.StartStep(context.Background(), s).End(nil)
 				}
-				fwd.End()
-				req.StartPhase(context.Background(), spans.VAEDecode).End()
-				exec.End()
+				fwd.End(nil)
+				req.StartPhase(context.Background(), spans.VAEDecode).End(nil)
+				exec.End(nil)
 				wg2.Wait()
-				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+				req.StartPhase(ctx, spans.Postprocess).End(nil)
 				req.End(nil)
 			}
 		}(g)
@@ -159,33 +159,33 @@ func TestMisuseDoesNotPanic(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "misuse"})
 
 	p := req.StartPhase(context.Background(), spans.Preprocess)
-	p.End()
-	p.End() // ended twice
+	p.End(nil)
+	p.End(nil) // ended twice
 
 	late := req.StartPhase(context.Background(), spans.Exec)
 	req.End(nil)
-	req.End(nil) // request ended twice
-	late.End()   // a phase ended after its request (which ended it)
-	req.StartPhase(context.Background(), spans.Postprocess).End()
+	req.End(nil)  // request ended twice
+	late.End(nil) // a phase ended after its request (which ended it)
+	req.StartPhase(context.Background(), spans.Postprocess).End(nil)
 	if err := req.Record(fullRecord()); !errors.Is(err, otelomni.ErrRequestEnded) {
 		t.Errorf("Record after End: %v, want ErrRequestEnded", err)
 	}
 	_ = req.EndAt(at(1), nil)
-	req.StartPhase(context.Background(), spans.Phase(200)).End()
-	req.StartPhase(context.Background(), spans.Phase(0)).End()
+	req.StartPhase(context.Background(), spans.Phase(200)).End(nil)
+	req.StartPhase(context.Background(), spans.Phase(0)).End(nil)
 
 	// Zero values and nils.
 	var zr otelomni.Request
-	zr.StartPhase(context.Background(), spans.Exec).End()
+	zr.StartPhase(context.Background(), spans.Exec).End(nil)
 	zr.End(errors.New("x"))
 	_ = zr.Record(fullRecord())
 	var nr *otelomni.Request
-	nr.StartPhase(context.Background(), spans.Exec).End()
+	nr.StartPhase(context.Background(), spans.Exec).End(nil)
 	nr.End(nil)
-	_ = nr.Run(ctx, spans.Exec, func(context.Context) error { return nil })
+	nr.StartPhase(ctx, spans.Exec).End(nil)
 	var za otelomni.ActivePhase
-	za.End()
-	za.EndError(errors.New("x"))
+	za.End(nil)
+	za.End(errors.New("x"))
 	za.SetAttributes(omniattr.BatchSize(1))
 	//lint:ignore SA1012 a nil context is the misuse under test
 	_, nilCtxReq := r.in.Start(nil, otelomni.RequestInfo{ID: "nil-ctx"}) //nolint:staticcheck
@@ -228,39 +228,19 @@ func TestOpenPhasesEndWithTheRequestChildrenFirst(t *testing.T) {
 	}
 }
 
-func TestPanicInsideRunEndsPhaseWithErrorAndIsReRaised(t *testing.T) {
-	r := newRecorded(t)
-	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "panics"})
-	func() {
-		defer func() {
-			if v := recover(); v != "vae exploded" {
-				t.Errorf("recovered %v, want the original panic value", v)
-			}
-		}()
-		_ = req.Run(ctx, spans.VAEDecode, func(context.Context) error { panic("vae exploded") })
-	}()
-	req.End(nil)
-	s := one(t, r.rec.Ended(), spans.VAEDecode.SpanName())
-	if s.Status().Code != codes.Error || s.Status().Description != "panic: vae exploded" {
-		t.Errorf("status %+v", s.Status())
-	}
-}
-
-func TestRunReturnsAndRecordsTheError(t *testing.T) {
+func TestEndWithAnErrorMarksThePhaseFailed(t *testing.T) {
 	r := newRecorded(t)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "err"})
 	boom := errors.New("preprocessor failed")
-	var inner context.Context
-	err := req.Run(ctx, spans.Preprocess, func(c context.Context) error { inner = c; return boom })
-	req.End(err)
-	if !errors.Is(err, boom) {
-		t.Fatalf("Run returned %v", err)
-	}
+	pre := req.StartPhase(ctx, spans.Preprocess)
+	inner := pre.Context()
+	pre.End(boom)
+	req.End(boom)
 	s := one(t, r.rec.Ended(), spans.Preprocess.SpanName())
-	if s.Status().Code != codes.Error {
+	if s.Status().Code != codes.Error || s.Status().Description != boom.Error() {
 		t.Errorf("status %+v", s.Status())
 	}
 	if sc := traceSpanID(inner); sc != s.SpanContext().SpanID() {
-		t.Error("fn's context should hold the phase span")
+		t.Error("fn's context Context should hold the phase span")
 	}
 }

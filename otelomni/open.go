@@ -17,11 +17,11 @@ type openPhase struct {
 	// start is set when there is no SDK span to ask.
 	start time.Time
 	id    uint32
-	// under is the id of the live phase it hangs under (its exec or
-	// forward), 0 when it hangs under the request or a recorded phase.
-	under  uint32
-	output int32
-	phase  spans.Phase
+	// parentLive is the id of the live phase it hangs parentLive (its exec or
+	// forward), 0 when it hangs parentLive the request or a recorded phase.
+	parentLive uint32
+	output     int32
+	phase      spans.Phase
 }
 
 // openPhases is the set of live phases started and not yet ended. Most
@@ -91,7 +91,7 @@ func (o *openPhases) removeUnder(id uint32) []openPhase {
 	parents := []uint32{id}
 	for _, p := range o.all() {
 		for _, q := range parents {
-			if p.under == q {
+			if p.parentLive == q {
 				out = append(out, p)
 				parents = append(parents, p.id)
 				break

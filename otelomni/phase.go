@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -26,30 +27,25 @@ type ActivePhase struct {
 	ctx  context.Context
 }
 
-// End ends the phase now. Ending it twice, or after its request ended
-// (which ended it), does nothing. Ending an exec or a forward first ends the
-// phases still open inside it, at the same moment, so that no part outlives
-// the phase it is part of.
-func (a ActivePhase) End() {
-	if a.r != nil {
-		a.r.endLive(a.id, nil)
-	}
-}
-
-// EndError ends the phase now, marked failed with err (status Error with
-// err's message, and error.type) when err is not nil.
-func (a ActivePhase) EndError(err error) {
+// End ends the phase now; a non-nil err marks it failed (status Error with
+// err's message, and error.type), as [Request.End] does the request. Ending
+// it twice, or after its request ended (which ended it), does nothing.
+// Ending an exec or a forward first ends the phases still open inside it,
+// at the same moment, so that no part outlives the phase it is part of.
+func (a ActivePhase) End(err error) {
 	if a.r != nil {
 		a.r.endLive(a.id, err)
 	}
 }
 
-// SetAttributes records kv on the phase span, such as
-// attrs.BatchSizeKey.Int(n) on exec. Strings are bounded like every string
-// otelomni records.
+// SetAttributes records kv on the phase span, such as a kernel's name.
+// Strings are bounded like every string otelomni records. An attribute
+// whose key otelomni sets itself (the phase, step and output keys, a
+// request's or stage's identity, a batch's id and size) is left out and
+// counted in Stats.Misuse.
 func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
 	if a.span != nil {
-		a.span.SetAttributes(a.r.in.kvs(kv)...)
+		a.span.SetAttributes(a.r.in.callerKVs("ActivePhase.SetAttributes", kv)...)
 	}
 }
 
@@ -67,21 +63,24 @@ func (a ActivePhase) Context() context.Context {
 	return trace.ContextWithSpan(a.ctx, a.span)
 }
 
-// Recording reports whether the phase makes a span or a measurement.
-func (a ActivePhase) Recording() bool { return a.r != nil }
-
 // StartPhase starts phase p now, under its parent in the tree: kv_recv,
 // forward and vae_decode under exec (once exec has started; without an exec
 // they hang under the request), the other phases directly under the request
 // (or stage) span. ctx is the caller's context: the phase's
-// [ActivePhase.Context] derives from it. kv adds attributes, such as
-// attrs.BatchSizeKey.Int(n) on exec. A phase never started makes no span; a
-// phase still open when the request ends is ended with it.
+// [ActivePhase.Context] derives from it. kv adds attributes of the
+// caller's own; one whose key otelomni sets itself (the phase, step and
+// output keys, a request's or stage's identity, a batch's id and size)
+// starts nothing and is counted in Stats.Misuse: give an output with
+// [Request.StartOutputPhase], a step with [Request.StartStep], a batch with
+// [Instrumenter.StartBatch]. A phase never started makes no span; a phase
+// still open when the request ends is ended with it.
 //
 // Each phase is measured once per request: a second exec is refused
 // (counted in Stats.Conflicts), as is a part of exec started after exec
-// ended. Per-output phases use [Request.StartOutputPhase], denoise steps
-// [Request.StartStep], transfers [Request.RecordTransfer].
+// ended. The outputs of a streaming request use [Request.StartOutputPhase],
+// denoise steps [Request.StartStep], transfers [Request.StartReceive], and
+// an LLM stage [Request.MarkLLM]; a phase this call does not take starts
+// nothing and is counted in Stats.Misuse.
 func (r *Request) StartPhase(ctx context.Context, p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	// Written out so that it inlines: a disabled phase costs a nil check.
 	if r == nil || r.in == nil {
@@ -125,59 +124,18 @@ func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
 }
 
-// Run runs fn inside phase p: the phase starts before fn and ends when it
-// returns; fn gets ctx with the phase span in it. An error from fn marks the
-// phase failed and is returned. A panic in fn marks the phase failed, ends
-// it, and is re-raised. A nil fn runs nothing and returns ErrNilFunc.
-func (r *Request) Run(ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if fn == nil {
-		if r.recording() {
-			r.in.stats.misused("Run was given a nil function")
-		}
-		return ErrNilFunc
-	}
-	a := r.StartPhase(ctx, p)
-	if a.r != nil {
-		defer func() {
-			if v := recover(); v != nil {
-				a.EndError(fmt.Errorf("panic: %v", v))
-				panic(v)
-			}
-		}()
-	}
-	err := fn(a.Context())
-	a.EndError(err)
-	return err
-}
-
-// timed is what the SDK's spans tell of their own times.
-type timed interface {
-	StartTime() time.Time
-	EndTime() time.Time
-}
-
-// spanStart returns s's own start when it tells it, or fallback.
-func spanStart(s trace.Span, fallback time.Time) time.Time {
-	if t, ok := s.(timed); ok {
-		if st := t.StartTime(); !st.IsZero() {
-			return st
-		}
-	}
-	return fallback
-}
-
 func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) ActivePhase {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !p.Valid() || (p == spans.DenoiseStep) != (step >= 0) || p.Parent() == spans.ParentTransfer {
-		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: RecordTransfer)", p))
+	if !plan.Valid(p) || (p == spans.DenoiseStep) != (step >= 0) || plan.ParentOf(p) == plan.UnderTransfer || plan.IsLLM(p) {
+		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: StartReceive; LLM phases: MarkLLM)", p))
 		return ActivePhase{ctx: ctx}
 	}
-	parent, under, refused := r.admit(p, output, step)
+	if len(kv) > 0 && r.in.reserved("StartPhase("+p.String()+")", kv) != nil {
+		return ActivePhase{ctx: ctx}
+	}
+	parent, parentLive, refused := r.admitLive(p, output, step)
 	if refused != nil {
 		r.refuse(refused)
 		return ActivePhase{ctx: ctx}
@@ -187,67 +145,66 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 		if !started {
 			// tracer.Start panicked (a span processor's OnStart): undo the
 			// counts, so that no End waits for this start forever.
-			r.startedUnder(under)
+			r.startedUnder(parentLive)
 			r.startDone()
 		}
 	}()
 
-	o := openPhase{phase: p, output: int32(output), under: under, ctx: parent}
+	o := openPhase{phase: p, output: int32(output), parentLive: parentLive, ctx: parent}
 	if r.span != nil {
 		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
 	}
-	if _, ok := o.span.(timed); !ok && (r.met != nil || p == spans.Exec || p == spans.Forward) {
-		// Its own start, for when there is no SDK span to ask (tracing
-		// off, or a provider that is not the SDK's): for the measurement,
-		// and for a part recorded inside it.
-		o.start = time.Now()
-	}
+	// otelomni's own reading of the start, taken after the span started,
+	// so no earlier than the span's own: a part recorded inside it that
+	// starts no earlier than this lies inside the exported span too. It is
+	// also the measurement's start.
+	o.start = time.Now()
 
 	r.mu.Lock()
 	o.id = r.open.add(o)
-	if n := r.nestOf(p); n != nil {
-		*n = nest{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
+	if n := r.parentPhaseOf(p); n != nil {
+		*n = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
 	r.mu.Unlock()
 	started = true
-	r.startedUnder(under)
+	r.startedUnder(parentLive)
 	r.startDone()
 	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
 }
 
-// startedUnder ends a start under the live exec or forward under, counted
-// in nestStarting: that exec or forward's end waits for it, so that no part
+// startedUnder ends a start under the live exec or forward parentLive, counted
+// in childrenStarting: that exec or forward's end waits for it, so that no part
 // outlives it.
-func (r *Request) startedUnder(under uint32) {
-	if under == 0 {
+func (r *Request) startedUnder(parentLive uint32) {
+	if parentLive == 0 {
 		return
 	}
 	r.mu.Lock()
-	r.nestStarting--
-	if r.nestStarting == 0 && r.cond != nil {
+	r.childrenStarting--
+	if r.childrenStarting == 0 && r.cond != nil {
 		r.cond.Broadcast()
 	}
 	r.mu.Unlock()
 }
 
-// admit decides whether a live phase may start, and under which span. It
+// admitLive decides whether a live phase may start, and under which span. It
 // counts the start (starting), so that an End on another goroutine waits
 // for it; a phase that hangs directly under the request needs no lock for
 // that. It returns why the phase is refused, or nil.
-func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint32, error) {
+func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
 	if r.startsLater && r.start.After(time.Now()) {
 		// The request was given a start later than now: a phase starting
 		// now would start before it.
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
 	}
-	once := singleton(p, output, step)
-	if k := p.Parent(); k == spans.ParentScope && once != 0 {
+	once := onceBit(p, output, step)
+	if k := plan.ParentOf(p); k == plan.Scope && once != 0 {
 		r.starting.Add(1)
 		if r.ended.Load() {
 			r.startDone()
 			return nil, 0, errStartedAfterEnd
 		}
-		if once != 0 && !r.claim(once) {
+		if once != 0 && !r.markOnce(once) {
 			r.startDone()
 			return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
 		}
@@ -258,18 +215,18 @@ func (r *Request) admit(p spans.Phase, output, step int) (context.Context, uint3
 	if r.ended.Load() {
 		return nil, 0, errStartedAfterEnd
 	}
-	parent, under, ok := r.liveParentLocked(p.Parent())
+	parent, parentLive, ok := r.liveParentLocked(plan.ParentOf(p))
 	if !ok {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded}
 	}
-	if !r.claimLocked(p, output, step) {
+	if !r.markMeasuredLocked(p, output, step) {
 		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
 	}
-	if under != 0 {
-		r.nestStarting++
+	if parentLive != 0 {
+		r.childrenStarting++
 	}
 	r.starting.Add(1)
-	return parent, under, nil
+	return parent, parentLive, nil
 }
 
 // claimKey is one output's per-output phase, or one denoise step.
@@ -278,12 +235,12 @@ type claimKey struct {
 	index int
 }
 
-// claimLocked marks a phase measured for this request (once per output for
+// markMeasuredLocked marks a phase measured for this request (once per output for
 // a per-output phase, once per step for a denoise step), and reports
 // whether it was not already.
-func (r *Request) claimLocked(p spans.Phase, output, step int) bool {
-	if once := singleton(p, output, step); once != 0 {
-		return r.claim(once)
+func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) bool {
+	if once := onceBit(p, output, step); once != 0 {
+		return r.markOnce(once)
 	}
 	k := claimKey{p, output}
 	if step >= 0 {
@@ -315,9 +272,9 @@ func (r *Request) refuse(err error) {
 	r.in.stats.conflict(err)
 }
 
-// claim marks phase bits once as measured, and reports whether they were
+// markOnce marks phase bits once as measured, and reports whether they were
 // not already.
-func (r *Request) claim(once uint32) bool {
+func (r *Request) markOnce(once uint32) bool {
 	for {
 		seen := r.seen.Load()
 		if seen&once != 0 {
@@ -344,17 +301,17 @@ func (r *Request) startDone() {
 // its exec (forward) had ended.
 var errParentEnded = fmt.Errorf("%w: its exec or forward had already ended", spans.ErrOutsideParent)
 
-// singleton returns the bit of a phase that is measured once per request,
+// onceBit returns the bit of a phase that is measured once per request,
 // or 0 for one measured per output or per step.
-func singleton(p spans.Phase, output, step int) uint32 {
+func onceBit(p spans.Phase, output, step int) uint32 {
 	if output >= 0 || step >= 0 {
 		return 0
 	}
 	return 1 << p
 }
 
-// nestOf returns the nest that phase p is, or nil.
-func (r *Request) nestOf(p spans.Phase) *nest {
+// parentPhaseOf returns the parentPhase that phase p is (exec or forward), or nil.
+func (r *Request) parentPhaseOf(p spans.Phase) *parentPhase {
 	switch p {
 	case spans.Exec:
 		return &r.exec
@@ -368,9 +325,9 @@ func (r *Request) nestOf(p spans.Phase) *nest {
 // starts under, and the id of that parent when it is a live phase. Without
 // its exec (or forward), a phase hangs under the next span up rather than
 // being lost; under one that has ended, it is refused (ok false).
-func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint32, bool) {
+func (r *Request) liveParentLocked(k plan.Parent) (context.Context, uint32, bool) {
 	switch k {
-	case spans.ParentForward:
+	case plan.UnderForward:
 		if r.forward.set {
 			if r.forward.closed {
 				return nil, 0, false
@@ -378,7 +335,7 @@ func (r *Request) liveParentLocked(k spans.Parent) (context.Context, uint32, boo
 			return r.forward.ctx, r.forward.live, true
 		}
 		fallthrough
-	case spans.ParentExec:
+	case plan.UnderExec:
 		if r.exec.set {
 			if r.exec.closed {
 				return nil, 0, false
@@ -422,8 +379,8 @@ func (r *Request) endLive(id uint32, err error) {
 	var kids []openPhase
 	var at time.Time
 	stepsRun := r.stepsRun
-	if n := r.nestOf(o.phase); n != nil && n.live == id {
-		for r.nestStarting > 0 {
+	if n := r.parentPhaseOf(o.phase); n != nil && n.live == id {
+		for r.childrenStarting > 0 {
 			// A part is starting under it on another goroutine: end
 			// after it is in the set, so that it ends with its parent.
 			if r.cond == nil {
@@ -456,7 +413,7 @@ func (r *Request) endLive(id uint32, err error) {
 		if end.IsZero() {
 			end = time.Now()
 		}
-		o.span.SetAttributes(omniattr.MeanStepDuration(seconds(end.Sub(spanStart(o.span, o.start))) / float64(stepsRun)))
+		o.span.SetAttributes(omniattr.MeanStepDuration(seconds(end.Sub(o.start)) / float64(stepsRun)))
 	}
 	r.finish(&o, at, err)
 }
@@ -465,14 +422,8 @@ func (r *Request) endLive(id uint32, err error) {
 // ended with it, have ended, and the request (or stage) ends no earlier
 // (liveEnd).
 func (r *Request) liveEnded(o *openPhase) {
-	var end time.Time
-	if t, ok := o.span.(timed); ok {
-		end = t.EndTime()
-	}
-	if end.IsZero() {
-		end = time.Now()
-	}
-	for n := end.UnixNano(); ; {
+	// Read after the span ended: no earlier than its own end.
+	for n := time.Now().UnixNano(); ; {
 		last := r.liveEnd.Load()
 		if n <= last || r.liveEnd.CompareAndSwap(last, n) {
 			break
@@ -491,13 +442,10 @@ func (r *Request) finish(o *openPhase, at time.Time, err error) {
 		endSpan(o.span, at)
 	}
 	if r.met != nil {
-		start, end := o.start, at
-		if t, ok := o.span.(timed); ok {
-			start, end = t.StartTime(), t.EndTime()
-		}
+		end := at
 		if end.IsZero() {
 			end = time.Now()
 		}
-		r.observe(o.ctx, o.phase, start, end, int(o.output))
+		r.observe(o.ctx, o.phase, o.start, end, int(o.output))
 	}
 }

@@ -2,83 +2,27 @@ package otelomni
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"reflect"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// Carrier carries trace context in a stage message: put a Carrier field in
-// your message struct (it marshals as a JSON object) and pass its address
-// to [Instrumenter.Inject] and [Instrumenter.Extract]. For a map you already
-// have, use propagation.MapCarrier. A nil *Carrier reads as empty and
-// ignores writes.
-type Carrier map[string]string
-
-var _ propagation.TextMapCarrier = (*Carrier)(nil)
-
-// Get returns the value of key.
-func (c *Carrier) Get(key string) string {
-	if c == nil {
-		return ""
-	}
-	return (*c)[key]
-}
-
-// Set sets key, making the map if it is nil.
-func (c *Carrier) Set(key, value string) {
-	if c == nil {
-		return
-	}
-	if *c == nil {
-		*c = Carrier{}
-	}
-	(*c)[key] = value
-}
-
-// Keys lists the keys.
-func (c *Carrier) Keys() []string {
-	if c == nil {
-		return nil
-	}
-	out := make([]string, 0, len(*c))
-	for k := range *c {
-		out = append(out, k)
-	}
-	return out
-}
-
-// w3c is used while no propagator was chosen, neither with
-// [WithPropagators] nor as the global one: the API's global default
-// carries nothing, and cross-process traces must not break silently.
-var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-
-// unsetGlobal is the global propagator as the API starts it, read when
-// this package is initialised (before main runs, so before a program sets
-// one). The API's is a pointer; anything else there was set by a package
-// initialised earlier, is the program's choice, and is not kept.
-var unsetGlobal = keptIfPointer(otel.GetTextMapPropagator())
-
-func keptIfPointer(p propagation.TextMapPropagator) propagation.TextMapPropagator {
-	if p == nil || reflect.TypeOf(p).Kind() != reflect.Pointer {
-		return nil
-	}
-	return p
-}
-
 // propagator returns the propagator chosen with WithPropagators, else the
-// global one once a program has set it (even one that carries nothing, as
-// OTEL_PROPAGATORS=none makes), else W3C trace context and baggage.
+// global one as it is now (otel.GetTextMapPropagator), as contrib's
+// instrumentation does. The first time the one in use carries no fields
+// (the API's global before a program sets one, or OTEL_PROPAGATORS=none),
+// it says so once through the OpenTelemetry error handler: no trace
+// context then crosses to the next stage.
 func (in *Instrumenter) propagator() propagation.TextMapPropagator {
-	if p := in.cfg.propagators; p != nil {
-		return p
+	p := in.cfg.propagators
+	if p == nil {
+		p = otel.GetTextMapPropagator()
 	}
-	p := otel.GetTextMapPropagator()
-	// unsetGlobal holds a pointer: comparing it with p never panics,
-	// whatever p's type (a composite propagator is a slice).
-	if p == nil || (unsetGlobal != nil && p == unsetGlobal && len(p.Fields()) == 0) {
-		return w3c
+	if len(p.Fields()) == 0 && in.noFieldsSaid.CompareAndSwap(false, true) {
+		otel.Handle(errors.New("otelomni: the propagator in use carries no fields, so no trace context reaches the next stage; " +
+			"give one with WithPropagators or install a global one (otelsetup.Setup installs W3C trace context and baggage)"))
 	}
 	return p
 }

@@ -130,7 +130,7 @@ var raceCases = []raceCase{
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "m"})
 		exec := req.StartPhase(ctx, spans.Exec)
 		var b *otelomni.Batch
-		together(func() { b = in.StartBatch(bg, otelomni.BatchInfo{ID: "b"}, req) }, exec.End)
+		together(func() { b = in.StartBatch(bg, otelomni.BatchInfo{ID: "b"}, req) }, func() { exec.End(nil) })
 		b.End(nil)
 		req.End(nil)
 		return func(ss []sdktrace.ReadOnlySpan) error {
@@ -163,7 +163,7 @@ var raceCases = []raceCase{
 		var b1, b2 *otelomni.Batch
 		together(func() { b1 = in.StartBatch(bg, otelomni.BatchInfo{ID: "b1"}, req) },
 			func() { b2 = in.StartBatch(bg, otelomni.BatchInfo{ID: "b2"}, req) })
-		exec.End()
+		exec.End(nil)
 		b1.End(nil)
 		b2.End(nil)
 		req.End(nil)
@@ -192,7 +192,7 @@ var raceCases = []raceCase{
 		exec := req.StartPhase(ctx, spans.Exec)
 		b := in.StartBatch(bg, otelomni.BatchInfo{ID: "b"}, req)
 		var err error
-		together(func() { b.End(nil) }, func() { err = b.EndAt(time.Now(), nil) }, func() { b.End(errors.New("x")) }, exec.End)
+		together(func() { b.End(nil) }, func() { err = b.EndAt(time.Now(), nil) }, func() { b.End(errors.New("x")) }, func() { exec.End(nil) })
 		req.End(nil)
 		return func(ss []sdktrace.ReadOnlySpan) error {
 			if err != nil && !errors.Is(err, otelomni.ErrRequestEnded) {
@@ -227,7 +227,7 @@ var raceCases = []raceCase{
 		// An end given before the phases end: the request must end no
 		// earlier than the phases that ended before it.
 		mid := time.Now()
-		together(func() { req.End(nil) }, func() { _ = req.EndAt(mid, nil) }, exec.End, pre.End)
+		together(func() { req.End(nil) }, func() { _ = req.EndAt(mid, nil) }, func() { exec.End(nil) }, func() { pre.End(nil) })
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.RequestSpanName, 1) }
 	}},
 	{"a part recorded vs its live exec's end", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
@@ -236,8 +236,8 @@ var raceCases = []raceCase{
 		now := time.Now()
 		// A part that ends later than now: inside an open exec it
 		// stretches it; once exec has ended it is refused.
-		together(exec.End, func() { _ = req.RecordPhase(spans.VAEDecode, spans.Between(now, now.Add(time.Hour))) },
-			func() { _ = req.RecordPhase(spans.KVRecv, spans.Between(now, time.Now())) })
+		together(func() { exec.End(nil) }, func() { _ = req.RecordPhase(spans.VAEDecode, spans.Between(now, now.Add(time.Hour)), nil) },
+			func() { _ = req.RecordPhase(spans.KVRecv, spans.Between(now, time.Now()), nil) })
 		req.End(nil)
 		return nil
 	}},
@@ -245,8 +245,8 @@ var raceCases = []raceCase{
 		t0 := time.Now()
 		e := in.StartEngine(bg, otelomni.EngineInfo{Model: "m", Start: t0})
 		load := e.StartLoad(otelomni.LoadInfo{Model: "m"})
-		together(func() { e.End(nil) }, load.End, func() { e.StartWarmup().End() },
-			func() { _ = e.RecordStageInit(otelomni.StageInfo{ID: 1}, spans.Between(t0, time.Now())) })
+		together(func() { e.End(nil) }, func() { load.End(nil) }, func() { e.StartWarmup().End(nil) },
+			func() { e.StartStageInit(otelomni.StageInfo{ID: 1}).End(nil) })
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.EngineStartSpanName, 1) }
 	}},
 }
@@ -259,35 +259,34 @@ func racePhases(req *otelomni.Request, ctx context.Context, t0 time.Time, log *s
 		func() {
 			p := req.StartPhase(ctx, spans.Preprocess)
 			log.InfoContext(p.Context(), "preprocess")
-			p.End()
+			p.End(nil)
 		},
 		func() {
-			req.StartStep(ctx, 0).End()
-			fwd.End()
-			req.StartPhase(ctx, spans.VAEDecode).End()
-			exec.End()
+			req.StartStep(ctx, 0).End(nil)
+			fwd.End(nil)
+			req.StartPhase(ctx, spans.VAEDecode).End(nil)
+			exec.End(nil)
 		},
 		func() {
-			req.EmitOutput(false)
-			_ = req.RecordOutput(spans.Output{Index: 5}, spans.Between(t0, time.Now()))
-			req.EmitOutput(true)
+			_ = req.MarkOutput(false, time.Now())
+			_ = req.MarkOutput(false, time.Now())
+			_ = req.MarkOutput(true, time.Now())
 		},
 		func() {
 			o := req.StartOutputPhase(ctx, spans.OutputReadyWait, spans.Output{Index: 0})
 			log.InfoContext(o.Context(), "waiting")
-			o.End()
-			_ = req.Run(ctx, spans.Postprocess, func(ctx context.Context) error {
-				log.InfoContext(ctx, "postprocess")
-				return nil
-			})
+			o.End(nil)
+			p := req.StartPhase(ctx, spans.Postprocess)
+			log.InfoContext(p.Context(), "postprocess")
+			p.End(nil)
 		},
 		func() {
-			_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()))
+			_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()), nil)
 			_ = req.Record(&spans.DiffusionRecord{KVRecv: spans.Between(time.Now(), time.Now())})
 		},
 		func() {
-			_ = req.MarkLLM(otelomni.LLMQueued)
-			_ = req.MarkLLM(otelomni.LLMScheduled)
+			_ = req.MarkLLM(otelomni.LLMQueued, time.Now())
+			_ = req.MarkLLM(otelomni.LLMScheduled, time.Now())
 			req.SetStepsRun(1)
 			log.WarnContext(ctx, "late")
 		},

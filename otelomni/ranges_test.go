@@ -40,19 +40,16 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		errs bool
 	}{
 		{"StartOutputPhase index", func(_ *otelomni.Instrumenter, ctx context.Context, req *otelomni.Request, v int) error {
-			req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: v}).End()
+			req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: v}).End(nil)
 			return nil
 		}, spans.Postprocess.SpanName(), attrs.OutputIndexKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
 		{"RecordOutputPhase index", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
-			return req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: v}, iv())
+			return req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: v}, iv(), nil)
 		}, spans.Postprocess.SpanName(), attrs.OutputIndexKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
-		{"RecordOutput index", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
-			return req.RecordOutput(spans.Output{Index: v}, iv())
-		}, spans.OutputSpanName, attrs.OutputIndexKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
 		{"StartStep index", func(_ *otelomni.Instrumenter, ctx context.Context, req *otelomni.Request, v int) error {
 			f := req.StartPhase(ctx, spans.Forward)
-			req.StartStep(ctx, v).End()
-			f.End()
+			req.StartStep(ctx, v).End(nil)
+			f.End(nil)
 			return nil
 		}, spans.DenoiseStep.SpanName(), attrs.StepKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
 		{"StageInfo.ID of a stage", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
@@ -67,7 +64,7 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		}, "", attrs.StageIDKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
 		{"StageInfo.ID of a stage's initialisation", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
-			e.StartStageInit(otelomni.StageInfo{ID: v}).End()
+			e.StartStageInit(otelomni.StageInfo{ID: v}).End(nil)
 			e.End(nil)
 			return nil
 		}, spans.EngineStageInitSpanName, attrs.StageIDKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
@@ -120,13 +117,13 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		}, spans.TransferSpanName, attrs.TransferBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, true},
 		{"LoadInfo.WeightBytes", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
-			e.StartLoad(otelomni.LoadInfo{WeightBytes: int64(v)}).End()
+			e.StartLoad(otelomni.LoadInfo{WeightBytes: int64(v)}).End(nil)
 			e.End(nil)
 			return nil
 		}, spans.EngineLoadSpanName, attrs.EngineWeightBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
 		{"LoadInfo.DeviceCount", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
-			_ = e.RecordLoad(otelomni.LoadInfo{DeviceCount: v}, iv())
+			e.StartLoad(otelomni.LoadInfo{DeviceCount: v}).End(nil)
 			e.End(nil)
 			return nil
 		}, spans.EngineLoadSpanName, attrs.EngineDeviceCountKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
@@ -134,7 +131,7 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
 			l := e.StartLoad(otelomni.LoadInfo{})
 			l.SetAcceleratorMemory(int64(v))
-			l.End()
+			l.End(nil)
 			e.End(nil)
 			return nil
 		}, spans.EngineLoadSpanName, attrs.EngineAcceleratorMemoryKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
@@ -188,35 +185,6 @@ func contains(s []int, v int) bool {
 		}
 	}
 	return false
-}
-
-func TestAnOutputIndexNeverOverflows(t *testing.T) {
-	r := newRecorded(t)
-	t0 := time.Now()
-	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "o", Start: t0})
-	err := req.RecordOutput(spans.Output{Index: math.MaxInt}, spans.Between(t0, t0))
-	if !errors.Is(err, otelomni.ErrInvalidPhase) {
-		t.Errorf("RecordOutput(MaxInt): %v, want an error matching ErrInvalidPhase", err)
-	}
-	if out := req.EmitOutput(true); out.Index != 0 {
-		t.Errorf("the next output is %d, want 0: the refused index moved nothing", out.Index)
-	}
-	// The last index there is: the next one would be past it.
-	if err := req.RecordOutput(spans.Output{Index: maxIndex}, spans.Between(t0, time.Now())); err != nil {
-		t.Fatal(err)
-	}
-	before := r.in.Stats().Misuse
-	if out := req.EmitOutput(true); out.Index != -1 {
-		t.Errorf("EmitOutput after index 2^31-1 returned %d, want -1", out.Index)
-	}
-	if r.in.Stats().Misuse != before+1 {
-		t.Error("an output past the last index must be counted")
-	}
-	req.End(nil)
-	// newRecorded's check: no omni.output.index out of 0 to 2^31-1.
-	if n := len(byName(r.rec.Ended())[spans.OutputSpanName]); n != 2 {
-		t.Errorf("%d omni.output spans, want 2 (indices 0 and 2^31-1)", n)
-	}
 }
 
 func TestOptionsTakeAnyInt(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -33,8 +34,8 @@ func (r *Request) Record(rec *spans.DiffusionRecord) error {
 
 // recordDiffusion records rec, its exec in batch when batch is not nil.
 func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) error {
-	var buf [16]spans.PlannedSpan
-	plan, err := rec.Plan(buf[:0], spans.PlanOptions{DenoiseSteps: r.in.cfg.denoiseSteps})
+	var buf [16]plan.Span
+	ps, err := plan.Diffusion(buf[:0], rec, plan.Options{DenoiseSteps: r.in.cfg.denoiseSteps})
 	r.countBad(err)
 	steps := rec.StepsRun
 	if steps < 0 {
@@ -44,42 +45,32 @@ func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) e
 	if steps > 0 {
 		r.SetStepsRun(steps)
 	}
-	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: steps}))
-}
-
-// RecordLLM turns an LLM stage's timing record into its phase spans
-// (llm.queue, llm.prefill, llm.decode), each only when measured, as
-// [Request.Record] does.
-func (r *Request) RecordLLM(rec *spans.LLMRecord) error {
-	if !r.recording() || rec == nil {
-		return nil
-	}
-	var buf [3]spans.PlannedSpan
-	plan, err := rec.Plan(buf[:0])
-	r.countBad(err)
-	return errors.Join(err, r.recordPlanned(plan, recordOpts{reconstructed: rec.Reconstructed}))
+	return errors.Join(err, r.recordPlanned(ps, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: steps}))
 }
 
 // RecordPhase records one phase measured elsewhere (the scheduler's queue
 // wait, say) as a span with the interval's own times, under its parent in
-// the tree as for [Request.StartPhase]. An unmeasured interval makes no span
-// and no error; a bad one makes no span and returns a [*spans.PhaseError]
-// (see [Request.Record] for what is bad).
-func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, kv ...attribute.KeyValue) error {
-	return r.recordOne(p, -1, false, iv, nil, kv)
-}
-
-// RecordFailedPhase is RecordPhase for a phase during which the request
-// failed: its span gets status Error and error.type, as
-// [ActivePhase.EndError] gives on the live path.
-func (r *Request) RecordFailedPhase(p spans.Phase, iv spans.Interval, err error, kv ...attribute.KeyValue) error {
-	return r.recordOne(p, -1, false, iv, err, kv)
+// the tree as for [Request.StartPhase]. A non-nil failed marks the phase
+// failed (status Error and error.type), as [ActivePhase.End] does on the
+// live path; nil records a phase that succeeded. An unmeasured interval
+// makes no span and no error; a bad one makes no span and returns a
+// [*spans.PhaseError] (see [Request.Record] for what is bad). kv adds
+// attributes of the caller's own; one whose key otelomni sets itself makes
+// no span and returns an error, as for [Request.StartPhase]. A phase this
+// call does not take (a denoise step, which a record's DenoiseSteps hold; a
+// transfer part: [Request.RecordTransfer]) makes no span and returns
+// [ErrInvalidPhase]. An output-ready wait or postprocess recorded here
+// belongs to the request's single output; the outputs of a streaming
+// request use [Request.RecordOutputPhase].
+func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv ...attribute.KeyValue) error {
+	return r.recordOne(p, -1, false, iv, failed, kv)
 }
 
 // RecordOutputPhase records a per-output phase (output-ready wait or
 // postprocess) of output out of a streaming request, with
-// omni.output.index and omni.output.final.
-func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, kv ...attribute.KeyValue) error {
+// omni.output.index and omni.output.final; failed as for
+// [Request.RecordPhase].
+func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, failed error, kv ...attribute.KeyValue) error {
 	if r.recording() && !p.PerOutput() {
 		r.in.stats.misused(fmt.Sprintf("RecordOutputPhase(%v): not a per-output phase", p))
 		return ErrInvalidPhase
@@ -87,14 +78,14 @@ func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.In
 	if r.recording() && badIndex(out.Index) {
 		return r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 	}
-	return r.recordOne(p, out.Index, out.Final, iv, nil, kv)
+	return r.recordOne(p, out.Index, out.Final, iv, failed, kv)
 }
 
 func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Interval, fail error, kv []attribute.KeyValue) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	if !p.Valid() || p == spans.DenoiseStep || p.Parent() == spans.ParentTransfer {
+	if !plan.Valid(p) || p == spans.DenoiseStep || plan.ParentOf(p) == plan.UnderTransfer {
 		// A denoise step needs its index (DiffusionRecord.DenoiseSteps), a
 		// transfer part its transfer (RecordTransfer).
 		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): not a phase this call takes (denoise steps: a record; transfer parts: RecordTransfer)", p))
@@ -105,7 +96,12 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 		r.in.stats.reject(err)
 		return err
 	}
-	ps := [1]spans.PlannedSpan{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
+	if len(kv) > 0 {
+		if err := r.in.reserved("RecordPhase("+p.String()+")", kv); err != nil {
+			return err
+		}
+	}
+	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
 	return r.recordPlanned(ps[:], recordOpts{kv: kv})
 }
 
@@ -123,7 +119,7 @@ func (r *Request) countBad(err error) {
 // accepted is one planned span that passed the tree's checks, with where
 // it hangs: a context, or an earlier span of the same batch.
 type accepted struct {
-	ps     *spans.PlannedSpan
+	ps     *plan.Span
 	parent context.Context
 	// in is the index in the batch of the span it hangs under, or -1.
 	in int
@@ -154,7 +150,7 @@ type recordOpts struct {
 // recordPlanned checks planned spans against the request's tree, then
 // starts and ends their spans outside the lock, and records their
 // measurements.
-func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
+func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 	if len(plan) == 0 {
 		return nil
 	}
@@ -203,8 +199,8 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 		r.mu.Lock()
 		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
 			if i := *batch.of(p); i >= 0 {
-				if n := r.nestOf(p); !n.set {
-					*n = nest{set: true, closed: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
+				if n := r.parentPhaseOf(p); !n.set {
+					*n = parentPhase{set: true, closed: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
 				}
 			}
 		}
@@ -215,48 +211,48 @@ func (r *Request) recordPlanned(plan []spans.PlannedSpan, o recordOpts) error {
 
 // placeLocked decides where a planned span hangs and checks that it fits:
 // measured once, and inside its parent's interval.
-func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch batchNests, ok []accepted) (accepted, error) {
+func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNests, ok []accepted) (accepted, error) {
 	fail := func(err error) (accepted, error) {
 		return accepted{}, &spans.PhaseError{Phase: ps.Phase, Output: ps.Output, Step: ps.Step,
 			Interval: spans.Between(ps.Start, ps.End), Err: err}
 	}
-	once := singleton(ps.Phase, ps.Output, ps.Step)
+	once := onceBit(ps.Phase, ps.Output, ps.Step)
 	if once != 0 && r.seen.Load()&once != 0 {
 		return fail(spans.ErrDuplicatePhase)
 	}
-	// claim marks the phase measured, last: a span refused for its
+	// markMeasured marks the phase measured, last: a span refused for its
 	// interval leaves the phase free.
-	claim := func(a accepted) (accepted, error) {
-		if !r.claimLocked(ps.Phase, ps.Output, ps.Step) {
+	markMeasured := func(a accepted) (accepted, error) {
+		if !r.markMeasuredLocked(ps.Phase, ps.Output, ps.Step) {
 			return fail(spans.ErrDuplicatePhase)
 		}
 		return a, nil
 	}
 	iv := spans.Between(ps.Start, ps.End)
 	var parents []spans.Phase
-	switch ps.Phase.Parent() {
-	case spans.ParentForward:
+	switch plan.ParentOf(ps.Phase) {
+	case plan.UnderForward:
 		parents = []spans.Phase{spans.Forward, spans.Exec}
-	case spans.ParentExec:
+	case plan.UnderExec:
 		parents = []spans.Phase{spans.Exec}
 	}
 	for _, pp := range parents {
 		if i := *batch.of(pp); i >= 0 {
 			// Its parent is in the same batch.
-			if p := ok[i].ps; !iv.Within(p.Start, p.End) {
+			if p := ok[i].ps; !plan.Within(iv, p.Start, p.End) {
 				return fail(spans.ErrOutsideParent)
 			}
-			return claim(accepted{ps: ps, in: i})
+			return markMeasured(accepted{ps: ps, in: i})
 		}
-		n := r.nestOf(pp)
+		n := r.parentPhaseOf(pp)
 		if !n.set {
 			continue
 		}
 		start, end := n.interval()
-		if !iv.Within(start, end) {
+		if !plan.Within(iv, start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		a, err := claim(accepted{ps: ps, parent: n.ctx, in: -1})
+		a, err := markMeasured(accepted{ps: ps, parent: n.ctx, in: -1})
 		if err == nil && !n.closed {
 			n.lastChild = later(n.lastChild, ps.End)
 		}
@@ -265,12 +261,12 @@ func (r *Request) placeLocked(ps *spans.PlannedSpan, scopeStart time.Time, batch
 	if ps.Start.Before(scopeStart) {
 		return fail(spans.ErrOutsideParent)
 	}
-	return claim(accepted{ps: ps, parent: r.ctx, in: -1})
+	return markMeasured(accepted{ps: ps, parent: r.ctx, in: -1})
 }
 
 // emit starts and ends the span of one recorded phase under parent, with
 // its own times, and returns the context that holds it.
-func (r *Request) emit(parent context.Context, ps *spans.PlannedSpan, o recordOpts) context.Context {
+func (r *Request) emit(parent context.Context, ps *plan.Span, o recordOpts) context.Context {
 	if r.span == nil {
 		return parent
 	}

@@ -75,12 +75,12 @@ type Request struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// nestStarting counts live phases being started under a live exec or
+	// childrenStarting counts live phases being started under a live exec or
 	// forward; its end waits for them on cond.
-	nestStarting int
+	childrenStarting int
 	// claimed marks the per-output phases and steps measured.
 	claimed       map[claimKey]bool
-	exec, forward nest
+	exec, forward parentPhase
 	open          openPhases
 	// lastEnd is the latest end among recorded phases: the request ends no
 	// earlier.
@@ -96,8 +96,8 @@ type Request struct {
 	kept     atomic.Bool
 }
 
-// nest is a phase that other phases hang under: exec, or forward.
-type nest struct {
+// parentPhase is a phase that other phases hang under: exec, or forward.
+type parentPhase struct {
 	set, closed bool
 	ctx         context.Context
 	// span is the live phase's span, which knows its own times; nil for a
@@ -115,20 +115,16 @@ type nest struct {
 	batch *batchRef
 }
 
-// interval returns the nest's start and end; the end is zero while it is
-// open. A live phase closed and still ending on another goroutine (or whose
-// span does not tell its end) ends no earlier than when it was closed.
-func (n *nest) interval() (time.Time, time.Time) {
-	start, end := spanStart(n.span, n.start), n.end
+// interval returns the parent phase's start and end, as otelomni read them; the
+// end is zero while it is open. A live phase's start was read after its
+// span started, and its end (ending) before its span ended: the interval
+// lies inside the exported span's.
+func (n *parentPhase) interval() (time.Time, time.Time) {
+	end := n.end
 	if n.closed && end.IsZero() {
-		if t, ok := n.span.(timed); ok {
-			end = t.EndTime()
-		}
-		if end.IsZero() {
-			end = n.ending
-		}
+		end = n.ending
 	}
-	return start, end
+	return n.start, end
 }
 
 // noRequest is what Start returns when nothing is recorded. It is never
@@ -191,7 +187,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		n := in.requestAttrs(a.kv[:0], info, id, model, &stage)
 		var extra []attribute.KeyValue
 		if len(info.Attributes) > 0 {
-			extra = in.kvs(info.Attributes)
+			extra = in.callerKVs("RequestInfo.Attributes", info.Attributes)
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
 			extra = append(extra[:len(extra):len(extra)], omniattr.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
@@ -210,7 +206,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		ctx, span = in.tracer.Start(ctx, spans.RequestSpanName, a.options(kind, n, extra, start, link...)...)
 		startPool.Put(a)
 	}
-	ctx, r := in.newScope(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
+	ctx, r := in.newRequest(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
 	if r != noRequest {
 		r.modality = info.Modality
 	}
@@ -240,16 +236,16 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 		sctx, span = in.tracer.Start(ctx, spans.StageSpanName, a.options(kind, n, nil, start)...)
 		startPool.Put(a)
 	}
-	sctx, r := in.newScope(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
+	sctx, r := in.newRequest(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
 	if r != noRequest {
 		r.id = "stage " + strconv.Itoa(info.ID) + " " + stage.Name
 	}
 	return sctx, r
 }
 
-// newScope returns the Request of a span just started, or noRequest when
+// newRequest returns the Request of a span just started, or noRequest when
 // it records nothing: the span is not sampled and the histograms are off.
-func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, tbl *modelTable, kind scopeKind, id string, stageID, steps int, start time.Time) (context.Context, *Request) {
+func (in *Instrumenter) newRequest(ctx, parent context.Context, span trace.Span, tbl *modelTable, kind scopeKind, id string, stageID, steps int, start time.Time) (context.Context, *Request) {
 	if span != nil && !span.IsRecording() {
 		span = nil
 	}
@@ -261,10 +257,11 @@ func (in *Instrumenter) newScope(ctx, parent context.Context, span trace.Span, t
 		return ctx, noRequest
 	}
 	later := false
-	if _, ok := span.(timed); start.IsZero() && !ok {
-		// No SDK span to ask for its start: keep one.
+	if start.IsZero() {
+		// The span started just before: this reading is no earlier than
+		// its own start, so a phase that starts no earlier lies inside.
 		start = time.Now()
-	} else if !start.IsZero() {
+	} else {
 		later = start.After(time.Now())
 	}
 	r := &Request{in: in, span: span, ctx: ctx, tbl: tbl, met: met, kind: kind, id: id, startsLater: later,
@@ -307,10 +304,11 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 
 // SetAttributes records kv on the request (or stage) span, such as counts
 // known only at the end. Strings are bounded like every string otelomni
-// records.
+// records. An attribute whose key otelomni sets itself is left out and
+// counted in Stats.Misuse, as for RequestInfo.Attributes.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 	if r.recording() && r.span != nil {
-		r.span.SetAttributes(r.in.kvs(kv)...)
+		r.span.SetAttributes(r.in.callerKVs("Request.SetAttributes", kv)...)
 	}
 }
 
@@ -338,15 +336,6 @@ func (r *Request) SetUsage(inputTokens, outputTokens int) {
 	if n > 0 && r.span != nil {
 		r.span.SetAttributes(kv[:n]...)
 	}
-}
-
-// Span returns the request (or stage) span; a non-recording span when
-// nothing is recorded.
-func (r *Request) Span() trace.Span {
-	if !r.recording() || r.span == nil {
-		return trace.SpanFromContext(context.Background())
-	}
-	return r.span
 }
 
 // SetStepsRun records the number of denoising steps the request actually

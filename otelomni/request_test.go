@@ -53,14 +53,14 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				req.StartPhase(ctx, spans.Preprocess).End()
+				req.StartPhase(ctx, spans.Preprocess).End(nil)
 				exec := req.StartPhase(ctx, spans.Exec)
 				for _, p := range []spans.Phase{spans.QueueWait, spans.KVRecv, spans.Forward, spans.VAEDecode} {
-					req.StartPhase(ctx, p).End()
+					req.StartPhase(ctx, p).End(nil)
 				}
-				exec.End()
-				req.StartPhase(context.Background(), spans.OutputReadyWait).End()
-				_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+				exec.End(nil)
+				req.StartPhase(context.Background(), spans.OutputReadyWait).End(nil)
+				req.StartPhase(ctx, spans.Postprocess).End(nil)
 			}
 			req.End(nil)
 
@@ -84,8 +84,8 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 					continue
 				}
 				p, _ := spans.LookupSpanName(s.Name())
-				if v, ok := attr(s, attrs.PhaseKey); !ok || v.AsString() != p.ID() {
-					t.Errorf("%s: omni.phase = %v, want %q", s.Name(), v.String(), p.ID())
+				if v, ok := attr(s, attrs.PhaseKey); !ok || v.AsString() != p.String() {
+					t.Errorf("%s: omni.phase = %v, want %q", s.Name(), v.String(), p.String())
 				}
 				if v, _ := attr(s, attrs.RequestModelKey); v.AsString() != "Qwen/Qwen-Image" {
 					t.Errorf("%s: gen_ai.request.model = %q", s.Name(), v.AsString())
@@ -132,7 +132,7 @@ func TestMeasuredZeroMakesZeroLengthSpan(t *testing.T) {
 	if err := req.Record(rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := req.RecordPhase(spans.Preprocess, spans.Lasting(at(-3), 0)); err != nil {
+	if err := req.RecordPhase(spans.Preprocess, spans.Lasting(at(-3), 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	req.End(nil)
@@ -187,11 +187,11 @@ func TestRecordPhaseRejectsBadIntervalOnTheLivePath(t *testing.T) {
 	r := newRecorded(t)
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "live-bad"})
 	now := time.Now()
-	err := req.RecordPhase(spans.QueueWait, spans.Between(now, now.Add(-time.Millisecond)))
+	err := req.RecordPhase(spans.QueueWait, spans.Between(now, now.Add(-time.Millisecond)), nil)
 	if !errors.Is(err, spans.ErrEndBeforeStart) {
 		t.Fatalf("err = %v, want ErrEndBeforeStart", err)
 	}
-	if err := req.RecordPhase(spans.QueueWait, spans.Interval{}); err != nil {
+	if err := req.RecordPhase(spans.QueueWait, spans.Interval{}, nil); err != nil {
 		t.Fatalf("an unmeasured interval is not an error: %v", err)
 	}
 	req.End(nil)
@@ -242,10 +242,10 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 		r := newRecorded(t)
 		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "stream"})
 		exec := req.StartPhase(context.Background(), spans.Exec)
-		req.StartOutputPhase(context.Background(), spans.OutputReadyWait, spans.Output{Index: 0}).End()
-		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End()
-		exec.End()
-		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 1, Final: true}).End()
+		req.StartOutputPhase(context.Background(), spans.OutputReadyWait, spans.Output{Index: 0}).End(nil)
+		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End(nil)
+		exec.End(nil)
+		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 1, Final: true}).End(nil)
 		req.End(nil)
 		check(t, r.rec.Ended())
 	})
@@ -381,7 +381,7 @@ func (*oomError) Error() string { return "out of memory" }
 func TestAbortedBeforeAdmissionHasNoQueueWait(t *testing.T) {
 	r := newRecorded(t)
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "aborted"})
-	req.StartPhase(context.Background(), spans.Preprocess).End()
+	req.StartPhase(context.Background(), spans.Preprocess).End(nil)
 	req.End(otelomni.ErrClientAbort)
 	got := byName(r.rec.Ended())
 	if len(got[spans.QueueWait.SpanName()]) != 0 || len(got[spans.Exec.SpanName()]) != 0 {

@@ -2,7 +2,12 @@ package otelomni_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -23,7 +29,7 @@ type twoProcesses struct {
 }
 
 func newTwoProcesses(t *testing.T) *twoProcesses {
-	return &twoProcesses{gw: newRecorded(t), st: newRecorded(t)}
+	return &twoProcesses{gw: newRecorded(t, w3c), st: newRecorded(t, w3c)}
 }
 
 // all returns both processes' spans.
@@ -32,14 +38,23 @@ func (p *twoProcesses) all() []sdktrace.ReadOnlySpan {
 }
 
 // handOver injects the request context at the gateway and extracts it in
-// the stage process, through a message struct's Carrier field.
+// the stage process, through a message struct's carrier field sent as JSON.
 func (p *twoProcesses) handOver(ctx context.Context) context.Context {
-	var msg struct {
+	type message struct {
 		Payload string
-		Trace   otelomni.Carrier
+		Trace   propagation.MapCarrier
 	}
-	p.gw.in.Inject(ctx, &msg.Trace)
-	return p.st.in.Extract(context.Background(), &msg.Trace)
+	out := message{Trace: propagation.MapCarrier{}}
+	p.gw.in.Inject(ctx, out.Trace)
+	b, err := json.Marshal(out)
+	if err != nil {
+		panic(err)
+	}
+	var in message
+	if err := json.Unmarshal(b, &in); err != nil {
+		panic(err)
+	}
+	return p.st.in.Extract(context.Background(), in.Trace)
 }
 
 func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
@@ -48,7 +63,7 @@ func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
 	rctx := p.handOver(ctx)
 	_, st := p.st.in.StartStage(rctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, ReplicaID: "0", Model: "Qwen/Qwen2.5-Omni-7B"})
 	st.SetUsage(512, 128)
-	st.StartPhase(context.Background(), spans.Preprocess).End()
+	st.StartPhase(context.Background(), spans.Preprocess).End(nil)
 	st.End(nil)
 	req.End(nil)
 
@@ -77,22 +92,67 @@ func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestUnsetPropagatorFallsBackToW3C: while no program has set a
-// propagator, W3C trace context is used; a propagator that was chosen is
-// used as it is, even one that carries nothing (OTEL_PROPAGATORS=none).
-func TestUnsetPropagatorFallsBackToW3C(t *testing.T) {
+// handled collects what reaches the OpenTelemetry error handler until the
+// test ends.
+func handled(t *testing.T) func() []string {
+	var mu sync.Mutex
+	var got []string
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		got = append(got, err.Error())
+		mu.Unlock()
+	}))
+	t.Cleanup(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Print(err) })) })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// TestThePropagatorIsTheGivenOrTheGlobal: the propagator is the one given
+// with WithPropagators, else the global one at each call, as it is: the
+// API's global before a program sets one carries nothing, and the first
+// Inject says so once through the error handler. It runs in a child
+// process: setting the global propagator cannot be undone.
+func TestThePropagatorIsTheGivenOrTheGlobal(t *testing.T) {
+	if os.Getenv("OTELOMNI_CHILD") != t.Name() {
+		runChild(t)
+		return
+	}
 	r := newRecorded(t)
+	said := handled(t)
+	before := otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTextMapPropagator(before) })
 	// No WithPropagators, and no global propagator set in this process.
 	in := otelomni.New(otelomni.WithTracerProvider(r.tp))
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
 	defer req.End(nil)
+	for i := 0; i < 3; i++ {
+		c0 := propagation.MapCarrier{}
+		in.Inject(ctx, c0)
+		if len(c0) != 0 {
+			t.Fatalf("the API's unset global injected %v", c0)
+		}
+	}
+	var n int
+	for _, m := range said() {
+		if strings.Contains(m, "carries no fields") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("a propagator that carries nothing was reported %d times, want once: %q", n, said())
+	}
+
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	c := propagation.MapCarrier{}
 	in.Inject(ctx, c)
 	if c["traceparent"] == "" {
-		t.Fatalf("no traceparent injected: %v", c)
+		t.Fatalf("the global set after New was not used: %v", c)
 	}
 	got := trace.SpanContextFromContext(in.Extract(context.Background(), c))
-	if got.TraceID() != req.Span().SpanContext().TraceID() {
+	if got.TraceID() != trace.SpanContextFromContext(ctx).TraceID() {
 		t.Error("round trip lost the trace id")
 	}
 
@@ -113,8 +173,6 @@ func TestUnsetPropagatorFallsBackToW3C(t *testing.T) {
 	}
 
 	// An empty one set as the global propagator sends nothing either.
-	before := otel.GetTextMapPropagator()
-	t.Cleanup(func() { otel.SetTextMapPropagator(before) })
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 	c4 := propagation.MapCarrier{}
 	in.Inject(ctx, c4)
@@ -131,10 +189,10 @@ func TestUnsetPropagatorFallsBackToW3C(t *testing.T) {
 
 func TestUnsampledContextStillPropagates(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
-	in := otelomni.New(otelomni.WithTracerProvider(tp))
+	in := otelomni.New(otelomni.WithTracerProvider(tp), w3c)
 	ctx, _ := in.Start(context.Background(), otelomni.RequestInfo{ID: "x"})
-	c := otelomni.Carrier{}
-	in.Inject(ctx, &c)
+	c := propagation.MapCarrier{}
+	in.Inject(ctx, c)
 	if c["traceparent"] == "" || c["traceparent"][len(c["traceparent"])-2:] != "00" {
 		t.Errorf("an unsampled request must propagate its not-sampled decision: %v", c)
 	}
@@ -152,15 +210,15 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 		want map[spans.Phase]time.Duration
 	}{
 		{"all seen", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond, plan.LLMDecode: 250 * time.Millisecond}},
 		{"queued never seen: only decode", evs(otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{spans.LLMDecode: 250 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMDecode: 250 * time.Millisecond}},
 		{"re-schedule after preemption keeps the prefill start",
 			evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMPreempted, ms(20), otelomni.LLMScheduled, ms(30),
 				otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond, plan.LLMDecode: 250 * time.Millisecond}},
 		{"still decoding at the end", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50)),
-			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond}},
+			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,14 +226,14 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: base})
 			_, st := r.in.StartStage(ctx, otelomni.StageInfo{Name: "thinker", Type: attrs.StageLLM, Start: base})
 			for _, e := range tc.events {
-				if err := st.MarkLLMAt(e.e, e.t); err != nil {
+				if err := st.MarkLLM(e.e, e.t); err != nil {
 					t.Fatal(err)
 				}
 			}
 			st.End(nil)
 			req.End(nil)
 			got := byName(r.rec.Ended())
-			for _, p := range []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode} {
+			for _, p := range []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode} {
 				d, want := tc.want[p]
 				ss := got[p.SpanName()]
 				if !want {
@@ -214,37 +272,41 @@ func TestLLMEventsRejectBadInput(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM})
 	now := time.Now()
-	if err := st.MarkLLMAt(otelomni.LLMQueued, time.Time{}); !errors.Is(err, spans.ErrZeroTime) {
+	if err := st.MarkLLM(otelomni.LLMQueued, time.Time{}); !errors.Is(err, spans.ErrZeroTime) {
 		t.Errorf("zero time: %v", err)
 	}
-	_ = st.MarkLLMAt(otelomni.LLMFirstToken, now)
-	if err := st.MarkLLMAt(otelomni.LLMLastToken, now.Add(-time.Second)); !errors.Is(err, spans.ErrEndBeforeStart) {
+	_ = st.MarkLLM(otelomni.LLMFirstToken, now)
+	if err := st.MarkLLM(otelomni.LLMLastToken, now.Add(-time.Second)); !errors.Is(err, spans.ErrEndBeforeStart) {
 		t.Errorf("last token before first: %v", err)
 	}
 	st.End(nil)
 	req.End(nil)
-	if n := len(byName(r.rec.Ended())[spans.LLMDecode.SpanName()]); n != 0 {
+	if n := len(byName(r.rec.Ended())[plan.LLMDecode.SpanName()]); n != 0 {
 		t.Errorf("a negative decode made %d spans", n)
 	}
 }
 
-func TestRecordLLM(t *testing.T) {
+func TestLLMEventsWithTheEnginesTimes(t *testing.T) {
 	r := newRecorded(t)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "llm"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM, Start: base})
-	rec := spans.LLMFromEvents(time.Time{}, at(5), at(50), at(300))
-	rec.Reconstructed = true
-	if err := st.RecordLLM(&rec); err != nil {
-		t.Fatal(err)
+	// No queued event: llm.queue is not measured.
+	for _, e := range []struct {
+		ev otelomni.LLMEvent
+		t  time.Time
+	}{{otelomni.LLMScheduled, at(5)}, {otelomni.LLMFirstToken, at(50)}, {otelomni.LLMLastToken, at(300)}} {
+		if err := st.MarkLLM(e.ev, e.t); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st.End(nil)
 	req.End(nil)
 	got := byName(r.rec.Ended())
-	if len(got[spans.LLMQueue.SpanName()]) != 0 || len(got[spans.LLMPrefill.SpanName()]) != 1 || len(got[spans.LLMDecode.SpanName()]) != 1 {
-		t.Errorf("spans %v", names(r.rec.Ended()))
+	if len(got[plan.LLMQueue.SpanName()]) != 0 || len(got[plan.LLMPrefill.SpanName()]) != 1 || len(got[plan.LLMDecode.SpanName()]) != 1 {
+		t.Fatalf("spans %v", names(r.rec.Ended()))
 	}
-	if v, _ := attr(got[spans.LLMDecode.SpanName()][0], attrs.ReconstructedKey); !v.AsBool() {
-		t.Error("a reconstructed record's spans carry omni.timing.reconstructed")
+	if d := got[plan.LLMDecode.SpanName()][0]; !d.StartTime().Equal(at(50)) || !d.EndTime().Equal(at(300)) {
+		t.Errorf("decode %v to %v, want the events' times", d.StartTime(), d.EndTime())
 	}
 }
 
@@ -257,16 +319,16 @@ func TestTransferAcrossProcesses(t *testing.T) {
 		wantErr bool
 	}{
 		{"all parts", func(h spans.TransferHeader) spans.TransferHeader { return h },
-			[]spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}, 0, false},
+			[]spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}, 0, false},
 		{"connector reports no send times: no tx, no in flight", func(h spans.TransferHeader) spans.TransferHeader {
 			h.TxStart, h.TxEnd = 0, 0
 			return h
-		}, []spans.Phase{spans.TransferRxDecode}, 0, false},
+		}, []spans.Phase{plan.TransferRxDecode}, 0, false},
 		{"sender's clock 10s ahead: in flight left out and counted", func(h spans.TransferHeader) spans.TransferHeader {
 			h.TxStart += int64(10 * time.Second)
 			h.TxEnd += int64(10 * time.Second)
 			return h
-		}, []spans.Phase{spans.TransferTx, spans.TransferRxDecode}, 1, false},
+		}, []spans.Phase{plan.TransferTx, plan.TransferRxDecode}, 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,7 +359,7 @@ func TestTransferAcrossProcesses(t *testing.T) {
 				}
 			}
 			got := byName(all)
-			for _, part := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
+			for _, part := range []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode} {
 				want := 0
 				for _, q := range tc.parts {
 					if q == part {
@@ -351,8 +413,8 @@ func TestOutputSpansAtANonDiffusionStage(t *testing.T) {
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 2, Name: "code2wav", Type: attrs.StageOther})
 	for i := 0; i < 4; i++ {
 		time.Sleep(time.Millisecond)
-		if got := st.EmitOutput(i == 3); got.Index != i || got.Final != (i == 3) {
-			t.Fatalf("EmitOutput returned %+v, want index %d", got, i)
+		if err := st.MarkOutput(i == 3, time.Now()); err != nil {
+			t.Fatalf("MarkOutput %d: %v", i, err)
 		}
 	}
 	st.End(nil)
@@ -370,7 +432,12 @@ func TestOutputSpansAtANonDiffusionStage(t *testing.T) {
 		if idx.AsInt64() != int64(i) || final.AsBool() != (i == 3) || o.Parent().SpanID() != stage.SpanContext().SpanID() {
 			t.Errorf("output %d: index %d final %v", i, idx.AsInt64(), final.AsBool())
 		}
-		if !o.StartTime().Equal(prevEnd) {
+		switch {
+		case i == 0 && o.StartTime().Before(prevEnd):
+			// The stage's start as otelomni read it, just after its span
+			// started: never before the span.
+			t.Errorf("output 0 starts at %v, before its stage %v", o.StartTime(), prevEnd)
+		case i > 0 && !o.StartTime().Equal(prevEnd):
 			t.Errorf("output %d starts at %v, want the previous output's end %v", i, o.StartTime(), prevEnd)
 		}
 		prevEnd = o.EndTime()
@@ -382,9 +449,9 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 		n := testing.AllocsPerRun(100, func() {
 			ctx, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 			_ = ctx
-			_ = st.MarkLLM(otelomni.LLMQueued)
-			st.StartPhase(context.Background(), spans.LLMDecode).End()
-			st.EmitOutput(false)
+			_ = st.MarkLLM(otelomni.LLMQueued, time.Now())
+			st.StartPhase(context.Background(), spans.Exec).End(nil)
+			_ = st.MarkOutput(false, time.Now())
 			_ = st.StartReceive(spans.TransferHeader{}).End()
 			st.End(nil)
 		})
@@ -393,10 +460,10 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 		}
 	}
 	var nilStage *otelomni.Request
-	nilStage.StartPhase(context.Background(), spans.Exec).End()
+	nilStage.StartPhase(context.Background(), spans.Exec).End(nil)
 	nilStage.End(nil)
 	_ = nilStage.RecordTransfer(spans.TransferRecord{})
 	var zero otelomni.Request
-	zero.EmitOutput(true)
-	_ = zero.MarkLLM(otelomni.LLMFirstToken)
+	_ = zero.MarkOutput(true, time.Now())
+	_ = zero.MarkLLM(otelomni.LLMFirstToken, time.Now())
 }

@@ -28,8 +28,12 @@ type Stats struct {
 	// Misuse counts calls that did nothing because the API was misused: a
 	// phase started or recorded on a request that had already ended, a
 	// request or batch ended twice, a member recorded in a batch that had
-	// ended, an invalid phase, a nil function, a carrier that panicked (a
-	// nil carrier is simply ignored), and each int out of its documented
+	// ended, an invalid phase, an attribute whose key otelomni sets
+	// itself (the phase, step and output keys, a request's or stage's
+	// identity, a batch's id and size: the phase it was given to is
+	// refused, or on SetAttributes and an Info's Attributes the attribute
+	// left out), a carrier that panicked (a nil carrier is simply
+	// ignored), and each int out of its documented
 	// range (an output or step index, a stage id, a negative count or
 	// size), which is not recorded.
 	// (A nil context is not misuse: it is taken as context.Background().)

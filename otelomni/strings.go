@@ -1,8 +1,11 @@
 package otelomni
 
 import (
+	"fmt"
+
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
@@ -18,6 +21,67 @@ func (in *Instrumenter) strMax(s string, max int) string {
 	}
 	in.stats.repairedString()
 	return sanitize.String(s, max)
+}
+
+// reservedKeys are the keys otelomni sets from a call's own arguments: the
+// phase, step and output of a phase span, the identity of a request or
+// stage, a transfer's stages, a batch's id and size. A caller gives them
+// through those arguments (StartOutputPhase, StartStep, RequestInfo,
+// StageInfo, StartBatch), never as an attribute: a phase span given
+// omni.output.index would be one more plain phase, refused as a duplicate
+// from the second output on.
+var reservedKeys = map[attribute.Key]bool{
+	attrs.PhaseKey: true, attrs.StepKey: true, attrs.OutputIndexKey: true, attrs.OutputFinalKey: true,
+	attrs.RequestIDKey: true, attrs.StageIDKey: true, attrs.StageTypeKey: true, attrs.StageNameKey: true,
+	attrs.ReplicaIDKey: true, attrs.TransferFromStageKey: true, attrs.TransferToStageKey: true,
+	attrs.BatchIDKey: true, attrs.BatchSizeKey: true,
+}
+
+// reservedError reports an attribute a caller gave whose key otelomni sets
+// itself.
+type reservedError struct {
+	call string
+	key  attribute.Key
+}
+
+func (e *reservedError) Error() string {
+	return fmt.Sprintf("otelomni: %s was given the attribute %s, which otelomni sets itself from the call's arguments; %s",
+		e.call, sanitize.String(string(e.key), maxKeyBytes), "left out")
+}
+
+// reserved returns the error of the first attribute of kv whose key
+// otelomni sets itself, counted in Stats.Misuse, or nil.
+func (in *Instrumenter) reserved(call string, kv []attribute.KeyValue) error {
+	for i := range kv {
+		if reservedKeys[kv[i].Key] {
+			err := &reservedError{call: call, key: kv[i].Key}
+			in.stats.misused(err.Error())
+			return err
+		}
+	}
+	return nil
+}
+
+// callerKVs returns kv as kvs does, without the attributes whose key
+// otelomni sets itself, each counted in Stats.Misuse.
+func (in *Instrumenter) callerKVs(call string, kv []attribute.KeyValue) []attribute.KeyValue {
+	n := 0
+	for i := range kv {
+		if reservedKeys[kv[i].Key] {
+			n++
+			in.stats.misused((&reservedError{call: call, key: kv[i].Key}).Error())
+		}
+	}
+	if n == 0 {
+		return in.kvs(kv)
+	}
+	out := make([]attribute.KeyValue, 0, len(kv)-n)
+	for _, a := range kv {
+		if !reservedKeys[a.Key] {
+			out = append(out, a)
+		}
+	}
+	return in.kvs(out)
 }
 
 // kvs returns kv with every key and string value valid and bounded; kv

@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -31,8 +32,8 @@ const otherValue = "_OTHER"
 type modelTable struct {
 	model, stageType string
 	hasModel         bool
-	phaseKV          [spans.NumPhases][2]attribute.KeyValue
-	phaseOpt         [spans.NumPhases][]trace.SpanStartOption
+	phaseKV          [plan.NumPhases][2]attribute.KeyValue
+	phaseOpt         [plan.NumPhases][]trace.SpanStartOption
 	rec              *recordSets
 }
 
@@ -40,7 +41,7 @@ type modelTable struct {
 // type.
 type recordSets struct {
 	provider, model, stageType string
-	phase                      [spans.NumPhases][]metric.RecordOption
+	phase                      [plan.NumPhases][]metric.RecordOption
 	// scope: gen_ai.request.model and omni.stage.type.
 	scope []metric.RecordOption
 	// request: the GenAI request attributes (operation, provider, model).
@@ -58,8 +59,8 @@ const maxVariants = 32
 func newRecordSets(provider, model, stageType string) *recordSets {
 	s := &recordSets{provider: provider, model: model, stageType: stageType}
 	base := s.base()
-	for p := spans.Phase(1); int(p) < spans.NumPhases; p++ {
-		s.phase[p] = recordSet(append(base, omniattr.Phase(p.ID()))...)
+	for p := spans.Phase(1); int(p) < plan.NumPhases; p++ {
+		s.phase[p] = recordSet(append(base, omniattr.Phase(p.String()))...)
 	}
 	s.scope = recordSet(base...)
 	s.request = recordSet(s.requestBase()...)
@@ -142,8 +143,8 @@ func newModelTable(model, stageType string, rec *recordSets) *modelTable {
 	if t.hasModel {
 		n = 2
 	}
-	for p := spans.Phase(1); int(p) < spans.NumPhases; p++ {
-		t.phaseKV[p] = [2]attribute.KeyValue{omniattr.Phase(p.ID()), omniattr.RequestModel(model)}
+	for p := spans.Phase(1); int(p) < plan.NumPhases; p++ {
+		t.phaseKV[p] = [2]attribute.KeyValue{omniattr.Phase(p.String()), omniattr.RequestModel(model)}
 		t.phaseOpt[p] = []trace.SpanStartOption{trace.WithAttributes(t.phaseKV[p][:n]...)}
 	}
 	return t

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -62,7 +63,7 @@ func (x Receive) End() error {
 	if x.r == nil {
 		return nil
 	}
-	rec := x.hdr.Record(x.r.stageID, spans.Between(x.start, time.Now()))
+	rec := plan.TransferOf(x.hdr, x.r.stageID, spans.Between(x.start, time.Now()))
 	return x.r.RecordTransfer(rec)
 }
 
@@ -79,14 +80,14 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	if !r.recording() {
 		return nil
 	}
-	var buf [3]spans.PlannedSpan
-	plan, iv, err := rec.Plan(buf[:0])
+	var buf [3]plan.Span
+	ps, iv, err := plan.Transfer(buf[:0], &rec)
 	var bad []error
 	for _, e := range flatten(err) {
 		switch {
-		case errors.Is(e, spans.ErrClockSkew):
+		case errors.Is(e, plan.ErrClockSkew):
 			r.in.stats.skewed(e)
-		case errors.Is(e, spans.ErrNoTransferPart):
+		case errors.Is(e, plan.ErrNoTransferPart):
 			// Not measured: no span, and no error (the absence rule).
 		default:
 			r.in.stats.reject(e)
@@ -142,9 +143,9 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 		}
 		tctx, span = r.tracer.Start(r.parent, spans.TransferSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 	}
-	for i := range plan {
-		c := r.emit(tctx, &plan[i], recordOpts{reconstructed: rec.Reconstructed})
-		r.observe(c, plan[i].Phase, plan[i].Start, plan[i].End, -1)
+	for i := range ps {
+		c := r.emit(tctx, &ps[i], recordOpts{reconstructed: rec.Reconstructed})
+		r.observe(c, ps[i].Phase, ps[i].Start, ps[i].End, -1)
 	}
 	if span != nil {
 		span.End(trace.WithTimestamp(iv.End()))

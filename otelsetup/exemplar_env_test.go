@@ -8,6 +8,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
@@ -66,11 +67,11 @@ func observeKeepThreshold(t *testing.T, name, _ string, want int64) {
 	start := time.Now().Add(-threshold - time.Hour)
 	traceOf := map[time.Duration]string{}
 	for _, d := range []time.Duration{threshold, threshold + time.Millisecond} {
-		_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: modality, Start: start})
-		id := r.Span().SpanContext().TraceID()
+		rctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: modality, Start: start})
+		id := trace.SpanContextFromContext(rctx).TraceID()
 		traceOf[d] = string(id[:])
 		if name == "OMNI_QUEUE_BUDGET_MS" {
-			if err := r.RecordPhase(spans.QueueWait, spans.Lasting(start, d)); err != nil {
+			if err := r.RecordPhase(spans.QueueWait, spans.Lasting(start, d), nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -26,15 +26,15 @@ var benchInfo = otelomni.RequestInfo{ID: "chatcmpl-ac59cea85b422f04", Model: "Qw
 func benchRequest(in *otelomni.Instrumenter) {
 	_, req := in.Start(context.Background(), benchInfo)
 	p := req.StartPhase(context.Background(), spans.Preprocess)
-	p.End()
+	p.End(nil)
 	exec := req.StartPhase(context.Background(), spans.Exec)
 	q := req.StartPhase(context.Background(), spans.QueueWait)
-	q.End()
-	exec.End()
+	q.End(nil)
+	exec.End(nil)
 	w := req.StartPhase(context.Background(), spans.OutputReadyWait)
-	w.End()
+	w.End(nil)
 	post := req.StartPhase(context.Background(), spans.Postprocess)
-	post.End()
+	post.End(nil)
 	req.End(nil)
 }
 

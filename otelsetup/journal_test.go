@@ -104,7 +104,7 @@ func TestJournalChild(t *testing.T) {
 	for i := range 5 {
 		_, req := in.Start(ctx, otelomni.RequestInfo{ID: fmt.Sprint("done-", i), Model: "m"})
 		p := req.StartPhase(ctx, spans.Preprocess)
-		p.End()
+		p.End(nil)
 		req.End(nil)
 	}
 	if err := tel.ForceFlush(ctx); err != nil && mode != "down" {
@@ -117,7 +117,7 @@ func TestJournalChild(t *testing.T) {
 	for i := range 4 {
 		_, req := in.Start(ctx, otelomni.RequestInfo{ID: fmt.Sprint("killed-", i), Model: "m"})
 		p := req.StartPhase(ctx, spans.Preprocess)
-		p.End()
+		p.End(nil)
 		req.StartPhase(ctx, spans.Exec) // open at the kill
 		if i == 3 {
 			req.End(errors.New("failed before the kill"))

@@ -36,7 +36,7 @@ func TestABatchOfTheMostMembersKeepsEveryLink(t *testing.T) {
 	}
 	b := in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b"}, reqs...)
 	for i := range reqs {
-		execs[i].End()
+		execs[i].End(nil)
 		reqs[i].End(nil)
 	}
 	b.End(nil)

@@ -173,7 +173,7 @@ func TestSetupFromEnvironment(t *testing.T) {
 				in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
 				if n := testing.AllocsPerRun(50, func() {
 					_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
-					req.StartPhase(context.Background(), spans.Exec).End()
+					req.StartPhase(context.Background(), spans.Exec).End(nil)
 					req.End(nil)
 				}); n != 0 {
 					t.Errorf("%v allocations per request with tracing off", n)
@@ -359,7 +359,7 @@ func TestSetupInstallsGlobals(t *testing.T) {
 	}
 	in := otelomni.New() // follows the global
 	_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "g"})
-	req.StartPhase(context.Background(), spans.Exec).End()
+	req.StartPhase(context.Background(), spans.Exec).End(nil)
 	req.End(nil)
 	_ = tel.Shutdown(context.Background())
 	if n := len(exp.GetSpans()); n != 2 {
@@ -428,12 +428,12 @@ func TestSetupWithMetricReaderRecordsThroughIt(t *testing.T) {
 // fivePhases runs one request with five phases.
 func fivePhases(in *otelomni.Instrumenter) {
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m"})
-	req.StartPhase(context.Background(), spans.Preprocess).End()
+	req.StartPhase(context.Background(), spans.Preprocess).End(nil)
 	exec := req.StartPhase(context.Background(), spans.Exec)
-	req.StartPhase(context.Background(), spans.QueueWait).End()
-	exec.End()
-	req.StartPhase(context.Background(), spans.OutputReadyWait).End()
-	_ = req.Run(ctx, spans.Postprocess, func(context.Context) error { return nil })
+	req.StartPhase(context.Background(), spans.QueueWait).End(nil)
+	exec.End(nil)
+	req.StartPhase(context.Background(), spans.OutputReadyWait).End(nil)
+	req.StartPhase(ctx, spans.Postprocess).End(nil)
 	req.End(nil)
 }
 
@@ -490,7 +490,7 @@ func TestMemoryStaysBoundedWhileTheCollectorHangs(t *testing.T) {
 			for i := 0; i < requests; i++ {
 				id := strings.Repeat(string(rune('a'+i%26)), 64<<10)
 				ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: id, Model: id})
-				req.StartPhase(ctx, spans.Exec).End()
+				req.StartPhase(ctx, spans.Exec).End(nil)
 				req.End(errors.New(id))
 			}
 			held := int64(heap()) - int64(before)

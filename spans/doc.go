@@ -1,12 +1,12 @@
 // Package spans describes what otelomni turns into spans: the catalogue of
-// phases ([Phase]), the measured interval of one phase ([Interval]), and the
-// timing record of one request at one diffusion stage ([DiffusionRecord]),
-// which [DiffusionRecord.Plan] turns into the list of spans to emit, each
-// with its explicit start and end.
+// phases ([Phase]), the measured interval of one phase ([Interval]), the
+// timing records an engine that timed itself hands over
+// ([DiffusionRecord], [TransferRecord]), the header a sending stage puts in
+// its stage message ([TransferHeader]), and the errors of a measurement
+// that makes no span ([PhaseError]).
 //
-// The package holds the rules, not the tracer: it decides which phases were
-// measured, where each one hangs in the tree and whether its interval is
-// valid. The otelomni package starts the spans.
+// The package holds data, not the tracer: the otelomni package checks each
+// measurement against the span tree and starts the spans.
 //
 // # The absence rule
 //

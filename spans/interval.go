@@ -21,15 +21,19 @@ type Interval struct {
 // OpenTelemetry Go SDK converts through int64 nanoseconds, so a time before
 // 1970 or after 2262-04-11 would reach a backend as a different time, often
 // making a span end before it starts.
-var (
-	// MinTime is the earliest time a span can carry: 1970-01-01T00:00:00Z.
-	MinTime = time.Unix(0, 0).UTC()
-	// MaxTime is the latest: 2262-04-11T23:47:16.854775807Z.
-	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+const (
+	// minUnixNano is the earliest time a span can carry:
+	// 1970-01-01T00:00:00Z.
+	minUnixNano = 0
+	// maxUnixNano is the latest: 2262-04-11T23:47:16.854775807Z.
+	maxUnixNano = math.MaxInt64
 )
 
-// InRange reports whether t lies between [MinTime] and [MaxTime].
-func InRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
+// InRange reports whether t lies in the range a span can carry: from
+// 1970-01-01T00:00:00Z to 2262-04-11T23:47:16.854775807Z, both included.
+func InRange(t time.Time) bool {
+	return !t.Before(time.Unix(0, minUnixNano)) && !t.After(time.Unix(0, maxUnixNano))
+}
 
 // Between returns the measured interval from start to end. Equal ends make
 // a measured 0, which becomes a zero-length span. An end before the start,
@@ -54,8 +58,8 @@ func Between(start, end time.Time) Interval {
 func monotonic(t time.Time) bool { return t != t.Round(0) }
 
 // Lasting returns the measured interval that starts at start and lasts d.
-// A negative d, or one that would end past [MaxTime], is kept and reported
-// by [Interval.Validate].
+// A negative d, or one that would end past 2262-04-11, is kept and
+// reported by [Interval.Validate].
 func Lasting(start time.Time, d time.Duration) Interval {
 	end := time.Time{}
 	if !start.IsZero() {
@@ -68,7 +72,7 @@ func Lasting(start time.Time, d time.Duration) Interval {
 }
 
 // beyond stands for an end too late to represent.
-var beyond = MaxTime.Add(time.Hour)
+var beyond = time.Unix(0, maxUnixNano).Add(time.Hour)
 
 // Measured reports whether the interval was measured.
 func (iv Interval) Measured() bool { return iv.measured }
@@ -79,18 +83,9 @@ func (iv Interval) Start() time.Time { return iv.start }
 // End returns the end of the interval; the zero time when not measured.
 func (iv Interval) End() time.Time { return iv.end }
 
-// Duration returns the length of the interval and whether it was measured.
-// It never adds intervals together.
-func (iv Interval) Duration() (time.Duration, bool) {
-	if !iv.measured {
-		return 0, false
-	}
-	return iv.end.Sub(iv.start), true
-}
-
 // Validate returns nil for an interval that was not measured or that is a
 // valid measurement, [ErrZeroTime] when either end is the zero time,
-// [ErrOutOfRange] when either end lies outside [MinTime]..[MaxTime], and
+// [ErrOutOfRange] when either end lies outside the range of [InRange], and
 // [ErrEndBeforeStart] when the end lies before the start.
 func (iv Interval) Validate() error {
 	if !iv.measured {
@@ -108,15 +103,6 @@ func (iv Interval) Validate() error {
 	return nil
 }
 
-// Within reports whether iv lies inside [start, end]; a zero end means the
-// parent is still open, so only the start is checked.
-func (iv Interval) Within(start, end time.Time) bool {
-	if iv.start.Before(start) {
-		return false
-	}
-	return end.IsZero() || !iv.end.After(end)
-}
-
 // String formats the interval for logs: "not measured", or its start and
 // duration.
 func (iv Interval) String() string {
@@ -126,8 +112,8 @@ func (iv Interval) String() string {
 	return iv.start.Format(time.RFC3339Nano) + " +" + iv.end.Sub(iv.start).String()
 }
 
-// Errors that [Interval.Validate] and the planners return, wrapped in a
-// [*PhaseError] by the record and live paths.
+// The reasons a measurement makes no span, wrapped in a [*PhaseError]:
+// match them with errors.Is.
 var (
 	// ErrEndBeforeStart: the interval's end lies before its start.
 	ErrEndBeforeStart = errors.New("end before start")
@@ -147,13 +133,15 @@ var (
 	ErrDuplicatePhase = errors.New("already measured for this request")
 )
 
-// PhaseError reports a phase that produced no span because its measurement
-// was bad. The other phases of the same record are still emitted.
+// PhaseError reports a phase, or an output (an omni.output span), that
+// produced no span because its measurement was bad or contradicts the span
+// tree. The other phases of the same record are still emitted.
 type PhaseError struct {
-	// Phase is the phase whose measurement was bad.
+	// Phase is the phase whose measurement was bad; 0 for an omni.output
+	// span, whose index is Output.
 	Phase Phase
 	// Output is the 0-based output index for a per-output phase of a
-	// streaming request, or -1.
+	// streaming request or an omni.output span, or -1.
 	Output int
 	// Step is the 0-based step of a denoise step, or -1.
 	Step int
@@ -165,8 +153,11 @@ type PhaseError struct {
 	Err error
 }
 
-// Error names the phase and the reason.
+// Error names the phase (or output) and the reason.
 func (e *PhaseError) Error() string {
+	if e.Phase == 0 {
+		return "omni: output " + strconv.Itoa(e.Output) + ": " + reason(e.Err, e.Interval) + "; no span emitted"
+	}
 	where := e.Phase.String()
 	if e.Output >= 0 {
 		where += " (output " + strconv.Itoa(e.Output) + ")"
@@ -179,25 +170,6 @@ func (e *PhaseError) Error() string {
 
 // Unwrap returns the reason, so errors.Is(err, ErrEndBeforeStart) works.
 func (e *PhaseError) Unwrap() error { return e.Err }
-
-// OutputError reports an output (an omni.output span) that produced no span
-// because its measurement was bad.
-type OutputError struct {
-	// Output is the output's index, from 0.
-	Output int
-	// Interval is the bad measurement.
-	Interval Interval
-	// Err is the reason, as for [PhaseError].
-	Err error
-}
-
-// Error names the output and the reason.
-func (e *OutputError) Error() string {
-	return "omni: output " + strconv.Itoa(e.Output) + ": " + reason(e.Err, e.Interval) + "; no span emitted"
-}
-
-// Unwrap returns the reason.
-func (e *OutputError) Unwrap() error { return e.Err }
 
 func reason(err error, iv Interval) string {
 	if errors.Is(err, ErrEndBeforeStart) {

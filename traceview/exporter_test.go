@@ -24,7 +24,7 @@ func TestExporterShowsEachRequestOnceItsTraceIsComplete(t *testing.T) {
 	t0 := time.Now()
 	for _, id := range []string{"a", "b"} {
 		_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: id, Start: t0})
-		_ = req.RecordPhase(spans.Exec, spans.Between(t0, t0.Add(time.Millisecond)))
+		_ = req.RecordPhase(spans.Exec, spans.Between(t0, t0.Add(time.Millisecond)), nil)
 		_ = req.EndAt(t0.Add(2*time.Millisecond), nil)
 	}
 	ended := rec.Ended()
@@ -53,7 +53,7 @@ func TestWaterfallOfThousandsOfOutputsStaysShortAndAStageIsShown(t *testing.T) {
 	_, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 2, Name: "code2wav", Start: t0})
 	for i := 0; i < 5000; i++ {
 		_ = st.RecordOutputPhase(spans.Postprocess, spans.Output{Index: i, Final: i == 4999},
-			spans.Between(t0.Add(time.Duration(i)*time.Microsecond), t0.Add(time.Duration(i+1)*time.Microsecond)))
+			spans.Between(t0.Add(time.Duration(i)*time.Microsecond), t0.Add(time.Duration(i+1)*time.Microsecond)), nil)
 	}
 	st.End(nil)
 	var out bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -51,7 +52,7 @@ func FuzzTrees(f *testing.F) {
 func runFuzzTrees(t *testing.T, b []byte) {
 	{
 		names := []string{spans.RequestSpanName, spans.StageSpanName, spans.TransferSpanName, spans.Exec.SpanName(),
-			spans.Forward.SpanName(), spans.OutputSpanName, spans.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
+			spans.Forward.SpanName(), spans.OutputSpanName, plan.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
 		var ss []Span
 		for i := 0; i+2 < len(b) && len(ss) < 2000; i += 3 {
 			s := hostileSpan(string(b[i]%8+'a'), string(b[i+1]%9+'a'), names[int(b[i+2])%len(names)], float64(b[i]), float64(b[i])+float64(b[i+1]))

@@ -139,7 +139,7 @@ func TestRequestsUnderOtherSpansAreFound(t *testing.T) {
 	req := hostileSpan("r", "g", spans.RequestSpanName, 1, 11)
 	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("under-a-gateway")
 	exec := hostileSpan("e", "r", spans.Exec.SpanName(), 2, 10)
-	exec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	exec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.String())
 	var out bytes.Buffer
 	var sum Summary
 	sum.Add([]Span{gw, req, exec})
@@ -156,7 +156,7 @@ func TestRequestsUnderOtherSpansAreFound(t *testing.T) {
 	req.Attrs[string(attrs.NumInferenceStepsKey)] = attribute.Int64Value(2)
 	nested.Attrs[string(attrs.NumInferenceStepsKey)] = attribute.Int64Value(2)
 	nestedExec := hostileSpan("ne", "n", spans.Exec.SpanName(), 3, 4)
-	nestedExec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	nestedExec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.String())
 	all = append(all, nestedExec)
 	var sum3 Summary
 	sum3.Add(all)
@@ -229,7 +229,7 @@ func TestWhatCannotBeReadOrMeantIsSaidAndTheRestShown(t *testing.T) {
 	req := hostileSpan("r", "", spans.RequestSpanName, 0, 10)
 	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("neg")
 	neg := hostileSpan("e", "r", spans.Exec.SpanName(), 8, 3)
-	neg.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	neg.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.String())
 	if _, problems := Trees([]Span{req, neg}); !strings.Contains(strings.Join(problems, "\n"), "ends before it starts") {
 		t.Errorf("a span ending before it starts is not noted: %q", problems)
 	}

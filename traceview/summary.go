@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -153,7 +154,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 	}
 	s.phases(n, scopePhases(k), prefix, stageRank, add)
 	for _, c := range n.named(spans.OutputSpanName) {
-		r := [3]int{stageRank, spans.NumPhases, 0}
+		r := [3]int{stageRank, plan.NumPhases, 0}
 		s.expect(prefix+"output", r)
 		add(prefix+"output", r, c.Span.Duration(), false)
 	}
@@ -161,7 +162,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 
 func (s *Summary) phases(n *Node, expected []spans.Phase, prefix string, stageRank int, add func(string, [3]int, time.Duration, bool)) {
 	for _, p := range expected {
-		label := prefix + p.ID()
+		label := prefix + p.String()
 		r := [3]int{stageRank, int(p), 0}
 		if p != spans.DenoiseStep {
 			s.expect(label, r)

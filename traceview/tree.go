@@ -5,6 +5,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -172,10 +173,10 @@ func kindOf(n *Node) scopeKind {
 	}
 	for _, c := range n.Children {
 		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
-			if p >= spans.LLMQueue && p <= spans.LLMDecode {
+			if p >= plan.LLMQueue && p <= plan.LLMDecode {
 				return kindLLM
 			}
-			if p < spans.LLMQueue {
+			if p < plan.LLMQueue {
 				return kindDiffusion
 			}
 		}
@@ -195,7 +196,7 @@ func scopePhases(k scopeKind) []spans.Phase {
 	case kindDiffusion:
 		return []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.OutputReadyWait, spans.Postprocess}
 	case kindLLM:
-		return []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode}
+		return []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode}
 	}
 	return nil
 }
@@ -211,7 +212,7 @@ func nestedPhases(p spans.Phase) []spans.Phase {
 	return nil
 }
 
-var transferParts = []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}
+var transferParts = []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}
 
 // visit calls f on every node of the trees in tree order (a node before its
 // children, siblings in order), and goes below a node only when f returns

@@ -148,7 +148,7 @@ func (wf *waterfall) phases(n *Node, expected []spans.Phase, depth int) {
 			continue
 		}
 		if len(found) == 0 {
-			wf.absent(depth, p.ID())
+			wf.absent(depth, p.String())
 			continue
 		}
 		for _, c := range found {
@@ -203,7 +203,7 @@ func (wf *waterfall) outputs(n *Node, indices []int64, depth int) {
 		for _, p := range []spans.Phase{spans.OutputReadyWait, spans.Postprocess} {
 			found := byOutput[[2]int64{int64(p), i}]
 			if len(found) == 0 {
-				wf.absent(depth, fmt.Sprintf("%s #%d", p.ID(), i))
+				wf.absent(depth, fmt.Sprintf("%s #%d", p.String(), i))
 			}
 			for _, c := range found {
 				wf.row(depth, phaseLabel(p, c.Span), c.Span)
@@ -227,7 +227,7 @@ func (wf *waterfall) steps(found []*Node, depth int) {
 }
 
 func phaseLabel(p spans.Phase, s *Span) string {
-	label := p.ID()
+	label := p.String()
 	if i, ok := s.Int(string(attrs.OutputIndexKey)); ok {
 		label += fmt.Sprintf(" #%d", i)
 		if f, _ := s.Bool(string(attrs.OutputFinalKey)); f {

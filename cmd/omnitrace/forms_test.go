@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -286,8 +287,8 @@ func TestTheDocsExampleMakesOneTracePerRequest(t *testing.T) {
 		got := countNames(merged)
 		for name, n := range map[string]int{spans.RequestSpanName: 1, spans.StageSpanName: 2, spans.TransferSpanName: 1,
 			spans.Exec.SpanName(): 1, spans.Forward.SpanName(): 1, spans.KVRecv.SpanName(): 1, spans.VAEDecode.SpanName(): 1,
-			spans.Postprocess.SpanName(): 1, spans.QueueWait.SpanName(): 1, spans.TransferTx.SpanName(): 1,
-			spans.TransferRxDecode.SpanName(): 1, spans.Preprocess.SpanName(): 0} {
+			spans.Postprocess.SpanName(): 1, spans.QueueWait.SpanName(): 1, plan.TransferTx.SpanName(): 1,
+			plan.TransferRxDecode.SpanName(): 1, spans.Preprocess.SpanName(): 0} {
 			if got[name] != n {
 				t.Errorf("%v: request 7 has %d %s spans, want %d (%v)", order, got[name], name, n, got)
 			}

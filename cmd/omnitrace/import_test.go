@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -91,10 +92,10 @@ func TestImportEachForm(t *testing.T) {
 		{"a vLLM log with a truncated last line", "vllm.log", 1, 3, "7", map[string]int{
 			spans.RequestSpanName: 1, spans.StageSpanName: 2, spans.TransferSpanName: 1, spans.Exec.SpanName(): 1,
 			spans.Forward.SpanName(): 1, spans.KVRecv.SpanName(): 1, spans.VAEDecode.SpanName(): 1, spans.Postprocess.SpanName(): 1,
-			spans.TransferTx.SpanName(): 1, spans.TransferRxDecode.SpanName(): 1}},
+			plan.TransferTx.SpanName(): 1, plan.TransferRxDecode.SpanName(): 1}},
 		{"an event log", "events.log", 0, 1, "0_501f96ba-7c1d", map[string]int{
 			spans.RequestSpanName: 1, spans.StageSpanName: 2, spans.TransferSpanName: 1,
-			spans.TransferTx.SpanName(): 1, spans.TransferRxDecode.SpanName(): 1}},
+			plan.TransferTx.SpanName(): 1, plan.TransferRxDecode.SpanName(): 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -148,7 +149,7 @@ func TestImportedSpansSayHowExactTheyAre(t *testing.T) {
 			if s.Duration() != 0 {
 				t.Errorf("queue wait %v, want a measured 0", s.Duration())
 			}
-		case spans.Preprocess.SpanName(), spans.OutputReadyWait.SpanName(), spans.TransferInFlight.SpanName():
+		case spans.Preprocess.SpanName(), spans.OutputReadyWait.SpanName(), plan.TransferInFlight.SpanName():
 			t.Errorf("%s made from a 0 that means not measured", s.Name)
 		case spans.StageSpanName:
 			if s.Str(string(attrs.StageNameKey)) == "dit" {

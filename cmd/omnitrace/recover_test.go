@@ -50,7 +50,7 @@ func TestRecoverChildEngine(t *testing.T) {
 	for i := range 3 {
 		_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: fmt.Sprint("r", i), Model: "m"})
 		p := req.StartPhase(context.Background(), spans.Preprocess)
-		p.End()
+		p.End(nil)
 		req.StartPhase(context.Background(), spans.Exec)
 	}
 	fmt.Println("R")

@@ -233,7 +233,7 @@ func phaseCounts(ctx context.Context, reader *sdkmetric.ManualReader) map[string
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			h, ok := m.Data.(metricdata.Histogram[float64])
-			if !ok || m.Name != otelomni.PhaseDurationName {
+			if !ok || m.Name != "omni.phase.duration" {
 				continue
 			}
 			for _, dp := range h.DataPoints {
@@ -250,15 +250,15 @@ func phaseCounts(ctx context.Context, reader *sdkmetric.ManualReader) map[string
 func writeAgreement(out io.Writer, r result) {
 	fmt.Fprintf(out, "%-20s %8s %10s\n", "phase", "spans", "histogram")
 	for _, p := range spans.Phases() {
-		n, m := r.spans[p.ID()], r.metrics[p.ID()]
-		if p >= spans.LLMQueue || (n == 0 && m == 0 && p == spans.DenoiseStep) {
+		n, m := r.spans[p.String()], r.metrics[p.String()]
+		if p > spans.Postprocess || (n == 0 && m == 0 && p == spans.DenoiseStep) {
 			continue
 		}
 		mark := ""
 		if uint64(n) != m {
 			mark = "  DISAGREE"
 		}
-		fmt.Fprintf(out, "%-20s %8d %10d%s\n", p.ID(), n, m, mark)
+		fmt.Fprintf(out, "%-20s %8d %10d%s\n", p.String(), n, m, mark)
 	}
 }
 

@@ -57,10 +57,10 @@ func TestSummaryAndInstrumentsAgree(t *testing.T) {
 		if p == spans.DenoiseStep {
 			continue
 		}
-		if got := res.spans[p.ID()]; got != c {
+		if got := res.spans[p.String()]; got != c {
 			t.Errorf("%v: summary counts %d spans, the scenarios measured %d", p, got, c)
 		}
-		if got := res.metrics[p.ID()]; got != uint64(c) {
+		if got := res.metrics[p.String()]; got != uint64(c) {
 			t.Errorf("%v: histogram counts %d, the scenarios measured %d", p, got, c)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -238,8 +239,8 @@ func serve(ctx context.Context, in *otelomni.Instrumenter, children map[string]*
 		modality = attrs.ModalityImage
 	}
 	ctx, req := in.Start(ctx, otelomni.RequestInfo{ID: id, Model: stages[0].Model, Modality: modality})
-	msg := pipeline.Message{Type: "request", ID: id, Pipeline: pipe, Special: special}
-	in.Inject(ctx, &msg.Trace)
+	msg := pipeline.Message{Type: "request", ID: id, Pipeline: pipe, Special: special, Trace: propagation.MapCarrier{}}
+	in.Inject(ctx, msg.Trace)
 	for _, st := range stages {
 		reply, err := children[pipe+"/"+st.Name].call(msg)
 		if err == nil && reply.Type == "error" {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -130,7 +131,7 @@ func (s *stageServer) serve(m pipeline.Message) {
 
 	// The request span lives in the gateway's process: the stage message
 	// carries its context.
-	ctx := s.in.Extract(context.Background(), &m.Trace)
+	ctx := s.in.Extract(context.Background(), m.Trace)
 	sctx, st := s.in.StartStage(ctx, otelomni.StageInfo{
 		ID: s.st.ID, Name: s.st.Name, Type: s.st.Type, ReplicaID: s.st.Name + "-0", Model: s.st.Model,
 	})
@@ -146,40 +147,43 @@ func (s *stageServer) serve(m pipeline.Message) {
 	switch s.st.Type {
 	case attrs.StageLLM:
 		if !(m.Special == pipeline.NoQueuedEvent && s.st.Name == "talker") {
-			_ = st.MarkLLM(otelomni.LLMQueued)
+			_ = st.MarkLLM(otelomni.LLMQueued, time.Now())
 			sleep(2, 10)
 			s.hold(m, atQueue)
-			_ = st.MarkLLM(otelomni.LLMScheduled)
+			_ = st.MarkLLM(otelomni.LLMScheduled, time.Now())
 		}
 		sleep(15, 35)
-		_ = st.MarkLLM(otelomni.LLMFirstToken)
+		_ = st.MarkLLM(otelomni.LLMFirstToken, time.Now())
 		sleep(40, 90)
 		s.hold(m, atDecode)
-		_ = st.MarkLLM(otelomni.LLMLastToken)
+		_ = st.MarkLLM(otelomni.LLMLastToken, time.Now())
 		st.SetUsage(200+rng.IntN(400), 64+rng.IntN(192))
 	case attrs.StageDiffusion:
 		exec := st.StartPhase(sctx, spans.Exec)
 		accepted := time.Now()
 		sleep(0, 4)
 		s.hold(m, atQueue)
-		_ = st.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
+		_ = st.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()), nil)
 		kv := time.Now()
 		sleep(3, 8)
-		_ = st.RecordPhase(spans.KVRecv, spans.Between(kv, time.Now()))
-		_ = st.Run(sctx, spans.Forward, func(context.Context) error {
-			sleep(40, 60)
-			dieHere(s.st.Name)
-			sleep(40, 60)
-			return nil
-		})
-		_ = st.Run(sctx, spans.VAEDecode, func(context.Context) error { sleep(10, 25); return nil })
-		exec.End()
-		_ = st.Run(sctx, spans.Postprocess, func(context.Context) error { sleep(3, 8); return nil })
+		_ = st.RecordPhase(spans.KVRecv, spans.Between(kv, time.Now()), nil)
+		fwd := st.StartPhase(sctx, spans.Forward)
+		sleep(40, 60)
+		dieHere(s.st.Name)
+		sleep(40, 60)
+		fwd.End(nil)
+		vae := st.StartPhase(sctx, spans.VAEDecode)
+		sleep(10, 25)
+		vae.End(nil)
+		exec.End(nil)
+		post := st.StartPhase(sctx, spans.Postprocess)
+		sleep(3, 8)
+		post.End(nil)
 	default:
 		// code2wav: about 80 ms of audio per codec frame, streamed in chunks.
 		for i := 0; i < pipeline.AudioChunks; i++ {
 			sleep(10, 20)
-			st.EmitOutput(i == pipeline.AudioChunks-1)
+			_ = st.MarkOutput(i == pipeline.AudioChunks-1, time.Now())
 		}
 	}
 
@@ -200,6 +204,7 @@ func (s *stageServer) serve(m pipeline.Message) {
 	st.End(nil)
 	// Forward the request's context, not the stage's: the next stage hangs
 	// under omni.request.
-	s.in.Inject(ctx, &reply.Trace)
+	reply.Trace = propagation.MapCarrier{}
+	s.in.Inject(ctx, reply.Trace)
 	_ = s.out.send(reply)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/internal/jaegerquery"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -131,7 +132,7 @@ func (o *Outcome) examine(tr []traceview.Span, root *traceview.Span) {
 		s := &tr[i]
 		counts[s.Name]++
 		pids[s.PID] = true
-		if s.Name == spans.LLMQueue.SpanName() || s.Name == spans.QueueWait.SpanName() {
+		if s.Name == plan.LLMQueue.SpanName() || s.Name == spans.QueueWait.SpanName() {
 			o.Queue = max(o.Queue, s.Duration())
 		}
 	}

@@ -88,14 +88,17 @@ func (p *Producer) Start(r Synthetic) (traceID string, end func() error, err err
 	var errs []error
 	if diffusion {
 		errs = append(errs,
-			req.RecordPhase(spans.QueueWait, spans.Lasting(t0, r.Queue)),
-			req.RecordPhase(spans.Exec, spans.Between(t0, t1)))
+			req.RecordPhase(spans.QueueWait, spans.Lasting(t0, r.Queue), nil),
+			req.RecordPhase(spans.Exec, spans.Between(t0, t1), nil))
 	} else {
 		_, st := p.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})
 		prefill := t0.Add(r.Queue)
 		decode := prefill.Add(t1.Sub(prefill) / 4)
 		errs = append(errs,
-			st.RecordLLM(&spans.LLMRecord{Queue: spans.Between(t0, prefill), Prefill: spans.Between(prefill, decode), Decode: spans.Between(decode, t1)}),
+			st.MarkLLM(otelomni.LLMQueued, t0),
+			st.MarkLLM(otelomni.LLMScheduled, prefill),
+			st.MarkLLM(otelomni.LLMFirstToken, decode),
+			st.MarkLLM(otelomni.LLMLastToken, t1),
 			st.EndAt(t1, nil))
 	}
 	id := trace.SpanContextFromContext(ctx).TraceID().String()

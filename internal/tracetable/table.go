@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -162,10 +163,10 @@ func kindOf(n *node) scopeKind {
 	}
 	for _, c := range n.Children {
 		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
-			if p >= spans.LLMQueue && p <= spans.LLMDecode {
+			if p >= plan.LLMQueue && p <= plan.LLMDecode {
 				return kindLLM
 			}
-			if p < spans.LLMQueue {
+			if p < plan.LLMQueue {
 				return kindDiffusion
 			}
 		}
@@ -185,7 +186,7 @@ func scopePhases(k scopeKind) []spans.Phase {
 	case kindDiffusion:
 		return []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.OutputReadyWait, spans.Postprocess}
 	case kindLLM:
-		return []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode}
+		return []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode}
 	}
 	return nil
 }
@@ -201,7 +202,7 @@ func nestedPhases(p spans.Phase) []spans.Phase {
 	return nil
 }
 
-var transferParts = []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode}
+var transferParts = []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}
 
 // Bounds of what one cell prints, in bytes.
 const (
@@ -279,7 +280,7 @@ func (t *table) scope(n *node, col int) {
 		} else {
 			label = fmt.Sprintf("output #%d", i)
 		}
-		t.set(label, spans.NumPhases*100+i, col, c.Span.Duration())
+		t.set(label, plan.NumPhases*100+i, col, c.Span.Duration())
 	}
 }
 
@@ -289,10 +290,10 @@ func (t *table) phases(n *node, expected []spans.Phase, col int) {
 			continue // one row per step would drown the table
 		}
 		for _, c := range named(n, p.SpanName()) {
-			label, rank := p.ID(), int(p)*100
+			label, rank := p.String(), int(p)*100
 			if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
 				// Per-output rows sort by output, then phase.
-				label = fmt.Sprintf("%s #%d", p.ID(), i)
+				label = fmt.Sprintf("%s #%d", p.String(), i)
 				rank = int(spans.OutputReadyWait)*100 + int(i)*2
 				if p == spans.Postprocess {
 					rank++

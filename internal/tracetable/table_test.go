@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -39,7 +40,7 @@ func TestTableBoundsColumnsRowsAndCells(t *testing.T) {
 		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(fmt.Sprint("stage", i))
 		tr = append(tr, s)
 		for j := 0; j < 20; j++ {
-			tr = append(tr, hostileSpan(fmt.Sprint("q", i, "-", j), s.SpanID, spans.LLMDecode.SpanName(), 1, 2))
+			tr = append(tr, hostileSpan(fmt.Sprint("q", i, "-", j), s.SpanID, plan.LLMDecode.SpanName(), 1, 2))
 		}
 	}
 	var out bytes.Buffer
@@ -78,7 +79,7 @@ func TestTableFindsRequestsUnderOtherSpans(t *testing.T) {
 	req := hostileSpan("r", "g", spans.RequestSpanName, 1, 11)
 	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("under-a-gateway")
 	exec := hostileSpan("e", "r", spans.Exec.SpanName(), 2, 10)
-	exec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	exec.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.String())
 	var out bytes.Buffer
 	if n := Write(&out, []Span{gw, req, exec}); n != 1 || !strings.Contains(out.String(), `request "under-a-gateway"`) ||
 		!strings.Contains(out.String(), "exec") {
@@ -148,7 +149,7 @@ func TestASpanEndingBeforeItStartsIsNotedNotShown(t *testing.T) {
 	req := hostileSpan("r", "", spans.RequestSpanName, 0, 10)
 	req.Attrs[string(attrs.RequestIDKey)] = attribute.StringValue("neg")
 	neg := hostileSpan("e", "r", spans.Exec.SpanName(), 8, 3)
-	neg.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.ID())
+	neg.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(spans.Exec.String())
 	var out bytes.Buffer
 	Write(&out, []Span{req, neg})
 	if strings.Contains(out.String(), "-5.000") || !strings.Contains(out.String(), "ends before it starts") {
@@ -201,7 +202,7 @@ func FuzzTable(f *testing.F) {
 	f.Add([]byte("aa\x00ba\x01ab\x02"))
 	f.Add([]byte("r\x00\x00sr\x01ts\x02us\x03"))
 	names := []string{spans.RequestSpanName, spans.StageSpanName, spans.TransferSpanName, spans.Exec.SpanName(),
-		spans.Forward.SpanName(), spans.OutputSpanName, spans.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
+		spans.Forward.SpanName(), spans.OutputSpanName, plan.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ss []Span
 		for i := 0; i+2 < len(b) && len(ss) < 2000; i += 3 {
@@ -235,7 +236,7 @@ func FuzzTable(f *testing.F) {
 func TestTheTableAndTheSummaryReadTheSameTree(t *testing.T) {
 	phase := func(id, parent string, p spans.Phase, start, end float64) Span {
 		s := hostileSpan(id, parent, p.SpanName(), start, end)
-		s.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(p.ID())
+		s.Attrs[string(attrs.PhaseKey)] = attribute.StringValue(p.String())
 		return s
 	}
 	withAttr := func(s Span, k string, v attribute.Value) Span { s.Attrs[k] = v; return s }
@@ -259,9 +260,9 @@ func TestTheTableAndTheSummaryReadTheSameTree(t *testing.T) {
 			phase("k", "e", spans.KVRecv, 2, 3), phase("f", "e", spans.Forward, 3, 40), phase("d", "f", spans.DenoiseStep, 3, 4),
 			phase("v", "e", spans.VAEDecode, 40, 50), out(phase("p0", "r", spans.Postprocess, 50, 60), 0), out(phase("p1", "r", spans.Postprocess, 60, 70), 1)},
 		"single llm": {withAttr(req("r"), string(attrs.StageTypeKey), attribute.StringValue(attrs.StageLLM)),
-			phase("a", "r", spans.LLMQueue, 1, 2), phase("b", "r", spans.LLMPrefill, 2, 5), phase("c", "r", spans.LLMDecode, 5, 50)},
-		"multi-stage": {req("r"), stage("s0", 0, "thinker", attrs.StageLLM), phase("a", "s0", spans.LLMPrefill, 2, 5), phase("b", "s0", spans.LLMDecode, 5, 20),
-			transfer, phase("tx", "t", spans.TransferTx, 20, 22), phase("fl", "t", spans.TransferInFlight, 22, 25), phase("rx", "t", spans.TransferRxDecode, 25, 30),
+			phase("a", "r", plan.LLMQueue, 1, 2), phase("b", "r", plan.LLMPrefill, 2, 5), phase("c", "r", plan.LLMDecode, 5, 50)},
+		"multi-stage": {req("r"), stage("s0", 0, "thinker", attrs.StageLLM), phase("a", "s0", plan.LLMPrefill, 2, 5), phase("b", "s0", plan.LLMDecode, 5, 20),
+			transfer, phase("tx", "t", plan.TransferTx, 20, 22), phase("fl", "t", plan.TransferInFlight, 22, 25), phase("rx", "t", plan.TransferRxDecode, 25, 30),
 			stage("s1", 1, "dit", ""), phase("e", "s1", spans.Exec, 30, 80), phase("f", "e", spans.Forward, 31, 70),
 			stage("s2", 2, "other", attrs.StageOther), phase("x", "s2", spans.Exec, 80, 85)},
 	}
@@ -284,7 +285,7 @@ func TestTheTableAndTheSummaryReadTheSameTree(t *testing.T) {
 		for label, n := range sum.Spans() {
 			f := strings.Fields(label)
 			switch {
-			case n == 0 || label == "request" || label == spans.DenoiseStep.ID():
+			case n == 0 || label == "request" || label == spans.DenoiseStep.String():
 				continue // the table shows no row per step
 			case f[0] == "stage" || f[0] == "transfer" && len(f) == 2:
 				summary[f[0]] = true

@@ -82,11 +82,11 @@ func (e *Engine) Start(ctx context.Context, models []string) {
 			DeviceKind: "cuda", DeviceCount: 1})
 		time.Sleep(time.Duration(3 * e.scale * float64(time.Millisecond)))
 		load.SetAcceleratorMemory(int64(10+5*i) << 30)
-		load.End()
+		load.End(nil)
 	}
 	warm := es.StartWarmup()
 	time.Sleep(time.Duration(5 * e.scale * float64(time.Millisecond)))
-	warm.End()
+	warm.End(nil)
 	es.End(nil)
 	e.log.InfoContext(ctx, "engine ready", "models", len(models), "replica", e.replica)
 }
@@ -118,10 +118,19 @@ func (e *Engine) Serve(ctx context.Context, id string, s Scenario, seed uint64) 
 	return err
 }
 
+// within runs fn inside phase p of req: the phase starts before fn, and
+// ends when fn returns, failed with fn's error.
+func within(req *otelomni.Request, ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
+	ph := req.StartPhase(ctx, p)
+	err := fn(ph.Context())
+	ph.End(err)
+	return err
+}
+
 func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, rng *rand.Rand) error {
 	if s.Preprocessor {
 		// The model's pre-processor: decode and resize the input image.
-		if err := req.Run(ctx, spans.Preprocess, e.cpu(rng, 6, 14)); err != nil {
+		if err := within(req, ctx, spans.Preprocess, e.cpu(rng, 6, 14)); err != nil {
 			return err
 		}
 	}
@@ -134,13 +143,13 @@ func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, r
 	exec := req.StartPhase(ctx, spans.Exec)
 	release, err := e.admit(ctx, req, s)
 	if err != nil {
-		exec.EndError(err)
+		exec.End(err)
 		return err
 	}
 	err = e.run(ctx, req, s, rng)
 	release()
 	if err != nil {
-		exec.EndError(err)
+		exec.End(err)
 		return fmt.Errorf("%w: %w", otelomni.ErrStageError, err)
 	}
 
@@ -149,7 +158,7 @@ func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, r
 	for i, o := range s.Outputs {
 		last := i == len(s.Outputs)-1
 		if last {
-			exec.End()
+			exec.End(nil)
 		}
 		e.output(ctx, req, rng, o, i, last, len(s.Outputs) > 1)
 		if !last {
@@ -168,7 +177,7 @@ func (e *Engine) admit(ctx context.Context, req *otelomni.Request, s Scenario) (
 		select {
 		case e.priority <- struct{}{}:
 			// Run in the step that accepted it: one stamp for both.
-			_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, accepted))
+			_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, accepted), nil)
 		default:
 			// The lane is full: a real wait, measured as such.
 			select {
@@ -176,7 +185,7 @@ func (e *Engine) admit(ctx context.Context, req *otelomni.Request, s Scenario) (
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
+			_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()), nil)
 		}
 		return func() { <-e.priority }, nil
 	}
@@ -186,7 +195,7 @@ func (e *Engine) admit(ctx context.Context, req *otelomni.Request, s Scenario) (
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()))
+	_ = req.RecordPhase(spans.QueueWait, spans.Between(accepted, time.Now()), nil)
 	return func() { <-e.slots }, nil
 }
 
@@ -197,7 +206,7 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 	if s.UpstreamKV {
 		start := time.Now()
 		e.sleep(rng, 4, 9)
-		_ = req.RecordPhase(spans.KVRecv, spans.Between(start, time.Now()))
+		_ = req.RecordPhase(spans.KVRecv, spans.Between(start, time.Now()), nil)
 	}
 	perStep := 6.0
 	if s.Modality == attrs.ModalityVideo {
@@ -210,7 +219,7 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 		for i := 0; i < s.Steps; i++ {
 			step := req.StartStep(ctx, i)
 			e.sleep(rng, perStep*0.9, perStep*1.1)
-			step.End()
+			step.End(nil)
 			if s.Fail && i == s.Steps/2 {
 				req.SetStepsRun(i + 1)
 				e.log.ErrorContext(ctx, "out of memory while denoising", "step", i)
@@ -227,10 +236,10 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 		}
 		return decode(ctx)
 	}
-	if err := req.Run(ctx, spans.Forward, denoise); err != nil {
+	if err := within(req, ctx, spans.Forward, denoise); err != nil {
 		return err
 	}
-	return req.Run(ctx, spans.VAEDecode, decode)
+	return within(req, ctx, spans.VAEDecode, decode)
 }
 
 // output hands one output back: wait for an asynchronous copy, then
@@ -247,11 +256,11 @@ func (e *Engine) output(ctx context.Context, req *otelomni.Request, rng *rand.Ra
 	if o == Async {
 		w := start(spans.OutputReadyWait)
 		e.sleep(rng, 2, 8)
-		w.End()
+		w.End(nil)
 	}
 	p := start(spans.Postprocess)
 	_ = e.cpu(rng, 4, 12)(p.Context())
-	p.End()
+	p.End(nil)
 }
 
 // sleep waits a uniformly random time between lo and hi milliseconds,

@@ -88,7 +88,7 @@ func Lookup(name string) (Scenario, bool) {
 func (s Scenario) Expect() (map[spans.Phase]int, string) {
 	want := map[spans.Phase]int{}
 	for _, p := range spans.Phases() {
-		if p < spans.LLMQueue {
+		if p <= spans.Postprocess {
 			want[p] = 0
 		}
 	}

@@ -6,8 +6,9 @@ package pipeline
 import (
 	"encoding/json"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -45,7 +46,7 @@ type Message struct {
 	ID       string `json:"id,omitempty"`
 	Pipeline string `json:"pipeline,omitempty"`
 	// Trace carries the request span's context to the next stage.
-	Trace otelomni.Carrier `json:"trace,omitempty"`
+	Trace propagation.MapCarrier `json:"trace,omitempty"`
 	// Transfer describes the hand-over from the previous stage.
 	Transfer *spans.TransferHeader `json:"transfer,omitempty"`
 	Special  Special               `json:"special,omitempty"`
@@ -92,32 +93,32 @@ func Expect(pipeline string, special Special) map[string]int {
 	stages := Pipelines[pipeline]
 	want[spans.StageSpanName] = len(stages)
 	want[spans.TransferSpanName] = len(stages) - 1
-	want[spans.TransferTx.SpanName()] = len(stages) - 1
-	want[spans.TransferInFlight.SpanName()] = len(stages) - 1
-	want[spans.TransferRxDecode.SpanName()] = len(stages) - 1
+	want["omni.transfer.tx"] = len(stages) - 1
+	want["omni.transfer.in_flight"] = len(stages) - 1
+	want["omni.transfer.rx_decode"] = len(stages) - 1
 	llm := 0
 	for _, s := range stages {
 		if s.Type == attrs.StageLLM {
 			llm++
 		}
 	}
-	want[spans.LLMQueue.SpanName()] = llm
-	want[spans.LLMPrefill.SpanName()] = llm
-	want[spans.LLMDecode.SpanName()] = llm
+	want["omni.llm.queue"] = llm
+	want["omni.llm.prefill"] = llm
+	want["omni.llm.decode"] = llm
 	switch pipeline {
 	case "speech":
 		want[spans.OutputSpanName] = AudioChunks
 		if special == NoQueuedEvent {
-			want[spans.LLMQueue.SpanName()]--
-			want[spans.LLMPrefill.SpanName()]--
+			want["omni.llm.queue"]--
+			want["omni.llm.prefill"]--
 		}
 	case "image":
 		for _, p := range []spans.Phase{spans.QueueWait, spans.Exec, spans.KVRecv, spans.Forward, spans.VAEDecode, spans.Postprocess} {
 			want[p.SpanName()] = 1
 		}
 		if special == NoTxTimes {
-			want[spans.TransferTx.SpanName()]--
-			want[spans.TransferInFlight.SpanName()]--
+			want["omni.transfer.tx"]--
+			want["omni.transfer.in_flight"]--
 		}
 	}
 	return want

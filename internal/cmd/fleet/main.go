@@ -26,7 +26,6 @@ import (
 	"github.com/otelomni/otelomni/internal/fleet"
 	"github.com/otelomni/otelomni/internal/jaeger"
 	keepvars "github.com/otelomni/otelomni/internal/keep"
-	"github.com/otelomni/otelomni/otelomni"
 )
 
 func main() {
@@ -116,7 +115,7 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 	if err != nil {
 		return err
 	}
-	counts, err := tier.Collector.WaitCounts(ctx, otelomni.RequestDurationName, len(reqs), rep.Kept(), time.Minute)
+	counts, err := tier.Collector.WaitCounts(ctx, "gen_ai.server.request.duration", len(reqs), rep.Kept(), time.Minute)
 	if err != nil {
 		return err
 	}
@@ -267,7 +266,7 @@ func printReport(out io.Writer, rep fleet.Report, pol fleet.Policies, t fleet.Ta
 		t.NewTraces, t.Kept, t.Dropped, t.SpansIn, t.SpansOut, t.SpansRefused, t.SpansFailed, t.TooEarly, t.LateKept, t.LateDropped)
 	fmt.Fprintf(out, "backend: %d traces; %d not one whole request\n", rep.Traces, len(rep.Strays))
 	fmt.Fprintf(out, "metrics: the engines' %s counts %d requests (all); span metrics count %d request spans (kept traces only)\n",
-		otelomni.RequestDurationName, n.Engine, n.Spans)
+		"gen_ai.server.request.duration", n.Engine, n.Spans)
 	fmt.Fprintln(out, "\na kept trace of each scenario:")
 	for _, sc := range []pipeline.Special{pipeline.Normal, pipeline.Slow, pipeline.Saturated, pipeline.Failing} {
 		if id := example[sc]; id != "" {

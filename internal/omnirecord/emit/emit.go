@@ -18,6 +18,7 @@ import (
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	tree "github.com/otelomni/otelomni/internal/plan"
 )
 
 // An import makes the spans of each request as OpenTelemetry Collector
@@ -326,8 +327,8 @@ func (e *Emitter) phase(sc *scope, ph spans.Phase, iv spans.Interval, kv []attri
 	}
 	parent := sc.id
 	switch {
-	case ph.Parent() == spans.ParentExec && sc.hasExec:
-		if !iv.Within(sc.execIV.Start(), sc.execIV.End()) {
+	case tree.ParentOf(ph) == tree.UnderExec && sc.hasExec:
+		if !tree.Within(iv, sc.execIV.Start(), sc.execIV.End()) {
 			return &spans.PhaseError{Phase: ph, Output: -1, Step: -1, Interval: iv, Err: spans.ErrOutsideParent}
 		}
 		parent = sc.exec
@@ -348,7 +349,7 @@ func (e *Emitter) phase(sc *scope, ph spans.Phase, iv spans.Interval, kv []attri
 func (e *Emitter) phaseAttrs(s ptrace.Span, ph spans.Phase, kv []attribute.KeyValue) {
 	m := s.Attributes()
 	dropped := 0
-	base := [2]attribute.KeyValue{omniattr.Phase(ph.ID()), omniattr.RequestModel(e.model)}
+	base := [2]attribute.KeyValue{omniattr.Phase(ph.String()), omniattr.RequestModel(e.model)}
 	n := 2
 	if e.model == "" {
 		n = 1
@@ -369,12 +370,12 @@ func (e *Emitter) phaseAttrs(s ptrace.Span, ph spans.Phase, kv []attribute.KeyVa
 // from its earliest part to its latest, and one child a part, as the
 // record path's RecordTransfer does.
 func (e *Emitter) transfer(req *scope, rec *spans.TransferRecord) []error {
-	var buf [3]spans.PlannedSpan
-	plan, iv, err := rec.Plan(buf[:0])
+	var buf [3]tree.Span
+	ps, iv, err := tree.Transfer(buf[:0], rec)
 	var bad []error
 	for _, x := range flatten(err) {
 		switch {
-		case errors.Is(x, spans.ErrClockSkew), errors.Is(x, spans.ErrNoTransferPart):
+		case errors.Is(x, tree.ErrClockSkew), errors.Is(x, tree.ErrNoTransferPart):
 		default:
 			bad = append(bad, x)
 		}
@@ -413,8 +414,8 @@ func (e *Emitter) transfer(req *scope, rec *spans.TransferRecord) []error {
 	if rec.Reconstructed {
 		kv = reconstructedOnly
 	}
-	for i := range plan {
-		p := &plan[i]
+	for i := range ps {
+		p := &ps[i]
 		s := e.span(p.Phase.SpanName(), ptrace.SpanKindInternal, t.id, p.Start)
 		e.phaseAttrs(s, p.Phase, kv)
 		s.SetEndTimestamp(pcommon.NewTimestampFromTime(p.End))
@@ -514,7 +515,7 @@ func clampCount(n int) uint32 {
 var diffusionOrder = []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.KVRecv, spans.Forward,
 	spans.VAEDecode, spans.OutputReadyWait, spans.Postprocess}
 
-var llmOrder = []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode}
+var llmOrder = []spans.Phase{tree.LLMQueue, tree.LLMPrefill, tree.LLMDecode}
 
 // placedStage is a stage with its phases placed.
 type placedStage struct {
@@ -542,16 +543,16 @@ func plan(r *forms.Request, anchor time.Time) ([]placedStage, time.Time, error) 
 		for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
 			for _, ph := range order {
 				if err := checkRange(intervalOf(&p, ph)); err != nil {
-					return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, ph.ID(), err)
+					return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, ph.String(), err)
 				}
 			}
 		}
 		for _, iv := range [...]struct {
 			ph spans.Phase
 			iv spans.Interval
-		}{{spans.TransferTx, p.Transfer.Tx}, {spans.TransferInFlight, p.Transfer.InFlight}, {spans.TransferRxDecode, p.Transfer.RxDecode}} {
+		}{{tree.TransferTx, p.Transfer.Tx}, {tree.TransferInFlight, p.Transfer.InFlight}, {tree.TransferRxDecode, p.Transfer.RxDecode}} {
 			if err := checkRange(iv.iv); err != nil {
-				return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, iv.ph.ID(), err)
+				return nil, end, fmt.Errorf("stage %d: %s: %w", st.ID, iv.ph.String(), err)
 			}
 		}
 		// The stage itself last: the phase that made it too long is named.
@@ -585,11 +586,11 @@ func intervalOf(p *Placed, ph spans.Phase) spans.Interval {
 		return d.OutputReadyWait
 	case spans.Postprocess:
 		return d.Postprocess
-	case spans.LLMQueue:
+	case tree.LLMQueue:
 		return l.Queue
-	case spans.LLMPrefill:
+	case tree.LLMPrefill:
 		return l.Prefill
-	case spans.LLMDecode:
+	case tree.LLMDecode:
 		return l.Decode
 	}
 	return spans.Interval{}
@@ -643,7 +644,7 @@ func stageAttrs(kv []attribute.KeyValue, st *forms.Stage) []attribute.KeyValue {
 // transferQuality says how exact the hand-over into st is.
 func transferQuality(st *forms.Stage) []attribute.KeyValue {
 	var q forms.Quality
-	for _, p := range []spans.Phase{spans.TransferTx, spans.TransferInFlight, spans.TransferRxDecode} {
+	for _, p := range []spans.Phase{tree.TransferTx, tree.TransferInFlight, tree.TransferRxDecode} {
 		pq := st.Quality[p]
 		q.Resolution = max(q.Resolution, pq.Resolution)
 		q.Summed = q.Summed || pq.Summed

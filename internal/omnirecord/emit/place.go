@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	tree "github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
@@ -18,7 +19,7 @@ import (
 // is not in the record is not placed and takes no time.
 type Placed struct {
 	Diffusion spans.DiffusionRecord
-	LLM       spans.LLMRecord
+	LLM       tree.LLMRecord
 	Transfer  spans.TransferRecord
 	// HasTransfer: the stage received a hand-over with a measured part.
 	HasTransfer bool
@@ -70,14 +71,14 @@ func place(s *forms.Stage) Placed {
 	p.Diffusion.Reconstructed = true
 
 	t = s.Submit
-	p.LLM.Queue, t = span(t, spans.LLMQueue)
-	p.LLM.Prefill, t = span(t, spans.LLMPrefill)
-	p.LLM.Decode, _ = span(t, spans.LLMDecode)
+	p.LLM.Queue, t = span(t, tree.LLMQueue)
+	p.LLM.Prefill, t = span(t, tree.LLMPrefill)
+	p.LLM.Decode, _ = span(t, tree.LLMDecode)
 	p.LLM.Reconstructed = true
 
-	rx, hasRx := d[spans.TransferRxDecode]
-	fl, hasFl := d[spans.TransferInFlight]
-	tx, hasTx := d[spans.TransferTx]
+	rx, hasRx := d[tree.TransferRxDecode]
+	fl, hasFl := d[tree.TransferInFlight]
+	tx, hasTx := d[tree.TransferTx]
 	if hasRx || hasFl || hasTx {
 		p.HasTransfer = true
 		rxStart := s.Submit.Add(-rx)
@@ -108,7 +109,7 @@ func place(s *forms.Stage) Placed {
 // transferLength is how long the hand-over into s lasts when placed.
 func transferLength(s *forms.Stage) time.Duration {
 	d := s.Durations
-	return forms.AddSat(forms.AddSat(d[spans.TransferTx], d[spans.TransferInFlight]), d[spans.TransferRxDecode])
+	return forms.AddSat(forms.AddSat(d[tree.TransferTx], d[tree.TransferInFlight]), d[tree.TransferRxDecode])
 }
 
 // length is how long s lasts when placed from its submit time.
@@ -121,7 +122,7 @@ func length(s *forms.Stage) time.Duration {
 		}
 	}
 	diff := forms.AddSat(forms.AddSat(d[spans.Preprocess], execLen), forms.AddSat(d[spans.OutputReadyWait], d[spans.Postprocess]))
-	llm := forms.AddSat(forms.AddSat(d[spans.LLMQueue], d[spans.LLMPrefill]), d[spans.LLMDecode])
+	llm := forms.AddSat(forms.AddSat(d[tree.LLMQueue], d[tree.LLMPrefill]), d[tree.LLMDecode])
 	n := max(diff, llm)
 	if s.GenTime != nil {
 		n = max(n, s.GenTime.D)
@@ -178,8 +179,8 @@ func placeTimes(r *forms.Request, anchor time.Time) {
 // The times OTLP carries: nanoseconds since 1970 that a time.Time's
 // UnixNano can hold (up to 2262-04-11).
 var (
-	minTime = spans.MinTime
-	maxTime = spans.MaxTime
+	minTime = tree.MinTime
+	maxTime = tree.MaxTime
 )
 
 // checkRange refuses an interval that OTLP cannot carry.

@@ -113,7 +113,7 @@ func recordPhases(rec *otelomni.Request, ps *placedStage) []error {
 			if q := ps.st.Quality[ph]; q != (forms.Quality{}) {
 				kv = forms.QualityAttrs([]attribute.KeyValue{omniattr.Reconstructed(true)}, q)
 			}
-			if err := rec.RecordPhase(ph, iv, kv...); err != nil {
+			if err := rec.RecordPhase(ph, iv, nil, kv...); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -3,7 +3,7 @@ package forms
 import (
 	"time"
 
-	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/internal/plan"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/literal"
 )
@@ -70,7 +70,7 @@ func (b *Builder) ApplyEvent(kind string, ev *literal.Value) {
 			// overwrites them chunk by chunk): it fills what the other
 			// events did not say.
 			if s := b.stages[to]; s != nil {
-				if _, ok := s.Durations[spans.TransferTx]; ok {
+				if _, ok := s.Durations[plan.TransferTx]; ok {
 					ev = without(ev, "tx_time_ms")
 				}
 				if s.RxBytes != nil {
@@ -118,10 +118,10 @@ func (b *Builder) addTx(from, to int, ev *literal.Value) {
 	}
 	v, _ := ev.Get("tx_time_ms")
 	if d, ok := b.durationOf("tx_time_ms", v, time.Millisecond); ok && d > 0 {
-		if old, had := s.Durations[spans.TransferTx]; had {
-			s.set(spans.TransferTx, AddSat(old, d), Quality{Summed: true})
+		if old, had := s.Durations[plan.TransferTx]; had {
+			s.set(plan.TransferTx, AddSat(old, d), Quality{Summed: true})
 		} else {
-			s.set(spans.TransferTx, d, Quality{})
+			s.set(plan.TransferTx, d, Quality{})
 		}
 	}
 	if v, ok := ev.Get("size_bytes"); ok {

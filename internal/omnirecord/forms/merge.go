@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/literal"
@@ -190,7 +191,7 @@ func (m *merger) stage(p *Request, s, o *Stage) {
 		case !had:
 			s.set(ph, d, q)
 		case !agree(old, d, s.Quality[ph].Resolution, q.Resolution):
-			m.note(p, "%s%s %v and %v", where, ph.ID(), old, d)
+			m.note(p, "%s%s %v and %v", where, ph.String(), old, d)
 		case q.Resolution < s.Quality[ph].Resolution:
 			s.set(ph, d, q)
 			if q == (Quality{}) {
@@ -222,7 +223,7 @@ func (m *merger) stage(p *Request, s, o *Stage) {
 }
 
 func isTransferPart(ph spans.Phase) bool {
-	return ph == spans.TransferTx || ph == spans.TransferInFlight || ph == spans.TransferRxDecode
+	return ph == plan.TransferTx || ph == plan.TransferInFlight || ph == plan.TransferRxDecode
 }
 
 // attrs merges two parts' attributes: the union, by key.
@@ -278,7 +279,7 @@ func phaseOfField(f string) (spans.Phase, bool) {
 		return tf.phase, true
 	}
 	if f == "rx_in_flight_time_ms" {
-		return spans.TransferInFlight, true
+		return plan.TransferInFlight, true
 	}
 	stem, _, ok := unitKey(f)
 	if !ok || stem == "postprocess_time" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/literal"
@@ -23,11 +24,11 @@ var durationKeys = map[string]spans.Phase{
 	"kv_recv_time":               spans.KVRecv,
 	"forward_time":               spans.Forward,
 	"vae_decode_time":            spans.VAEDecode,
-	"vllm_queued":                spans.LLMQueue,
-	"vllm_prefill":               spans.LLMPrefill,
-	"vllm_decode":                spans.LLMDecode,
-	"rx_decode_time":             spans.TransferRxDecode,
-	"rx_in_flight_time":          spans.TransferInFlight,
+	"vllm_queued":                plan.LLMQueue,
+	"vllm_prefill":               plan.LLMPrefill,
+	"vllm_decode":                plan.LLMDecode,
+	"rx_decode_time":             plan.TransferRxDecode,
+	"rx_in_flight_time":          plan.TransferInFlight,
 }
 
 // genTimeKey is the stage's own duration.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/literal"
@@ -254,9 +255,9 @@ var transferFields = map[string]struct {
 	phase  spans.Phase
 	summed bool
 }{
-	"tx_time_ms":        {spans.TransferTx, true},
-	"in_flight_time_ms": {spans.TransferInFlight, false},
-	"rx_decode_time_ms": {spans.TransferRxDecode, false},
+	"tx_time_ms":        {plan.TransferTx, true},
+	"in_flight_time_ms": {plan.TransferInFlight, false},
+	"rx_decode_time_ms": {plan.TransferRxDecode, false},
 }
 
 // ApplyTransferRow reads one edge's row of a trans_table, or one column of

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
@@ -106,9 +107,9 @@ func TestSummaryDict(t *testing.T) {
 	phase(t, dit, spans.OutputReadyWait, -1, forms.Quality{})
 	// The hand-over: send time summed over chunks; an in-flight 0 is the
 	// dataclass's default.
-	phase(t, dit, spans.TransferTx, ms(3.25), forms.Quality{Summed: true})
-	phase(t, dit, spans.TransferRxDecode, ms(1.5), forms.Quality{})
-	phase(t, dit, spans.TransferInFlight, -1, forms.Quality{})
+	phase(t, dit, plan.TransferTx, ms(3.25), forms.Quality{Summed: true})
+	phase(t, dit, plan.TransferRxDecode, ms(1.5), forms.Quality{})
+	phase(t, dit, plan.TransferInFlight, -1, forms.Quality{})
 	if dit.RxBytes == nil || *dit.RxBytes != 2048*1024+512 || !dit.RxBytesSummed || dit.RxFrom == nil || *dit.RxFrom != 0 {
 		t.Errorf("hand-over bytes %v from %v", dit.RxBytes, dit.RxFrom)
 	}
@@ -156,7 +157,7 @@ func TestVLLMLog(t *testing.T) {
 	// Hidden rows (zero in every column) are not measured.
 	phase(t, dit, spans.QueueWait, -1, forms.Quality{})
 	phase(t, dit, spans.Preprocess, -1, forms.Quality{})
-	phase(t, dit, spans.TransferTx, ms(3.25), forms.Quality{Resolution: time.Microsecond, Summed: true})
+	phase(t, dit, plan.TransferTx, ms(3.25), forms.Quality{Resolution: time.Microsecond, Summed: true})
 	if dit.GenTime.D != ms(2410.5) {
 		t.Errorf("gen time %v (thousands separator)", dit.GenTime.D)
 	}
@@ -179,9 +180,9 @@ func TestEventLog(t *testing.T) {
 		t.Fatalf("request %+v", r)
 	}
 	talker := &r.Stages[1]
-	phase(t, talker, spans.TransferTx, ms(2), forms.Quality{Summed: true})
-	phase(t, talker, spans.TransferRxDecode, ms(2.5), forms.Quality{})
-	phase(t, talker, spans.TransferInFlight, -1, forms.Quality{})
+	phase(t, talker, plan.TransferTx, ms(2), forms.Quality{Summed: true})
+	phase(t, talker, plan.TransferRxDecode, ms(2.5), forms.Quality{})
+	phase(t, talker, plan.TransferInFlight, -1, forms.Quality{})
 	if talker.GenTime.D != ms(1310) || talker.RxBytes == nil || *talker.RxBytes != 98304 {
 		t.Errorf("talker %+v bytes %v", talker.GenTime, talker.RxBytes)
 	}

@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
@@ -157,7 +158,7 @@ func TestAMeasurementTakesBackAnUnmeasuredZero(t *testing.T) {
 			t.Fatalf("%d requests, problems %q", len(col.reqs), col.problems)
 		}
 		st := &col.reqs[0].Stages[len(col.reqs[0].Stages)-1]
-		phase(t, st, spans.TransferTx, 400*time.Nanosecond, forms.Quality{Summed: true})
+		phase(t, st, plan.TransferTx, 400*time.Nanosecond, forms.Quality{Summed: true})
 		if slices.Contains(st.Unmeasured, "tx_time_ms") {
 			t.Errorf("tx_time_ms listed as unmeasured %v beside its measurement", st.Unmeasured)
 		}
@@ -184,7 +185,7 @@ func TestEventLogTotalRepeatsTheLastChunk(t *testing.T) {
 	if st.RxBytes == nil || *st.RxBytes != 65536+32768 || !st.RxBytesSummed {
 		t.Errorf("bytes %v (summed %v), want the chunks' sum", st.RxBytes, st.RxBytesSummed)
 	}
-	phase(t, st, spans.TransferTx, ms(2), forms.Quality{Summed: true})
+	phase(t, st, plan.TransferTx, ms(2), forms.Quality{Summed: true})
 }
 
 // TestImportedSpansSayTheyAreReconstructed: every imported span carries
@@ -249,7 +250,7 @@ func fmtRequests(c *collected) string {
 			b.WriteString(" " + itoa(st.ID) + ":")
 			for _, p := range spans.Phases() {
 				if d, ok := st.Durations[p]; ok {
-					b.WriteString(" " + p.ID() + "=" + d.String())
+					b.WriteString(" " + p.String() + "=" + d.String())
 				}
 			}
 			if st.GenTime != nil {
@@ -427,7 +428,7 @@ func TestASecondHandOverIntoAStageIsReported(t *testing.T) {
 	if into2 == nil || into2.RxFrom == nil || *into2.RxFrom != 0 {
 		t.Fatalf("stage 2 %+v: want its hand-over from stage 0, the first read", into2)
 	}
-	phase(t, into2, spans.TransferTx, ms(30), forms.Quality{Summed: true})
+	phase(t, into2, plan.TransferTx, ms(30), forms.Quality{Summed: true})
 	if len(col.problems) != 1 || !strings.Contains(col.problems[0], "edge 1->2") {
 		t.Errorf("problems %q, want the second edge into stage 2 reported", col.problems)
 	}

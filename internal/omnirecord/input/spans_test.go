@@ -12,14 +12,14 @@ import (
 
 	"github.com/otelomni/otelomni/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
-	"github.com/otelomni/otelomni/spans"
+	"github.com/otelomni/otelomni/internal/plan"
 )
 
 // defaultLimits are the limits of an import without OTEL_* limits set.
 var defaultLimits = emit.Limits{Attributes: sdktrace.DefaultAttributeCountLimit, ValueLength: 4096}
 
 // The times a span can carry.
-var minTime, maxTime = spans.MinTime, spans.MaxTime
+var minTime, maxTime = plan.MinTime, plan.MaxTime
 
 // emitStubs emits the requests with an Emitter and returns their spans as
 // the SDK's read-only spans, for tests that look at spans the SDK's way;

@@ -1,8 +1,10 @@
-package spans
+package plan
 
 import (
 	"errors"
 	"time"
+
+	"github.com/otelomni/otelomni/spans"
 )
 
 // LLMRecord is the timing of one request at one LLM stage. Each interval is
@@ -10,17 +12,17 @@ import (
 // stage's events with [LLMFromEvents], or set the intervals directly.
 type LLMRecord struct {
 	// Queue runs from the queued event to the first scheduled event.
-	Queue Interval
+	Queue spans.Interval
 	// Prefill runs from the first scheduled event to the first token. A
 	// re-schedule after preemption does not move its start.
-	Prefill Interval
+	Prefill spans.Interval
 	// Decode runs from the first token to the last token.
-	Decode Interval
+	Decode spans.Interval
 	// Err, when not nil, is why the request failed, during the phase
 	// FailedPhase (llm.decode when FailedPhase is 0): that phase's span
 	// gets status Error and error.type.
 	Err         error
-	FailedPhase Phase
+	FailedPhase spans.Phase
 	// Reconstructed marks records whose start times were placed by the
 	// phase order rather than read from a clock.
 	Reconstructed bool
@@ -33,20 +35,20 @@ type LLMRecord struct {
 func LLMFromEvents(queued, scheduled, firstToken, lastToken time.Time) LLMRecord {
 	var r LLMRecord
 	if !queued.IsZero() && !scheduled.IsZero() {
-		r.Queue = Between(queued, scheduled)
+		r.Queue = spans.Between(queued, scheduled)
 	}
 	if !scheduled.IsZero() && !firstToken.IsZero() {
-		r.Prefill = Between(scheduled, firstToken)
+		r.Prefill = spans.Between(scheduled, firstToken)
 	}
 	if !firstToken.IsZero() && !lastToken.IsZero() {
-		r.Decode = Between(firstToken, lastToken)
+		r.Decode = spans.Between(firstToken, lastToken)
 	}
 	return r
 }
 
-// Plan appends one [PlannedSpan] per measured and valid phase, in order
+// LLM appends one [Span] per measured and valid phase of r, in order
 // (queue, prefill, decode), and reports each bad one in the error.
-func (r *LLMRecord) Plan(dst []PlannedSpan) ([]PlannedSpan, error) {
+func LLM(dst []Span, r *LLMRecord) ([]Span, error) {
 	if r == nil {
 		return dst, nil
 	}
@@ -57,29 +59,17 @@ func (r *LLMRecord) Plan(dst []PlannedSpan) ([]PlannedSpan, error) {
 	}
 	n := len(dst)
 	for _, x := range [...]struct {
-		p  Phase
-		iv Interval
+		p  spans.Phase
+		iv spans.Interval
 	}{{LLMQueue, r.Queue}, {LLMPrefill, r.Prefill}, {LLMDecode, r.Decode}} {
 		m := len(dst)
-		dst, errs = planOne(dst, errs, x.p, x.iv, -1, false, -1)
+		dst, errs = one(dst, errs, x.p, x.iv, -1, false, -1)
 		if len(dst) > m && r.Err != nil && x.p == failed {
 			dst[m].Err = r.Err
 		}
 	}
 	if r.Err != nil && !planned(dst[n:], failed) {
-		errs = append(errs, &PhaseError{Phase: failed, Output: -1, Step: -1, Err: ErrFailedNotMeasured})
+		errs = append(errs, &spans.PhaseError{Phase: failed, Output: -1, Step: -1, Err: ErrFailedNotMeasured})
 	}
 	return dst, errors.Join(errs...)
-}
-
-// planOne appends the span of one phase when its interval was measured and
-// is valid, and its error when it is bad.
-func planOne(dst []PlannedSpan, errs []error, p Phase, iv Interval, output int, final bool, step int) ([]PlannedSpan, []error) {
-	if !iv.measured {
-		return dst, errs
-	}
-	if err := iv.Validate(); err != nil {
-		return dst, append(errs, &PhaseError{Phase: p, Output: output, Step: step, Interval: iv, Err: err})
-	}
-	return append(dst, PlannedSpan{Phase: p, Start: iv.start, End: iv.end, Output: output, Final: final, Step: step}), errs
 }
