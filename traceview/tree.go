@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/internal/plan"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/internal/jaegerquery"
-	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/internal/plan"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )

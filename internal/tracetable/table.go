@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/internal/plan"
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 	"github.com/otelomni/otelomni/traceview"
 )
