@@ -49,7 +49,7 @@ func exemplarPolicy() *keep.Policy {
 	}
 	p, err := keep.FromEnv(os.Getenv)
 	if err != nil {
-		otel.Handle(fmt.Errorf("otelomni: exemplars: %w; the collector file's defaults are used", err))
+		otel.Handle(fmt.Errorf("otelomni: exemplars: %w; no trace is vouched for by that rule", err))
 	}
 	return &p
 }
