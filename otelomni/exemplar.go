@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -81,7 +83,7 @@ func (r *Request) vouchPhase(p spans.Phase, d time.Duration, end time.Time) {
 		return
 	}
 	if (p == spans.QueueWait || p == spans.LLMQueue) && pol.Saturated(d) ||
-		r.kind == kindRequest && pol.Slow(r.modality, end.Sub(r.scopeStart())) {
+		r.kind == kindRequest && pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
 		r.kept.Store(true)
 	}
 }
@@ -93,7 +95,7 @@ func (r *Request) vouchEnd(d time.Duration, err error) {
 	if pol == nil {
 		return
 	}
-	if err != nil || r.kind == kindRequest && pol.Slow(r.modality, d) {
+	if err != nil || r.kind == kindRequest && pol.Slow(r.modalityNow(), d) {
 		r.kept.Store(true)
 	}
 }
@@ -106,4 +108,30 @@ func (r *Request) exemplarCtx(ctx context.Context) context.Context {
 		return ctx
 	}
 	return noExemplar
+}
+
+// modalityNow is the omni.output.modality the request span carries now,
+// or "" for none: the tier picks the slow threshold by it.
+func (r *Request) modalityNow() string {
+	if m := r.modality.Load(); m != nil {
+		return *m
+	}
+	return ""
+}
+
+// modalityIn returns the last omni.output.modality of kv, as the span
+// keeps it: a value that is not a string is no modality the tier knows
+// (""); ok is false when kv holds none.
+func modalityIn(kv []attribute.KeyValue) (m *string, ok bool) {
+	for i := len(kv) - 1; i >= 0; i-- {
+		if kv[i].Key != attrs.OutputModalityKey {
+			continue
+		}
+		s := ""
+		if kv[i].Value.Type() == attribute.STRING {
+			s = kv[i].Value.AsString()
+		}
+		return &s, true
+	}
+	return nil, false
 }

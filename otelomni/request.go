@@ -89,9 +89,10 @@ type Request struct {
 	outputs    int
 	lastOutput time.Time
 	firstOut   atomic.Bool
-	// modality is the request's, for the slow thresholds; kept says the
-	// collector tier keeps its trace (exemplar.go).
-	modality string
+	// modality is the omni.output.modality its span carries, for the slow
+	// thresholds (nil: none); kept says the collector tier keeps its trace
+	// (exemplar.go).
+	modality atomic.Pointer[string]
 	kept     atomic.Bool
 }
 
@@ -183,14 +184,23 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
 	tbl := in.table(model, stage.Type)
+	var modality *string
+	if info.Modality != "" {
+		m := in.str(info.Modality)
+		modality = &m
+	}
 
 	var span trace.Span
 	if in.tracer != nil {
 		a := startPool.Get().(*startArgs)
-		n := in.requestAttrs(a.kv[:0], info, id, model, &stage)
+		n := in.requestAttrs(a.kv[:0], info, id, model, modality, &stage)
 		var extra []attribute.KeyValue
 		if len(info.Attributes) > 0 {
 			extra = in.kvs(info.Attributes)
+			// The span holds the last value of a key.
+			if m, ok := modalityIn(extra); ok {
+				modality = m
+			}
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
 			extra = append(extra[:len(extra):len(extra)], attrs.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
@@ -211,7 +221,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	}
 	ctx, r := in.newScope(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
 	if r != noRequest {
-		r.modality = info.Modality
+		r.modality.Store(modality)
 	}
 	return ctx, r
 }
@@ -309,7 +319,11 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 // records.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 	if r.recording() && r.span != nil {
-		r.span.SetAttributes(r.in.kvs(kv)...)
+		kv = r.in.kvs(kv)
+		if m, ok := modalityIn(kv); ok && r.kind == kindRequest {
+			r.modality.Store(m)
+		}
+		r.span.SetAttributes(kv...)
 	}
 }
 

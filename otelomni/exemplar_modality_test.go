@@ -1,0 +1,58 @@
+package otelomni_test
+
+import (
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+)
+
+// TestTheSpansModalityPicksTheThreshold: the tier picks a request's slow
+// threshold by the omni.output.modality its request span ends with, as
+// written (bounded) and as set later by SetAttributes; so does the engine.
+func TestTheSpansModalityPicksTheThreshold(t *testing.T) {
+	t.Setenv("OMNI_SAMPLE_PERCENT", "0")
+	newIn := func(opts ...otelomni.Option) (*otelomni.Instrumenter, *sdkmetric.ManualReader) {
+		reader := sdkmetric.NewManualReader()
+		return otelomni.New(append(opts, otelomni.WithTracerProvider(sdktrace.NewTracerProvider()),
+			otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))...), reader
+	}
+	// Set later: a video (300 s) of 30 s is not slow, whatever it started
+	// as (text: 10 s; image: 20 s).
+	for _, first := range []string{"", "image"} {
+		in, reader := newIn()
+		if got := slowRequests(t, in, reader, 10, first, 30*time.Second, func(r *otelomni.Request) {
+			r.SetAttributes(attrs.OutputModality("video"))
+		}); got != 0 {
+			t.Errorf("started as %q, set to video: %d of 10 requests of 30 s carry an exemplar, want none", first, got)
+		}
+	}
+	// And the threshold the span names holds: an image of 30 s is slow.
+	in, reader := newIn()
+	if got := slowRequests(t, in, reader, 10, "video", 30*time.Second, func(r *otelomni.Request) {
+		r.SetAttributes(attrs.OutputModality("image"))
+	}); got != 10 {
+		t.Errorf("video set to image: %d of 10 requests of 30 s carry an exemplar, want all", got)
+	}
+	t.Run("other", func(t *testing.T) {
+		t.Setenv("OMNI_SLOW_OTHER_MS", "60000")
+		// A modality set later that is not a string: the tier's other
+		// threshold, 60 s.
+		in, reader := newIn()
+		if got := slowRequests(t, in, reader, 10, "image", 30*time.Second, func(r *otelomni.Request) {
+			r.SetAttributes(attrs.OutputModalityKey.Int(1))
+		}); got != 0 {
+			t.Errorf("image, then an int modality: %d of 10 requests of 30 s carry an exemplar, want none", got)
+		}
+		// Bounded: "image" cut to "imag" at a value limit of 4 is another
+		// modality.
+		in, reader = newIn(otelomni.WithValueLimit(4))
+		if got := slowRequests(t, in, reader, 10, "image", 30*time.Second, nil); got != 0 {
+			t.Errorf("image cut to imag: %d of 10 requests of 30 s carry an exemplar, want none", got)
+		}
+	})
+}
