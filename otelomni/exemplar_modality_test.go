@@ -1,9 +1,11 @@
 package otelomni_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -31,8 +33,25 @@ func TestTheSpansModalityPicksTheThreshold(t *testing.T) {
 			t.Errorf("started as %q, set to video: %d of 10 requests of 30 s carry an exemplar, want none", first, got)
 		}
 	}
-	// And the threshold the span names holds: an image of 30 s is slow.
+	// Given among RequestInfo.Attributes: the span holds the last value.
 	in, reader := newIn()
+	t0 := time.Now().Add(-time.Hour)
+	got := 0
+	for i := 0; i < 10; i++ {
+		_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0,
+			Attributes: []attribute.KeyValue{attrs.OutputModality("video")}})
+		if err := r.EndAt(t0.Add(30*time.Second), nil); err != nil {
+			t.Fatal(err)
+		}
+		if ex, _ := exemplarsOf(t, reader); ex["gen_ai.server.request.duration"][r.Span().SpanContext().TraceID()] {
+			got++
+		}
+	}
+	if got != 0 {
+		t.Errorf("image, with video among its attributes: %d of 10 requests of 30 s carry an exemplar, want none", got)
+	}
+	// And the threshold the span names holds: an image of 30 s is slow.
+	in, reader = newIn()
 	if got := slowRequests(t, in, reader, 10, "video", 30*time.Second, func(r *otelomni.Request) {
 		r.SetAttributes(attrs.OutputModality("image"))
 	}); got != 10 {
