@@ -135,3 +135,14 @@ func modalityIn(kv []attribute.KeyValue) (m *string, ok bool) {
 	}
 	return nil, false
 }
+
+// withoutModality returns a copy of kv without omni.output.modality.
+func withoutModality(kv []attribute.KeyValue) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(kv))
+	for _, a := range kv {
+		if a.Key != attrs.OutputModalityKey {
+			out = append(out, a)
+		}
+	}
+	return out
+}

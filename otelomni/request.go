@@ -316,15 +316,29 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 
 // SetAttributes records kv on the request (or stage) span, such as counts
 // known only at the end. Strings are bounded like every string otelomni
-// records.
+// records. An omni.output.modality set once the request's end has begun
+// is not recorded: the span's modality and the slow threshold the engine
+// decides by stay the same.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
-	if r.recording() && r.span != nil {
-		kv = r.in.kvs(kv)
-		if m, ok := modalityIn(kv); ok && r.kind == kindRequest {
-			r.modality.Store(m)
-		}
-		r.span.SetAttributes(kv...)
+	if !r.recording() || r.span == nil {
+		return
 	}
+	kv = r.in.kvs(kv)
+	m, ok := modalityIn(kv)
+	if !ok || r.kind != kindRequest {
+		r.span.SetAttributes(kv...)
+		return
+	}
+	// The span's modality and the engine's change together, before the
+	// end (which sets ended under mu) reads them.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended.Load() {
+		kv = withoutModality(kv)
+	} else {
+		r.modality.Store(m)
+	}
+	r.span.SetAttributes(kv...)
 }
 
 // SetUsage records the token counts (gen_ai.usage.input_tokens and

@@ -1,0 +1,166 @@
+package otelomni_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+// offered is an exemplar reservoir that notes the trace of every
+// measurement offered to it: every exemplar the SDK could keep.
+type offered struct {
+	mu  sync.Mutex
+	ids map[trace.TraceID]string
+}
+
+func (o *offered) reservoir(string) exemplar.ReservoirProvider {
+	return func(attribute.Set) exemplar.Reservoir { return o }
+}
+
+func (o *offered) Offer(ctx context.Context, _ time.Time, _ exemplar.Value, _ []attribute.KeyValue) {
+	sc := trace.SpanContextFromContext(ctx)
+	o.mu.Lock()
+	o.ids[sc.TraceID()] = sc.SpanID().String()
+	o.mu.Unlock()
+}
+
+func (o *offered) Collect(*[]exemplar.Exemplar) {}
+
+// tier keeps a trace by the rules of deploy/collector.yaml at the
+// thresholds of the test, from the spans as they end.
+type tier struct {
+	mu   sync.Mutex
+	kept map[trace.TraceID]bool
+}
+
+func (k *tier) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (k *tier) OnEnd(s sdktrace.ReadOnlySpan) {
+	d := s.EndTime().Sub(s.StartTime())
+	keep := s.Status().Code == codes.Error
+	switch s.Name() {
+	case spans.RequestSpanName:
+		// OMNI_SLOW_IMAGE_MS=20000, the other modalities 10 s.
+		threshold := 10 * time.Second
+		for _, kv := range s.Attributes() {
+			if kv.Key == attrs.OutputModalityKey && kv.Value.Type() == attribute.STRING && kv.Value.AsString() == "image" {
+				threshold = 20 * time.Second
+			}
+		}
+		keep = keep || d > threshold
+	case spans.QueueWait.SpanName(), spans.LLMQueue.SpanName():
+		keep = keep || d > time.Second // OMNI_QUEUE_BUDGET_MS=1000
+	}
+	if keep {
+		k.mu.Lock()
+		k.kept[s.SpanContext().TraceID()] = true
+		k.mu.Unlock()
+	}
+}
+func (k *tier) Shutdown(context.Context) error   { return nil }
+func (k *tier) ForceFlush(context.Context) error { return nil }
+
+// TestRacingMeasurementsNameOnlyKeptTraces: with no baseline share, phases
+// recorded, failed and ended live, a modality set and the request's end
+// race on goroutines of their own; every measurement offered as an
+// exemplar names a trace the tier's rules keep from the spans that
+// ended, and the failed, slow and saturated requests offer some.
+func TestRacingMeasurementsNameOnlyKeptTraces(t *testing.T) {
+	t.Setenv("OMNI_SAMPLE_PERCENT", "0")
+	t.Setenv("OMNI_QUEUE_BUDGET_MS", "1000")
+	rounds := 4000
+	if testing.Short() {
+		rounds = 400
+	}
+	off := &offered{ids: map[trace.TraceID]string{}}
+	k := &tier{kept: map[trace.TraceID]bool{}}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()),
+		sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{
+			ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider { return off.reservoir("") },
+		})))
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(k))),
+		otelomni.WithMeterProvider(mp))
+	boom := errors.New("boom")
+	kindOf := map[trace.TraceID]int{}
+	for i := 0; i < rounds; i++ {
+		kind := i % 5 // normal, failed at its end, failed phase, saturated, slow
+		age := time.Second
+		if kind == 4 {
+			age = 15 * time.Second // past text's 10 s, under image's 20 s
+		}
+		t0 := time.Now().Add(-age)
+		ctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
+		queue := 100 * time.Millisecond
+		if kind == 3 {
+			queue = 1500 * time.Millisecond
+		}
+		var wg sync.WaitGroup
+		wg.Add(5)
+		go func() { defer wg.Done(); _ = r.RecordPhase(spans.QueueWait, spans.Lasting(t0, queue)) }()
+		go func() {
+			defer wg.Done()
+			iv := spans.Lasting(t0.Add(queue), 10*time.Millisecond)
+			if kind == 2 {
+				_ = r.RecordFailedPhase(spans.Preprocess, iv, boom)
+			} else {
+				_ = r.RecordPhase(spans.Preprocess, iv)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			p := r.StartPhase(ctx, spans.Exec)
+			p.End()
+		}()
+		go func() {
+			defer wg.Done()
+			// image (20 s) to text (10 s): a lower threshold, so that an
+			// earlier vouch still holds.
+			r.SetAttributes(attrs.OutputModality("text"))
+		}()
+		go func() {
+			defer wg.Done()
+			var err error
+			if kind == 1 {
+				err = otelomni.ErrStageError
+			}
+			r.End(err)
+		}()
+		wg.Wait()
+		kindOf[r.Span().SpanContext().TraceID()] = kind
+	}
+	off.mu.Lock()
+	defer off.mu.Unlock()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	bad := 0
+	for id, span := range off.ids {
+		if !k.kept[id] {
+			bad++
+			if bad <= 3 {
+				t.Errorf("trace %s (span %s, kind %d) was offered as an exemplar; the tier drops it", id, span, kindOf[id])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d traces offered as exemplars are dropped by the tier", bad, len(off.ids))
+	}
+	// A request failed at its end (1) is always kept, and offers at least
+	// its duration; the others are kept when their measurement landed
+	// before the end.
+	if min := rounds / 5; len(off.ids) < min || len(k.kept) < min {
+		t.Errorf("%d traces offered, %d kept; want at least %d each", len(off.ids), len(k.kept), min)
+	}
+	t.Logf("%d rounds: %d traces kept by the tier's rules, %d offered as exemplars, every one kept", rounds, len(k.kept), len(off.ids))
+}
