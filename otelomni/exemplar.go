@@ -75,29 +75,37 @@ func (r *Request) vouchAtStart(ctx context.Context) {
 	}
 }
 
-// vouchPhase marks the request kept by a phase that ended at end: a queue
-// wait over the budget, or a request already longer than its threshold.
-func (r *Request) vouchPhase(p spans.Phase, d time.Duration, end time.Time) {
+// vouchPhase marks the request kept by a phase that ended at end, measured
+// under ctx: a queue wait over the budget, or a request already longer
+// than its threshold. Each counts only when the tier receives the span that
+// shows it: a sampled one.
+func (r *Request) vouchPhase(ctx context.Context, p spans.Phase, d time.Duration, end time.Time) {
 	pol := r.in.keep
 	if pol == nil || r.kept.Load() {
 		return
 	}
-	if (p == spans.QueueWait || p == spans.LLMQueue) && pol.Saturated(d) ||
-		r.kind == kindRequest && pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
+	if (p == spans.QueueWait || p == spans.LLMQueue) && pol.Saturated(d) && trace.SpanContextFromContext(ctx).IsSampled() ||
+		r.kind == kindRequest && exported(r.span) && pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
 		r.kept.Store(true)
 	}
 }
 
-// vouchEnd marks the request kept by its end: failed, or longer than its
-// modality's threshold.
-func (r *Request) vouchEnd(d time.Duration, err error) {
+// vouchEnd marks the request kept by its end: longer than its modality's
+// threshold. A failure vouches in markError.
+func (r *Request) vouchEnd(d time.Duration) {
 	pol := r.in.keep
 	if pol == nil {
 		return
 	}
-	if err != nil || r.kind == kindRequest && pol.Slow(r.modalityNow(), d) {
+	if r.kind == kindRequest && exported(r.span) && pol.Slow(r.modalityNow(), d) {
 		r.kept.Store(true)
 	}
+}
+
+// exported says the tier receives span: it is sampled (a span that is
+// not recorded is not sampled either).
+func exported(span trace.Span) bool {
+	return span != nil && span.SpanContext().IsSampled()
 }
 
 // exemplarCtx is the context to record a measurement of the request with:

@@ -48,6 +48,9 @@ type tier struct {
 
 func (k *tier) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (k *tier) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return // an exporter sends only sampled spans
+	}
 	d := s.EndTime().Sub(s.StartTime())
 	keep := s.Status().Code == codes.Error
 	switch s.Name() {
@@ -163,4 +166,76 @@ func TestRacingMeasurementsNameOnlyKeptTraces(t *testing.T) {
 		t.Errorf("%d traces offered, %d kept; want at least %d each", len(off.ids), len(k.kept), min)
 	}
 	t.Logf("%d rounds: %d traces kept by the tier's rules, %d offered as exemplars, every one kept", rounds, len(k.kept), len(off.ids))
+}
+
+// dropSampler samples every span but those named drop, which it records
+// without sampling (recordOnly) or drops.
+type dropSampler struct {
+	drop       string
+	recordOnly bool
+}
+
+func (s dropSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Name == s.drop {
+		if s.recordOnly {
+			return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+		}
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+func (dropSampler) Description() string { return "drop one span name" }
+
+// TestASpanNotExportedVouchesForNothing: a failure, a saturated queue or
+// a slow request shown by a span the sampler does not export shows the
+// tier nothing, so the request's later measurements carry no exemplar.
+func TestASpanNotExportedVouchesForNothing(t *testing.T) {
+	t.Setenv("OMNI_SAMPLE_PERCENT", "0")
+	t.Setenv("OMNI_QUEUE_BUDGET_MS", "1000")
+	for _, c := range []struct {
+		what       string
+		drop       string
+		recordOnly bool
+		age        time.Duration
+		first      func(r *otelomni.Request, t0 time.Time) error
+	}{
+		{"failed preprocess, dropped", spans.Preprocess.SpanName(), false, time.Second, func(r *otelomni.Request, t0 time.Time) error {
+			return r.RecordFailedPhase(spans.Preprocess, spans.Lasting(t0, 10*time.Millisecond), errors.New("bad input"))
+		}},
+		{"failed preprocess, recorded only", spans.Preprocess.SpanName(), true, time.Second, func(r *otelomni.Request, t0 time.Time) error {
+			return r.RecordFailedPhase(spans.Preprocess, spans.Lasting(t0, 10*time.Millisecond), errors.New("bad input"))
+		}},
+		{"saturated queue, dropped", spans.QueueWait.SpanName(), false, 3 * time.Second, func(r *otelomni.Request, t0 time.Time) error {
+			return r.RecordPhase(spans.QueueWait, spans.Lasting(t0, 2*time.Second))
+		}},
+		{"slow request, recorded only", spans.RequestSpanName, true, 30 * time.Second, func(r *otelomni.Request, t0 time.Time) error {
+			return r.RecordPhase(spans.Preprocess, spans.Lasting(t0, 10*time.Millisecond))
+		}},
+	} {
+		off := &offered{ids: map[trace.TraceID]string{}}
+		k := &tier{kept: map[trace.TraceID]bool{}}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()),
+			sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{
+				ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider { return off.reservoir("") },
+			})))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(k),
+			sdktrace.WithSampler(dropSampler{drop: c.drop, recordOnly: c.recordOnly}))
+		in := otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithMeterProvider(mp))
+		t0 := time.Now().Add(-c.age)
+		ctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
+		if err := c.first(r, t0); err != nil {
+			t.Fatal(err)
+		}
+		p := r.StartPhase(ctx, spans.Exec)
+		p.End()
+		r.End(nil)
+		// What the tier saw decides what may be offered.
+		id := r.Span().SpanContext().TraceID()
+		if len(k.kept) != 0 {
+			t.Fatalf("%s: the tier keeps a trace; the test needs one it drops", c.what)
+		}
+		if len(off.ids) != 0 {
+			t.Errorf("%s: a span the tier never receives vouched for the trace: an exemplar names it (%v)", c.what, off.ids[id] != "")
+		}
+	}
 }
