@@ -78,14 +78,16 @@ func (r *Request) vouchAtStart(ctx context.Context) {
 // vouchPhase marks the request kept by a phase that ended at end, measured
 // under ctx: a queue wait over the budget, or a request already longer
 // than its threshold. Each counts only when the tier receives the span that
-// shows it: a sampled one.
+// shows it: a sampled one. A transfer's parts come from two hosts' clocks
+// and the request does not end after them: they never show it slow.
 func (r *Request) vouchPhase(ctx context.Context, p spans.Phase, d time.Duration, end time.Time) {
 	pol := r.in.keep
 	if pol == nil || r.kept.Load() {
 		return
 	}
 	if (p == spans.QueueWait || p == spans.LLMQueue) && pol.Saturated(d) && trace.SpanContextFromContext(ctx).IsSampled() ||
-		r.kind == kindRequest && exported(r.span) && pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
+		r.kind == kindRequest && p.Parent() != spans.ParentTransfer && exported(r.span) &&
+			pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
 		r.kept.Store(true)
 	}
 }

@@ -239,3 +239,34 @@ func TestASpanNotExportedVouchesForNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestALaterTransferDoesNotMakeTheRequestSlow: a transfer's parts come
+// from two hosts' clocks, and the request span does not wait for them; a
+// part that ends past the request's threshold on the sender's clock does
+// not make the request slow.
+func TestALaterTransferDoesNotMakeTheRequestSlow(t *testing.T) {
+	t.Setenv("OMNI_SAMPLE_PERCENT", "0")
+	off := &offered{ids: map[trace.TraceID]string{}}
+	k := &tier{kept: map[trace.TraceID]bool{}}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()),
+		sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{
+			ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider { return off.reservoir("") },
+		})))
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(k))), otelomni.WithMeterProvider(mp))
+	now := time.Now()
+	ctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: now.Add(-time.Second)})
+	err := r.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: 100, Connector: "shm",
+		Tx: spans.Lasting(now.Add(30*time.Second), time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.StartPhase(ctx, spans.Exec)
+	p.End()
+	r.End(nil)
+	if len(k.kept) != 0 {
+		t.Fatal("the tier keeps the trace; the test needs one it drops")
+	}
+	if len(off.ids) != 0 {
+		t.Errorf("a transfer part ending 30 s ahead made a request of 1 s slow: an exemplar names its trace")
+	}
+}
