@@ -120,30 +120,39 @@ func (r *Request) exemplarCtx(ctx context.Context) context.Context {
 	return noExemplar
 }
 
-// modalityNow is the omni.output.modality the request span carries now,
-// or "" for none: the tier picks the slow threshold by it.
-func (r *Request) modalityNow() string {
-	if m := r.modality.Load(); m != nil {
-		return *m
+// The modalities the tier's slow policies tell apart; every other value,
+// and none, is the other one.
+var modalities = [...]string{"", attrs.ModalityImage, attrs.ModalityVideo, attrs.ModalityAudio}
+
+// modalityOf returns the index in modalities of an omni.output.modality.
+func modalityOf(s string) int32 {
+	for i := 1; i < len(modalities); i++ {
+		if s == modalities[i] {
+			return int32(i)
+		}
 	}
-	return ""
+	return 0
 }
 
+// modalityNow is the omni.output.modality the request span carries now,
+// as far as the tier's slow policies tell: the tier picks the slow
+// threshold by it.
+func (r *Request) modalityNow() string { return modalities[r.modality.Load()] }
+
 // modalityIn returns the last omni.output.modality of kv, as the span
-// keeps it: a value that is not a string is no modality the tier knows
-// (""); ok is false when kv holds none.
-func modalityIn(kv []attribute.KeyValue) (m *string, ok bool) {
+// keeps it: a value that is not a string is no modality the tier knows;
+// ok is false when kv holds none.
+func modalityIn(kv []attribute.KeyValue) (class int32, ok bool) {
 	for i := len(kv) - 1; i >= 0; i-- {
 		if kv[i].Key != attrs.OutputModalityKey {
 			continue
 		}
-		s := ""
 		if kv[i].Value.Type() == attribute.STRING {
-			s = kv[i].Value.AsString()
+			return modalityOf(kv[i].Value.AsString()), true
 		}
-		return &s, true
+		return 0, true
 	}
-	return nil, false
+	return 0, false
 }
 
 // withoutModality returns a copy of kv without omni.output.modality.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
 )
 
 // TestTheSpansModalityPicksTheThreshold: the tier picks a request's slow
@@ -74,4 +75,25 @@ func TestTheSpansModalityPicksTheThreshold(t *testing.T) {
 			t.Errorf("image cut to imag: %d of 10 requests of 30 s carry an exemplar, want none", got)
 		}
 	})
+}
+
+// TestDecidingAllocatesNothing: a request with a modality, its phases and
+// its end allocate no more than one without: the engine keeps the modality
+// its slow threshold follows without a copy.
+func TestDecidingAllocatesNothing(t *testing.T) {
+	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider()),
+		otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))))
+	allocs := map[string]float64{}
+	for _, modality := range []string{"", "image", "speech"} {
+		info := otelomni.RequestInfo{ID: "r", Model: "m", Modality: modality}
+		allocs[modality] = testing.AllocsPerRun(200, func() {
+			ctx, r := in.Start(context.Background(), info)
+			p := r.StartPhase(ctx, spans.QueueWait)
+			p.End()
+			r.End(nil)
+		})
+	}
+	if allocs["image"] > allocs[""] || allocs["speech"] > allocs[""] {
+		t.Errorf("a request allocates %v times with no modality, %v as an image, %v as speech", allocs[""], allocs["image"], allocs["speech"])
+	}
 }

@@ -107,15 +107,15 @@ func (in *Instrumenter) size(kv []attribute.KeyValue, what string, v int, attr f
 
 // requestAttrs appends the request span's attributes to kv and returns how
 // many there are.
-func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model string, modality *string, stage *StageInfo) int {
+func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model, modality string, stage *StageInfo) int {
 	kv = append(kv,
 		attrs.RequestID(id),
 		attrs.OperationName(attrs.OperationGenerateContent))
 	if model != "" {
 		kv = append(kv, attrs.RequestModel(model))
 	}
-	if modality != nil {
-		m := *modality
+	if info.Modality != "" {
+		m := modality
 		kv = append(kv, attrs.OutputModality(m))
 		if t, ok := attrs.OutputType(m); ok {
 			kv = append(kv, t)

@@ -90,9 +90,9 @@ type Request struct {
 	lastOutput time.Time
 	firstOut   atomic.Bool
 	// modality is the omni.output.modality its span carries, for the slow
-	// thresholds (nil: none); kept says the collector tier keeps its trace
-	// (exemplar.go).
-	modality atomic.Pointer[string]
+	// thresholds (see modalityOf); kept says the collector tier keeps its
+	// trace (exemplar.go).
+	modality atomic.Int32
 	kept     atomic.Bool
 }
 
@@ -184,11 +184,8 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
 	tbl := in.table(model, stage.Type)
-	var modality *string
-	if info.Modality != "" {
-		m := in.str(info.Modality)
-		modality = &m
-	}
+	modality := in.str(info.Modality)
+	class := modalityOf(modality)
 
 	var span trace.Span
 	if in.tracer != nil {
@@ -198,8 +195,8 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		if len(info.Attributes) > 0 {
 			extra = in.kvs(info.Attributes)
 			// The span holds the last value of a key.
-			if m, ok := modalityIn(extra); ok {
-				modality = m
+			if c, ok := modalityIn(extra); ok {
+				class = c
 			}
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
@@ -221,7 +218,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	}
 	ctx, r := in.newScope(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
 	if r != noRequest {
-		r.modality.Store(modality)
+		r.modality.Store(class)
 	}
 	return ctx, r
 }
@@ -324,7 +321,7 @@ func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 		return
 	}
 	kv = r.in.kvs(kv)
-	m, ok := modalityIn(kv)
+	c, ok := modalityIn(kv)
 	if !ok || r.kind != kindRequest {
 		r.span.SetAttributes(kv...)
 		return
@@ -336,7 +333,7 @@ func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 	if r.ended.Load() {
 		kv = withoutModality(kv)
 	} else {
-		r.modality.Store(m)
+		r.modality.Store(c)
 	}
 	r.span.SetAttributes(kv...)
 }
