@@ -184,11 +184,14 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
 	tbl := in.table(model, stage.Type)
-	modality := in.str(info.Modality)
-	class := modalityOf(modality)
+	// class is the modality the span holds, for the slow thresholds: a
+	// measurement made under no span offers no exemplar anyway.
+	var class int32
 
 	var span trace.Span
 	if in.tracer != nil {
+		modality := in.str(info.Modality)
+		class = modalityOf(modality)
 		a := startPool.Get().(*startArgs)
 		n := in.requestAttrs(a.kv[:0], info, id, model, modality, &stage)
 		var extra []attribute.KeyValue
