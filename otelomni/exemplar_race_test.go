@@ -270,3 +270,86 @@ func TestALaterTransferDoesNotMakeTheRequestSlow(t *testing.T) {
 		t.Errorf("a transfer part ending 30 s ahead made a request of 1 s slow: an exemplar names its trace")
 	}
 }
+
+// spansOffered is an exemplar reservoir that notes the span of every
+// measurement offered to it.
+type spansOffered struct {
+	mu  sync.Mutex
+	ids map[trace.SpanID]bool
+}
+
+func (o *spansOffered) Offer(ctx context.Context, _ time.Time, _ exemplar.Value, _ []attribute.KeyValue) {
+	o.mu.Lock()
+	o.ids[trace.SpanContextFromContext(ctx).SpanID()] = true
+	o.mu.Unlock()
+}
+
+func (o *spansOffered) Collect(*[]exemplar.Exemplar) {}
+
+// failedSpans notes the spans that ended with status Error.
+type failedSpans struct {
+	mu  sync.Mutex
+	ids map[trace.SpanID]string
+}
+
+func (f *failedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (f *failedSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.Status().Code == codes.Error {
+		f.mu.Lock()
+		f.ids[s.SpanContext().SpanID()] = s.Name()
+		f.mu.Unlock()
+	}
+}
+func (f *failedSpans) Shutdown(context.Context) error   { return nil }
+func (f *failedSpans) ForceFlush(context.Context) error { return nil }
+
+// TestARecordsFailedPhaseOffersItsOwnMeasurement: a diffusion or LLM record
+// whose phase failed gives that phase's span status Error before its
+// measurement is made, so its own measurement is offered as an exemplar,
+// with no baseline share and no other reason to keep the trace.
+func TestARecordsFailedPhaseOffersItsOwnMeasurement(t *testing.T) {
+	t.Setenv("OMNI_SAMPLE_PERCENT", "0")
+	boom := errors.New("boom")
+	t0 := time.Now().Add(-time.Second)
+	for _, c := range []struct {
+		what   string
+		record func(r *otelomni.Request) error
+	}{
+		{"diffusion exec", func(r *otelomni.Request) error {
+			return r.Record(&spans.DiffusionRecord{QueueWait: spans.Lasting(t0, time.Millisecond),
+				Exec: spans.Lasting(t0.Add(time.Millisecond), 100*time.Millisecond), Err: boom})
+		}},
+		{"diffusion preprocess", func(r *otelomni.Request) error {
+			return r.Record(&spans.DiffusionRecord{Preprocess: spans.Lasting(t0, time.Millisecond),
+				Exec: spans.Lasting(t0.Add(time.Millisecond), 100*time.Millisecond), Err: boom, FailedPhase: spans.Preprocess})
+		}},
+		{"llm decode", func(r *otelomni.Request) error {
+			return r.RecordLLM(&spans.LLMRecord{Queue: spans.Lasting(t0, time.Millisecond),
+				Prefill: spans.Lasting(t0.Add(time.Millisecond), time.Millisecond),
+				Decode:  spans.Lasting(t0.Add(2*time.Millisecond), 100*time.Millisecond), Err: boom})
+		}},
+	} {
+		off := &spansOffered{ids: map[trace.SpanID]bool{}}
+		failed := &failedSpans{ids: map[trace.SpanID]string{}}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()),
+			sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{
+				ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider {
+					return func(attribute.Set) exemplar.Reservoir { return off }
+				},
+			})))
+		in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(failed))), otelomni.WithMeterProvider(mp))
+		_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: t0})
+		if err := c.record(r); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		r.End(nil)
+		if len(failed.ids) != 1 {
+			t.Fatalf("%s: %d failed spans, want 1", c.what, len(failed.ids))
+		}
+		for id, name := range failed.ids {
+			if !off.ids[id] {
+				t.Errorf("%s: the failed %s's own measurement was not offered as an exemplar", c.what, name)
+			}
+		}
+	}
+}
