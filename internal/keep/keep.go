@@ -60,15 +60,6 @@ type Policy struct {
 	salt                       string
 }
 
-// Default is the policy of the collector file's defaults.
-func Default() Policy {
-	p, err := FromEnv(func(string) string { return "" })
-	if err != nil {
-		panic(err) // the defaults above are well formed
-	}
-	return p
-}
-
 // FromEnv reads the policy from getenv (os.Getenv): an unset or empty
 // variable takes its default. A value that is not well formed is an error
 // that names each bad variable (see [Check]), and its rule then vouches for
