@@ -124,7 +124,7 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	if d < 0 {
 		return
 	}
-	r.vouchEnd(d, err)
+	r.vouchEnd(d)
 	ctx := r.exemplarCtx(r.ctx)
 	if r.kind == kindStage {
 		opts := r.tbl.rec.scope
@@ -170,8 +170,11 @@ func (in *Instrumenter) errorType(err error) string {
 // both bounded: a 10 MB error must cost neither a batch nor a log line.
 func (r *Request) markError(span trace.Span, err error) {
 	markError(r.in, span, err)
-	// A span with status Error keeps its trace in the collector tier.
-	r.kept.Store(true)
+	// A span with status Error keeps its trace in the collector tier, once
+	// the tier receives it.
+	if exported(span) {
+		r.kept.Store(true)
+	}
 }
 
 func markError(in *Instrumenter, span trace.Span, err error) {

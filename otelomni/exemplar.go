@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
@@ -50,7 +52,7 @@ func exemplarPolicy() *keep.Policy {
 	}
 	p, err := keep.FromEnv(os.Getenv)
 	if err != nil {
-		otel.Handle(fmt.Errorf("otelomni: exemplars: %w; the collector file's defaults are used", err))
+		otel.Handle(fmt.Errorf("otelomni: exemplars: %w; no trace is vouched for by that rule", err))
 	}
 	return &p
 }
@@ -74,29 +76,39 @@ func (r *Request) vouchAtStart(ctx context.Context) {
 	}
 }
 
-// vouchPhase marks the request kept by a phase that ended at end: a queue
-// wait over the budget, or a request already longer than its threshold.
-func (r *Request) vouchPhase(p spans.Phase, d time.Duration, end time.Time) {
+// vouchPhase marks the request kept by a phase that ended at end, measured
+// under ctx: a queue wait over the budget, or a request already longer
+// than its threshold. Each counts only when the tier receives the span that
+// shows it: a sampled one. A transfer's parts come from two hosts' clocks
+// and the request does not end after them: they never show it slow.
+func (r *Request) vouchPhase(ctx context.Context, p spans.Phase, d time.Duration, end time.Time) {
 	pol := r.in.keep
 	if pol == nil || r.kept.Load() {
 		return
 	}
-	if (p == spans.QueueWait || p == plan.LLMQueue) && pol.Saturated(d) ||
-		r.kind == kindRequest && pol.Slow(r.modality, end.Sub(r.scopeStart())) {
+	if (p == spans.QueueWait || p == plan.LLMQueue) && pol.Saturated(d) && trace.SpanContextFromContext(ctx).IsSampled() ||
+		r.kind == kindRequest && plan.ParentOf(p) != plan.UnderTransfer && exported(r.span) &&
+			pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
 		r.kept.Store(true)
 	}
 }
 
-// vouchEnd marks the request kept by its end: failed, or longer than its
-// modality's threshold.
-func (r *Request) vouchEnd(d time.Duration, err error) {
+// vouchEnd marks the request kept by its end: longer than its modality's
+// threshold. A failure vouches in markError.
+func (r *Request) vouchEnd(d time.Duration) {
 	pol := r.in.keep
 	if pol == nil {
 		return
 	}
-	if err != nil || r.kind == kindRequest && pol.Slow(r.modality, d) {
+	if r.kind == kindRequest && exported(r.span) && pol.Slow(r.modalityNow(), d) {
 		r.kept.Store(true)
 	}
+}
+
+// exported says the tier receives span: it is sampled (a span that is
+// not recorded is not sampled either).
+func exported(span trace.Span) bool {
+	return span != nil && span.SpanContext().IsSampled()
 }
 
 // exemplarCtx is the context to record a measurement of the request with:
@@ -107,4 +119,50 @@ func (r *Request) exemplarCtx(ctx context.Context) context.Context {
 		return ctx
 	}
 	return noExemplar
+}
+
+// The modalities the tier's slow policies tell apart; every other value,
+// and none, is the other one.
+var modalities = [...]string{"", attrs.ModalityImage, attrs.ModalityVideo, attrs.ModalityAudio}
+
+// modalityOf returns the index in modalities of an omni.output.modality.
+func modalityOf(s string) int32 {
+	for i := 1; i < len(modalities); i++ {
+		if s == modalities[i] {
+			return int32(i)
+		}
+	}
+	return 0
+}
+
+// modalityNow is the omni.output.modality the request span carries now,
+// as far as the tier's slow policies tell: the tier picks the slow
+// threshold by it.
+func (r *Request) modalityNow() string { return modalities[r.modality.Load()] }
+
+// modalityIn returns the last omni.output.modality of kv, as the span
+// keeps it: a value that is not a string is no modality the tier knows;
+// ok is false when kv holds none.
+func modalityIn(kv []attribute.KeyValue) (class int32, ok bool) {
+	for i := len(kv) - 1; i >= 0; i-- {
+		if kv[i].Key != attrs.OutputModalityKey {
+			continue
+		}
+		if kv[i].Value.Type() == attribute.STRING {
+			return modalityOf(kv[i].Value.AsString()), true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// withoutModality returns a copy of kv without omni.output.modality.
+func withoutModality(kv []attribute.KeyValue) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(kv))
+	for _, a := range kv {
+		if a.Key != attrs.OutputModalityKey {
+			out = append(out, a)
+		}
+	}
+	return out
 }

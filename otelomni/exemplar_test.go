@@ -134,3 +134,60 @@ func TestEveryShareAndTheSDKsChoice(t *testing.T) {
 		})
 	}
 }
+
+// slowRequests runs n requests of the modality, each lasting d, ended at
+// their own times, and returns how many of their durations carry an
+// exemplar. It reads the histograms after each request: the exemplar of a
+// bucket is its last measurement offered.
+func slowRequests(t *testing.T, in *otelomni.Instrumenter, reader *sdkmetric.ManualReader, n int, modality string, d time.Duration, after func(*otelomni.Request)) int {
+	t.Helper()
+	t0 := time.Now().Add(-time.Hour)
+	got := 0
+	for i := 0; i < n; i++ {
+		rctx, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: modality, Start: t0})
+		if after != nil {
+			after(r)
+		}
+		if err := r.EndAt(t0.Add(d), nil); err != nil {
+			t.Fatal(err)
+		}
+		if ex, _ := exemplarsOf(t, reader); ex["gen_ai.server.request.duration"][trace.SpanContextFromContext(rctx).TraceID()] {
+			got++
+		}
+	}
+	return got
+}
+
+// TestARefusedVariableVouchesForNoTraceByItsRule: the collector reads a
+// value the engine refuses in its own way (OMNI_SAMPLE_PERCENT=-5 is a
+// share of none there), so the engine vouches for no trace by that
+// variable's rule, and still follows the variables it accepts.
+func TestARefusedVariableVouchesForNoTraceByItsRule(t *testing.T) {
+	for _, bad := range []string{"-5", "1e-300", "0x10", "500"} {
+		t.Run(bad, func(t *testing.T) {
+			t.Setenv("OMNI_SAMPLE_PERCENT", bad)
+			t.Setenv("OMNI_SLOW_OTHER_MS", "60000")
+			reader := sdkmetric.NewManualReader()
+			in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider()),
+				otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+			// 30 s of text: under OMNI_SLOW_OTHER_MS, and no baseline share.
+			if got := slowRequests(t, in, reader, 200, "text", 30*time.Second, nil); got != 0 {
+				t.Errorf("OMNI_SAMPLE_PERCENT=%s, OMNI_SLOW_OTHER_MS=60000: %d of 200 requests of 30 s carry an exemplar, want none", bad, got)
+			}
+		})
+	}
+	t.Run("threshold", func(t *testing.T) {
+		t.Setenv("OMNI_SAMPLE_PERCENT", "0")
+		t.Setenv("OMNI_SLOW_IMAGE_MS", "1e5") // refused: its rule vouches for no trace
+		reader := sdkmetric.NewManualReader()
+		in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider()),
+			otelomni.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+		if got := slowRequests(t, in, reader, 20, "image", 30*time.Second, nil); got != 0 {
+			t.Errorf("OMNI_SLOW_IMAGE_MS=1e5: %d of 20 image requests of 30 s carry an exemplar, want none", got)
+		}
+		// The other thresholds still hold.
+		if got := slowRequests(t, in, reader, 20, "text", 30*time.Second, nil); got != 20 {
+			t.Errorf("OMNI_SLOW_IMAGE_MS=1e5: %d of 20 text requests of 30 s carry an exemplar, want all", got)
+		}
+	})
+}

@@ -111,7 +111,7 @@ func (in *Instrumenter) size(kv []attribute.KeyValue, what string, v int, attr f
 
 // requestAttrs appends the request span's attributes to kv and returns how
 // many there are.
-func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model string, stage *StageInfo) int {
+func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model, modality string, stage *StageInfo) int {
 	kv = append(kv,
 		omniattr.RequestID(id),
 		omniattr.OperationName(attrs.OperationGenerateContent))
@@ -119,7 +119,7 @@ func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo,
 		kv = append(kv, omniattr.RequestModel(model))
 	}
 	if info.Modality != "" {
-		m := in.str(info.Modality)
+		m := modality
 		kv = append(kv, omniattr.OutputModality(m))
 		if t, ok := omniattr.OutputType(m); ok {
 			kv = append(kv, t)

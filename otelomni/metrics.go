@@ -107,7 +107,7 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 	if d < 0 {
 		return
 	}
-	r.vouchPhase(p, d, end)
+	r.vouchPhase(ctx, p, d, end)
 	ctx = r.exemplarCtx(ctx)
 	r.met.phase.Record(ctx, seconds(d), r.tbl.rec.phase[p]...)
 	if p == spans.Exec {

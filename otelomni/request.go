@@ -90,9 +90,10 @@ type Request struct {
 	outputs    int
 	lastOutput time.Time
 	firstOut   atomic.Bool
-	// modality is the request's, for the slow thresholds; kept says the
-	// collector tier keeps its trace (exemplar.go).
-	modality string
+	// modality is the omni.output.modality its span carries, for the slow
+	// thresholds (see modalityOf); kept says the collector tier keeps its
+	// trace (exemplar.go).
+	modality atomic.Int32
 	kept     atomic.Bool
 }
 
@@ -180,14 +181,23 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
 	tbl := in.table(model, stage.Type)
+	// class is the modality the span holds, for the slow thresholds: a
+	// measurement made under no span offers no exemplar anyway.
+	var class int32
 
 	var span trace.Span
 	if in.tracer != nil {
+		modality := in.str(info.Modality)
+		class = modalityOf(modality)
 		a := startPool.Get().(*startArgs)
-		n := in.requestAttrs(a.kv[:0], info, id, model, &stage)
+		n := in.requestAttrs(a.kv[:0], info, id, model, modality, &stage)
 		var extra []attribute.KeyValue
 		if len(info.Attributes) > 0 {
 			extra = in.callerKVs("RequestInfo.Attributes", info.Attributes)
+			// The span holds the last value of a key.
+			if c, ok := modalityIn(extra); ok {
+				class = c
+			}
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
 			extra = append(extra[:len(extra):len(extra)], omniattr.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
@@ -208,7 +218,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	}
 	ctx, r := in.newRequest(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
 	if r != noRequest {
-		r.modality = info.Modality
+		r.modality.Store(class)
 	}
 	return ctx, r
 }
@@ -305,11 +315,30 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 // SetAttributes records kv on the request (or stage) span, such as counts
 // known only at the end. Strings are bounded like every string otelomni
 // records. An attribute whose key otelomni sets itself is left out and
-// counted in Stats.Misuse, as for RequestInfo.Attributes.
+// counted in Stats.Misuse, as for RequestInfo.Attributes. An
+// omni.output.modality set once the request's end has begun is not
+// recorded: the span's modality and the slow threshold the engine decides
+// by stay the same.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
-	if r.recording() && r.span != nil {
-		r.span.SetAttributes(r.in.callerKVs("Request.SetAttributes", kv)...)
+	if !r.recording() || r.span == nil {
+		return
 	}
+	kv = r.in.callerKVs("Request.SetAttributes", kv)
+	c, ok := modalityIn(kv)
+	if !ok || r.kind != kindRequest {
+		r.span.SetAttributes(kv...)
+		return
+	}
+	// The span's modality and the engine's change together, before the
+	// end (which sets ended under mu) reads them.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended.Load() {
+		kv = withoutModality(kv)
+	} else {
+		r.modality.Store(c)
+	}
+	r.span.SetAttributes(kv...)
 }
 
 // SetUsage records the token counts (gen_ai.usage.input_tokens and

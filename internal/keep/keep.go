@@ -60,47 +60,50 @@ type Policy struct {
 	salt                       string
 }
 
-// Default is the policy of the collector file's defaults.
-func Default() Policy {
-	p, err := FromEnv(func(string) string { return "" })
-	if err != nil {
-		panic(err) // the defaults above are well formed
-	}
-	return p
-}
-
 // FromEnv reads the policy from getenv (os.Getenv): an unset or empty
-// variable takes its default; a value that is not well formed is an error
-// that names each bad variable (see [Check]), and the policy returned is
-// then Default.
+// variable takes its default. A value that is not well formed is an error
+// that names each bad variable (see [Check]), and its rule then vouches for
+// no trace: the collector reads such a value in its own way (a share of
+// -5 or 1e-300 keeps no trace there, a share of 500 every one), so neither
+// the default nor any reading of the engine's would be the collector's.
+// The variables that are well formed still hold.
 func FromEnv(getenv func(string) string) (Policy, error) {
 	var errs []error
-	val := func(v Var) string {
+	val := func(v Var) (string, bool) {
 		s := getenv(v.Name)
 		if s == "" {
-			return v.Default
+			return v.Default, true
 		}
 		if err := Check(v.Name, s); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%s: %w", v.Name, strconv.QuoteToASCII(clip(s)), err))
-			return v.Default
+			return "", false
 		}
-		return s
+		return s, true
 	}
 	ms := func(v Var) time.Duration {
-		n, _ := strconv.ParseInt(val(v), 10, 64)
+		s, ok := val(v)
+		if !ok {
+			return never
+		}
+		n, _ := strconv.ParseInt(s, 10, 64)
 		return time.Duration(n) * time.Millisecond
 	}
 	var p Policy
 	p.image, p.video, p.audio, p.other = ms(Vars[0]), ms(Vars[1]), ms(Vars[2]), ms(Vars[3])
 	p.queue = ms(Vars[4])
-	f, _ := strconv.ParseFloat(val(Vars[5]), 64)
+	share, okShare := val(Vars[5])
+	f, _ := strconv.ParseFloat(share, 64)
 	p.threshold, p.none = threshold(f/100), f == 0
-	p.salt = val(Vars[6])
-	if len(errs) > 0 {
-		return Default(), errors.Join(errs...)
+	salt, okSalt := val(Vars[6])
+	p.salt = salt
+	if !okShare || !okSalt {
+		p.threshold, p.none = 0, true
 	}
-	return p, nil
+	return p, errors.Join(errs...)
 }
+
+// never is the threshold of a refused variable: no duration is longer.
+const never = time.Duration(math.MaxInt64)
 
 // Check checks one value of a variable of [Vars]: a threshold is a number
 // of milliseconds in decimal digits, 0 to a day; the share a decimal

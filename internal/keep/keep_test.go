@@ -75,10 +75,22 @@ func TestFromEnvTakesEachValueAsWrittenAndRefusesTheRest(t *testing.T) {
 			t.Errorf("OMNI_SAMPLE_SALT=%q refused: %v", good, err)
 		}
 	}
-	// A refused value leaves the defaults in place, never half a policy.
-	p, err = FromEnv(env("OMNI_SLOW_IMAGE_MS", "1", "OMNI_SAMPLE_PERCENT", "x"))
-	if err == nil || p != Default() {
-		t.Errorf("a refused variable gave %+v, %v; want the defaults and an error", p, err)
+	// A refused value's rule vouches for no trace; the others hold.
+	p, err = FromEnv(env("OMNI_SLOW_IMAGE_MS", "1", "OMNI_SAMPLE_PERCENT", "x", "OMNI_SLOW_AUDIO_MS", "-1"))
+	if err == nil || !strings.Contains(err.Error(), "OMNI_SAMPLE_PERCENT") || !strings.Contains(err.Error(), "OMNI_SLOW_AUDIO_MS") {
+		t.Errorf("two refused variables gave %v; want an error naming both", err)
+	}
+	if !p.Slow("image", 2*time.Millisecond) || p.Slow("audio", 24*time.Hour) || !p.Slow("text", 11*time.Second) {
+		t.Errorf("the thresholds of %+v: want image 1 ms, no audio, text 10 s", p)
+	}
+	for i := 0; i < 1000; i++ {
+		if p.Baseline(trace.TraceID{byte(i), byte(i >> 8), 0xff}) {
+			t.Fatal("a refused share vouched for a trace")
+		}
+	}
+	p, _ = FromEnv(env("OMNI_SAMPLE_PERCENT", "100", "OMNI_SAMPLE_SALT", "true"))
+	if p.Baseline(trace.TraceID{1}) {
+		t.Error("a refused salt vouched for a trace")
 	}
 }
 

@@ -1,0 +1,69 @@
+package layout
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// spdx is the licence line every source file carries near its top.
+const spdx = "// SPDX-License-Identifier: Apache-2.0"
+
+// TestEverySourceFileNamesItsLicence checks that each Go file of the
+// repository (the tools' modules too) carries the SPDX line of the
+// LICENSE within its first lines, before its package clause.
+func TestEverySourceFileNamesItsLicence(t *testing.T) {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := strings.TrimSpace(string(root))
+	lic, err := os.ReadFile(filepath.Join(dir, "LICENSE"))
+	if err != nil || !strings.Contains(string(lic), "Apache License") || !strings.Contains(string(lic), "Version 2.0") {
+		t.Fatalf("LICENSE is not the Apache License 2.0: %v", err)
+	}
+	n := 0
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		n++
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for i := 0; i < 5 && sc.Scan(); i++ {
+			line := sc.Text()
+			if line == spdx {
+				return nil
+			}
+			if strings.HasPrefix(line, "package ") {
+				break
+			}
+		}
+		rel, _ := filepath.Rel(dir, p)
+		t.Errorf("%s: no %q before its package clause", rel, spdx)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 50 {
+		t.Fatalf("%d Go files found: the check would be empty", n)
+	}
+}
