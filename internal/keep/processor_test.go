@@ -1,7 +1,6 @@
 package keep
 
 import (
-	"hash/fnv"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -11,20 +10,29 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The two functions of the tail-sampling processor's probabilistic policy
-// (processor/tailsamplingprocessor/internal/sampling/probabilistic.go,
-// v0.161.0), copied as they are: the decision the engine must reproduce.
+// The processor's rule, written here independently of keep.go: FNV-1a of
+// 64 bits (offset basis 14695981039346656037, prime 1099511628211) over
+// the salt's bytes then the trace id's 16, kept when at most MaxUint64
+// times the share. The threshold is computed exactly with rationals; the
+// processor rounds the product to 64 bits of mantissa, which can move it
+// by one, a difference a random hash meets with probability 2^-64.
 func processorThreshold(ratio float64) uint64 {
-	boundary := new(big.Float).SetInt(new(big.Int).SetUint64(math.MaxUint64))
-	res, _ := boundary.Mul(boundary, big.NewFloat(ratio)).Uint64()
-	return res
+	r := new(big.Rat).SetFloat64(ratio)
+	r.Mul(r, new(big.Rat).SetInt(new(big.Int).SetUint64(math.MaxUint64)))
+	q := new(big.Int).Quo(r.Num(), r.Denom())
+	if !q.IsUint64() {
+		return math.MaxUint64
+	}
+	return q.Uint64()
 }
 
 func processorHash(salt string, b []byte) uint64 {
-	hasher := fnv.New64a()
-	_, _ = hasher.Write([]byte(salt))
-	_, _ = hasher.Write(b)
-	return hasher.Sum64()
+	h := uint64(14695981039346656037)
+	for _, c := range append([]byte(salt), b...) {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // TestBaselineIsTheProcessorsDecision compares Baseline with the
