@@ -1,3 +1,6 @@
+# Copyright The otelomni Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # otelomni: the two commands are `make demo` and `make test`.
 #
 # Everything a target needs is fetched by the target itself (Go modules from

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package attrs holds otelomni's semantic conventions: every attribute key
 // that otelomni puts on a span, as a typed [attribute.Key] constant, and the
 // values otelomni defines for them (modalities, stage types, error types).

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e
 
 // The docs' examples are tests: every fenced code block of README.md and

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e holds the end-to-end tests: the example programs run as real
 // processes, export over OTLP into a real Jaeger on loopback, and the
 // traces are read back through Jaeger's HTTP API.

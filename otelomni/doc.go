@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otelomni traces requests through omni inference pipelines
 // (diffusion text-to-image, image-to-image and text-to-video, and
 // multi-stage speech and LLM pipelines) with OpenTelemetry: one span per

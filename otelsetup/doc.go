@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otelsetup installs the OpenTelemetry SDK for an omni engine in
 // one call, from the standard OTEL_* variables: [Setup] builds the span
 // exporter and metric reader (OTLP over gRPC or HTTP, Prometheus, console or

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package spans describes what otelomni turns into spans: the catalogue of
 // phases ([Phase]), the measured interval of one phase ([Interval]), the
 // timing records an engine that timed itself hands over

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package spans
 
 // DiffusionRecord is the timing of one request at one diffusion stage, as an

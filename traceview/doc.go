@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package traceview shows omni traces as people read them in a terminal: a
 // waterfall per request (one row per expected phase, a bar on the
 // request's own timeline, "not measured" where a phase has no span), and a

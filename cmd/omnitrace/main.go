@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command omnitrace brings the timing that engines already write into
 // traces, and reads traces back as the tables people read in a terminal.
 //

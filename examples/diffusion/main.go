@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command diffusion runs a simulated diffusion server instrumented with
 // otelomni: a stream of text-to-image, image-to-image and text-to-video
 // requests at some concurrency, covering every branch of the phase model.

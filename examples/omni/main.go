@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command omni runs two simulated multi-stage pipelines, each stage a
 // separate OS process talking to a gateway over pipes, each process with
 // its own tracer provider and exporter; every request is still one trace:

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fleet runs the collector tier shipped in deploy/ on loopback: the
 // backend Jaeger storing in Badger, the tail-sampling collector in front of
 // it, and replicas of the multi-stage example sending through it. It reads

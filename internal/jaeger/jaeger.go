@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jaeger starts a real Jaeger v2 (built from the tools module) on
 // loopback for tests and demos, and reads traces back through its HTTP API
 // (/api/v3). Jaeger's built-in configuration binds a dozen fixed ports, so

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jaegerquery reads traces from a Jaeger query API (/api/v3) as
 // the OTLP/JSON that Jaeger serves.
 package jaegerquery

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package journal keeps a crash journal of spans: a record of every
 // sampled span that starts and of its end, in a file that outlives the
 // process, so that the spans of a process killed at once (the OOM killer,

@@ -1,5 +1,8 @@
 //go:build linux
 
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package journal
 
 import (

@@ -1,5 +1,8 @@
 //go:build race
 
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package journal
 
 const raceEnabled = true

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package keep tells, in the engine, whether the collector tier of
 // deploy/collector.yaml keeps a trace, so that a histogram's exemplar only
 // ever names a trace the backend will hold. The tier keeps a trace when a

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package layout
 
 import (
@@ -14,7 +17,8 @@ const spdx = "// SPDX-License-Identifier: Apache-2.0"
 
 // TestEverySourceFileNamesItsLicence checks that each Go file of the
 // repository (the tools' modules too) carries the SPDX line of the
-// LICENSE within its first lines, before its package clause.
+// LICENSE within its first lines, before its package clause, and so do the
+// Makefile, the CI script and the shipped configurations.
 func TestEverySourceFileNamesItsLicence(t *testing.T) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
@@ -62,6 +66,16 @@ func TestEverySourceFileNamesItsLicence(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range []string{"Makefile", ".ci/run", "deploy/collector.yaml", "deploy/backend.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := string(b[:min(len(b), 200)])
+		if !strings.Contains(head, "# SPDX-License-Identifier: Apache-2.0\n") {
+			t.Errorf("%s: no SPDX line at its top", f)
+		}
 	}
 	if n < 50 {
 		t.Fatalf("%d Go files found: the check would be empty", n)

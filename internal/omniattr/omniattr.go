@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package omniattr builds otelomni's attributes: one constructor per key of
 // package attrs, each returning the [attribute.KeyValue] of that key with
 // the key's type. Each comment gives the unit, when there is one, and an

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plan holds the rules of otelomni's span tree, the one place both
 // the live path and the record path call: where each phase hangs
 // ([ParentOf]), which intervals make a span (measured, valid, inside the

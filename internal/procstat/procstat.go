@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package procstat reads a process's CPU time and memory from /proc
 // (Linux), for the tools that report what a load cost.
 package procstat

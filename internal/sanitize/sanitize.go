@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sanitize makes strings safe to hand to an OpenTelemetry SDK, a
 // log or a terminal: valid UTF-8 (each invalid byte sequence replaced by
 // U+FFFD) and bounded in bytes, cut at a rune boundary and copied, so that a

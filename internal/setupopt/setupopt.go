@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package setupopt holds what otelsetup shares with the module's own
 // commands and tests only: its defaults, and the settings of Setup that no
 // user program needs (a seeded id generator, the batch processor's options,

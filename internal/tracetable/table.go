@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tracetable writes omnitrace's per-request table of a trace:
 // rows are phases, columns are stages and hand-overs, each cell a duration
 // in ms, laid out as vLLM-Omni's per-request debug table.

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command otelcol is the collector of the otelomni collector tier: an
 // OpenTelemetry Collector built from exactly the upstream components that
 // deploy/collector.yaml uses, at one release that carries the tail-sampling

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package engine is a simulated diffusion serving engine, instrumented with
 // otelomni: no model weights, realistic sleeps and a little CPU work. Its
 // scenarios cover every branch of the phase model: a model with and without

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pipeline describes the two simulated multi-stage pipelines of the
 // omni example, the messages their stage processes exchange, and the spans
 // each request must make (what the end-to-end test checks).

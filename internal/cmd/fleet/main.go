@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fleet runs the collector tier of deploy/ on loopback: the backend
 // Jaeger storing in Badger (a temporary folder), the tail-sampling
 // collector, and replicas of the multi-stage example (each stage its own

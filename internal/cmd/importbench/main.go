@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command importbench measures what `omnitrace import` costs against a
 // bare encoding/json decode of the same lines, side by side in one run:
 // to no exporter, to OTLP (a local receiver that discards what it gets),

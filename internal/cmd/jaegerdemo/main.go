@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command jaeger shows the diffusion demo's traces arriving in a real
 // Jaeger: it starts Jaeger (built from tools/ by `make jaeger-bin`) on
 // loopback, runs the demo exporting to it over OTLP, reads every trace back

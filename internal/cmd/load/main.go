@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command load drives the diffusion demo's engine at a set request rate,
 // for a bounded time, through the real OTLP exporter into a real Jaeger on
 // loopback (started here, from tools/bin/jaeger), and reports requests/s,

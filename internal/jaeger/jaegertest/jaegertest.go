@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jaegertest starts a real Jaeger for a test. The test is skipped
 // when the binary has not been built, unless OTELOMNI_REQUIRE_JAEGER=1
 // (which `make test` sets): then it fails, so that CI cannot pass by

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package emit places the phases of a request on the timeline (in the
 // documented phase order, from the times the input gives and an anchor
 // for those it lacks) and makes its spans as OpenTelemetry Collector data

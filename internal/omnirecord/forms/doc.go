@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package forms reads a request's timing from each form it is written in,
 // into a [Request]: this project's own JSON lines (one request a line,
 // [Parse]), and what vLLM-Omni writes itself, one record at a time: the

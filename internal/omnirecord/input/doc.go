@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package input reads one input line by line, in whichever form it is
 // (told by its content), and hands each request on once complete: it
 // gathers a log's records of one request (its [OmniTiming] line, its box

@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package literal parses the literal text of the records an import reads
 // into one tree of values ([Value]): JSON (ParseJSON), as this project's
 // JSON lines and vLLM-Omni's summary dicts and stats files are written,

@@ -1,5 +1,8 @@
 //go:build goexperiment.jsonv2
 
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package literal
 
 import (

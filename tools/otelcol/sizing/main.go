@@ -1,3 +1,6 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command sizing measures the memory of the two tail-sampling structures
 // whose size deploy/collector.yaml chooses and that the held spans do not
 // account for: the decision caches (the processor's own LRU cache, filled
