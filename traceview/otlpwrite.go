@@ -18,8 +18,13 @@ import (
 // the OpenTelemetry Collector's file exporter writes it (pdata's
 // ptrace.JSONMarshaler: hex ids, as the OTLP/JSON specification and
 // Jaeger write them), grouped by service and process id; [ReadOTLPJSON]
-// reads it back. An id that is not hex of its size is left out.
+// reads it back. An id that is not hex of its size is left out. No spans
+// write nothing.
 func WriteOTLPJSON(w io.Writer, ss []Span) error {
+	if len(ss) == 0 {
+		// No document: [ReadOTLPJSON] refuses one that holds no spans.
+		return nil
+	}
 	type res struct {
 		service string
 		pid     int64
