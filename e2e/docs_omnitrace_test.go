@@ -238,8 +238,12 @@ func runImportFollow(t *testing.T, s *docSession, c string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Exported once no record of it came for -idle (10 s): read back.
-	traces := s.requestTraces(t, "omnitrace", from, 1)
+	// Exported once no record of it came for -idle (10 s): read back,
+	// waiting as long as the test runs (its context guards against a hang).
+	traces, err := s.jaeger.WaitTraces(s.ctx, "omnitrace", from, time.Now().Add(time.Minute), 1, 24*time.Hour)
+	if err != nil || len(traces) != 1 {
+		t.Fatalf("%s: %d request traces read back (%v), want request 8's", c, len(traces), err)
+	}
 	for _, tr := range traces {
 		if r := find(tr, "omni.request"); r == nil || r.Str("omni.request.id") != "8" {
 			t.Errorf("%s: the trace read back is not request 8's: %v", c, spanNames(tr))
