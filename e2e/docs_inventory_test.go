@@ -153,22 +153,55 @@ func docsInventory() []docEntry {
 			given: stageGiven, outcome: []string{"TestMultiStagePipelinesAreOneTraceAcrossProcesses"}}},
 		{key: "docs/multi-stage.md#finding-the-slowest-hand-over/1", contains: "omni.transfer", check: checkTraceQL, after: "docs/multi-stage.md#multi-stage-pipelines/1"},
 
-		// docs/omnitrace.md: pending.
-		pending("docs/omnitrace.md#omnitrace/1", "go build -o omnitrace", omnitraceTests...),
-		pending("docs/omnitrace.md#omnitrace-import/1", "omnitrace import", omnitraceTests...),
-		pending("docs/omnitrace.md#the-forms-it-reads/1", "stage_table", "TestOmnitraceFormsIntoJaegerTwice"),
-		pending("docs/omnitrace.md#the-forms-it-reads/2", "[OmniTiming]", "TestOmnitraceFormsIntoJaegerTwice"),
-		pending("docs/omnitrace.md#the-forms-it-reads/3", "transfer_stats", "TestOmnitraceFormsIntoJaegerTwice"),
-		pending("docs/omnitrace.md#the-forms-it-reads/4", "diffusion_metrics", "TestOmnitraceImportIntoJaegerThenSummary"),
-		pending("docs/omnitrace.md#bad-input-and-what-is-bounded/1", "127.0.0.1:1", omnitraceTests...),
-		pending("docs/omnitrace.md#cost/1", "importbench", "BenchmarkImport"),
-		pending("docs/omnitrace.md#cost/2", "machine:", "BenchmarkImport"),
-		pending("docs/omnitrace.md#memory/1", "peak RSS", "TestPeakMemoryDoesNotGrowWithTheInput"),
-		pending("docs/omnitrace.md#omnitrace-table/1", "omnitrace table", "TestOmnitraceImportIntoJaegerThenSummary"),
-		pending("docs/omnitrace.md#omnitrace-table/2", "request ", "TestOmnitraceImportIntoJaegerThenSummary"),
-		pending("docs/omnitrace.md#omnitrace-summary/1", "omnitrace summary", "TestOmnitraceImportIntoJaegerThenSummary"),
-		pending("docs/omnitrace.md#omnitrace-summary/2", "requests", "TestOmnitraceImportIntoJaegerThenSummary"),
-		pending("docs/omnitrace.md#omnitrace-recover/1", "omnitrace recover", "TestAKilledStageJoinsItsRequestsTrace"),
+		// docs/omnitrace.md
+		{key: "docs/omnitrace.md#omnitrace/1", contains: "go build -o omnitrace", cmds: []docCmd{
+			{prefix: "go build -o omnitrace ./cmd/omnitrace", run: runBuildOmnitrace},
+		}},
+		{key: omnitraceImportKey, contains: "omnitrace import", cmds: []docCmd{
+			{prefix: "omnitrace import vllm.log  ", run: runImportConsole},
+			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 \\\n  omnitrace import summary.json vllm.log", run: runImportMerged},
+			{prefix: "omnitrace import -tz Asia/Tokyo vllm.log", run: runImportTokyo},
+			{prefix: "omnitrace import -out traces.json vllm.log", run: runImportOut},
+			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 \\\n  omnitrace import -follow -checkpoint vllm.cp vllm.log", run: runImportFollow},
+		}},
+		{key: summaryBlockKey, contains: "stage_table", check: checkSummaryBlock, after: omnitraceImportKey},
+		{key: logBlockKey, contains: "[OmniTiming]", check: checkLogBlock, after: omnitraceImportKey},
+		{key: eventsBlockKey, contains: "transfer_stats", check: checkEventsBlock, after: omnitraceImportKey},
+		{key: jsonlBlockKey, contains: "diffusion_metrics", check: checkJSONLBlock, after: omnitraceImportKey},
+		{key: badInputKey, contains: "127.0.0.1:1", cmds: []docCmd{
+			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1 omnitrace import vllm.log", run: runBadInput},
+			{prefix: "echo $?", covered: &docCover{
+				reason: "the status of the command above in the reader's shell: the run of that command checks it is the one shown",
+				tests:  []string{"TestDocsShellBlocks"}}},
+		}},
+		{key: "docs/omnitrace.md#cost/1", contains: "importbench", cmds: []docCmd{
+			{prefix: "go run ./internal/cmd/importbench -n 100000 -rounds 5", covered: &docCover{
+				reason: "minutes of benchmarks, whose figures the next block reports; a test never depends on speed",
+				tests:  []string{"BenchmarkImport"}}},
+		}},
+		{key: "docs/omnitrace.md#cost/2", contains: "machine:", covered: &docCover{
+			reason: "one machine's measured figures of the command above", tests: []string{"BenchmarkImport"}}},
+		{key: "docs/omnitrace.md#memory/1", contains: "peak RSS", covered: &docCover{
+			reason: "one machine's measured peak resident memory; the test holds its growth with the input",
+			tests:  []string{"TestPeakMemoryDoesNotGrowWithTheInput"}}},
+		{key: "docs/omnitrace.md#omnitrace-table/1", contains: "omnitrace table", cmds: []docCmd{
+			{prefix: "omnitrace table -jaeger http://127.0.0.1:16686 ", run: runTableJaeger},
+			{prefix: "omnitrace table -file t.json -request 0_501f96ba-7c1d", run: runTableFile},
+		}},
+		{key: tableSampleKey, contains: "request ", checkedBy: "docs/omnitrace.md#omnitrace-table/1"},
+		{key: "docs/omnitrace.md#omnitrace-summary/1", contains: "omnitrace summary", cmds: []docCmd{
+			{prefix: "omnitrace summary -jaeger http://127.0.0.1:16686 -service omni-diffusion-demo -since 1h", run: runSummaryJaeger},
+			{prefix: "omnitrace summary -file t.json", run: runSummaryFile},
+		}},
+		{key: summarySampleKey, contains: "requests", checkedBy: "docs/omnitrace.md#omnitrace-summary/1"},
+		{key: "docs/omnitrace.md#omnitrace-recover/1", contains: "omnitrace recover", cmds: []docCmd{
+			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 omnitrace recover /var/lib/engine/journal", covered: &docCover{
+				reason: "reads the crash journal of the reader's engine in /var/lib, which the tests do not write; the same command on the journal of an engine killed with SIGKILL",
+				tests:  []string{"TestRecoverExportsAKilledEnginesSpans", "TestAKilledStageJoinsItsRequestsTrace"}}},
+			{prefix: "omnitrace recover -out recovered.json /var/lib/engine/journal", covered: &docCover{
+				reason: "the same journal, to a file",
+				tests:  []string{"TestRecoverExportsAKilledEnginesSpans", "TestRecoverLeavesLiveAndUnreadableJournals", "TestRecoverUsage"}}},
+		}},
 
 		// docs/reliability.md
 		{key: "docs/reliability.md#with-both-cores-busy/1", contains: "make test", cmds: []docCmd{
@@ -183,10 +216,6 @@ var (
 		"TestFleetBaselineKeepsTheConfiguredShareOfOtherTraces", "TestFleetBackendReadsTracesBackAfterRestart",
 		"TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans",
 		"TestFleetRequestLongerThanTheDecisionWaitIsDecidedOnItsRequestSpan",
-	}
-	omnitraceTests = []string{
-		"TestOmnitraceImportIntoJaegerThenSummary", "TestOmnitraceFormsIntoJaegerTwice",
-		"TestOmnitraceFollowIntoJaeger", "TestOmnitraceOutFileIsOTLPJSON",
 	}
 )
 

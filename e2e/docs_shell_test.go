@@ -36,13 +36,14 @@ func TestDocsShellBlocks(t *testing.T) {
 	s := &docSession{
 		ws: ws, ctx: testContext(t), jaeger: j,
 		// The only changes made to a command: the default ports of a
-		// collector endpoint, moved to the test's (other programs may
+		// collector endpoint or of Jaeger's query API, moved to the test's (other programs may
 		// hold the defaults).
 		rewrites: []rewrite{
 			{"http://127.0.0.1:4318", j.OTLPEndpoint("http/protobuf")},
 			{"http://127.0.0.1:4317", j.OTLPEndpoint("grpc")},
 			{"OTEL_EXPORTER_PROMETHEUS_PORT=9464", "OTEL_EXPORTER_PROMETHEUS_PORT=" + prom},
 			{"127.0.0.1:9464", "127.0.0.1:" + prom},
+			{"http://127.0.0.1:16686", "http://" + j.Query},
 		},
 		spans: map[string][]traceview.Span{},
 		state: map[string]any{},
@@ -86,7 +87,7 @@ func runCheck(t *testing.T, s *docSession, e docEntry, b docBlock) {
 	if len(ss) == 0 {
 		t.Fatalf("no spans of %s, which it is checked against (did it run?)", e.after)
 	}
-	e.check(t, b, ss)
+	e.check(t, s, b, ss)
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
@@ -611,7 +612,7 @@ var (
 // attribute it compares or selects is on those spans, and every equality
 // matches one of them. Durations are an engine's to exceed; they are read,
 // not compared.
-func checkTraceQL(t *testing.T, b docBlock, ss []traceview.Span) {
+func checkTraceQL(t *testing.T, _ *docSession, b docBlock, ss []traceview.Span) {
 	for _, q := range strings.Split(strings.TrimSpace(b.text), "\n") {
 		q = strings.TrimSpace(q)
 		sels := selectorRe.FindAllStringSubmatchIndex(q, -1)
@@ -858,7 +859,7 @@ var (
 // traces of that pipeline (those with the diagram's first stage): the
 // same tree, the stages with the id, name and type drawn, the transfers
 // between the stages drawn, and the attributes noted on a transfer.
-func checkPipelineTree(t *testing.T, b docBlock, ss []traceview.Span) {
+func checkPipelineTree(t *testing.T, _ *docSession, b docBlock, ss []traceview.Span) {
 	nodes, err := parseTree(b.text)
 	if err != nil {
 		t.Fatal(err)
