@@ -196,8 +196,8 @@ func (r *Request) startedUnder(parentLive uint32) {
 // under the request needs no lock for that. It returns why the phase is
 // refused, or nil.
 func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
-	if r.liveBeforeScope() {
-		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
+	if err := r.liveBeforeScope(p, output, step); err != nil {
+		return nil, 0, err
 	}
 	if plan.ParentOf(p) == plan.Scope && onceBit(p, output, step) != 0 {
 		r.starting.Add(1)
@@ -248,17 +248,6 @@ func (r *Request) startDone() {
 		}
 		r.mu.Unlock()
 	}
-}
-
-// parentPhaseOf returns the parentPhase that phase p is (exec or forward), or nil.
-func (r *Request) parentPhaseOf(p spans.Phase) *parentPhase {
-	switch p {
-	case spans.Exec:
-		return &r.exec
-	case spans.Forward:
-		return &r.forward
-	}
-	return nil
 }
 
 // phaseOptions returns the start options of a phase span: the table's
@@ -345,22 +334,4 @@ func (r *Request) liveEnded(o *openPhase) {
 		}
 	}
 	r.startDone()
-}
-
-// finish ends a live phase's span, at at when it is given (its request or
-// parent ended at an explicit time), and records its measurement.
-func (r *Request) finish(o *openPhase, at time.Time, err error) {
-	if o.span != nil {
-		if err != nil {
-			r.markError(o.span, err)
-		}
-		endSpan(o.span, at)
-	}
-	if r.met != nil {
-		end := at
-		if end.IsZero() {
-			end = time.Now()
-		}
-		r.observe(o.ctx, o.phase, o.start, end, int(o.output))
-	}
 }

@@ -105,17 +105,6 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 	return r.recordPlanned(ps[:], recordOpts{kv: kv})
 }
 
-// countBad counts each bad phase of a planner's error.
-func (r *Request) countBad(err error) {
-	for _, e := range flatten(err) {
-		if errors.Is(e, spans.ErrOutsideParent) || errors.Is(e, spans.ErrDuplicatePhase) {
-			r.in.stats.conflict(e)
-		} else {
-			r.in.stats.reject(e)
-		}
-	}
-}
-
 // accepted is one planned span that passed the tree's checks, with where
 // it hangs.
 type accepted struct {

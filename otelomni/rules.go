@@ -5,6 +5,7 @@ package otelomni
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,11 @@ import (
 //   - measured once: a phase once per request, a per-output phase once per
 //     output, a denoise step once per step (claimOnce, fitLocked).
 //
+// A phase that breaks one makes no span; a bad interval is counted in
+// Stats.RejectedIntervals, a phase outside its parent or measured twice in
+// Stats.Conflicts (countBad). An engine step is held to its engine's start
+// the same way (engineBeforeStart).
+//
 // A record's own parts are also checked against the record's own exec and
 // forward when it is planned (plan.Diffusion), with the same plan.Within.
 
@@ -41,7 +47,7 @@ func intervalError(p spans.Phase, output, step int, iv spans.Interval) error {
 	return plan.Check(p, output, step, iv)
 }
 
-// rejectInterval is intervalError, the error counted in
+// rejectInterval returns intervalError's error, counted in
 // Stats.RejectedIntervals.
 func (r *Request) rejectInterval(p spans.Phase, output, step int, iv spans.Interval) error {
 	err := intervalError(p, output, step, iv)
@@ -66,11 +72,38 @@ func (r *Request) rejectTime(p spans.Phase, t time.Time) error {
 	return err
 }
 
-// liveBeforeScope reports whether a live phase starting now would start
-// before its request: only a request given a start later than the time it
-// was started reads the clock for that.
-func (r *Request) liveBeforeScope() bool {
-	return r.startsLater && r.start.After(time.Now())
+// countBad counts each bad phase of a planner's error: one outside its
+// parent or measured twice in Stats.Conflicts, a bad interval in
+// Stats.RejectedIntervals.
+func (r *Request) countBad(err error) {
+	for _, e := range flatten(err) {
+		if errors.Is(e, spans.ErrOutsideParent) || errors.Is(e, spans.ErrDuplicatePhase) {
+			r.in.stats.conflict(e)
+		} else {
+			r.in.stats.reject(e)
+		}
+	}
+}
+
+// liveBeforeScope returns a [*spans.PhaseError] when live phase p (output,
+// step), starting now, would start before its request, or nil: only a
+// request given a start later than the time it was started reads the clock
+// for that.
+func (r *Request) liveBeforeScope(p spans.Phase, output, step int) error {
+	if r.startsLater && r.start.After(time.Now()) {
+		return &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
+	}
+	return nil
+}
+
+// engineBeforeStart returns why an engine step named name, starting now,
+// makes no span, or nil: it would start before the engine, given a start
+// later than now.
+func engineBeforeStart(name string, start time.Time) error {
+	if start.After(time.Now()) {
+		return &stepError{name: name, err: errBeforeScopeStart}
+	}
+	return nil
 }
 
 // place is where a phase's span hangs: under ctx, or, when in >= 0, under
@@ -223,4 +256,27 @@ func onceBit(p spans.Phase, output, step int) uint32 {
 		return 0
 	}
 	return 1 << p
+}
+
+// scopeStart returns the request's (or stage's) start: the one given, or
+// otelomni's reading just after its span started.
+func (r *Request) scopeStart() time.Time { return r.start }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// parentPhaseOf returns the parentPhase that phase p is (exec or forward), or nil.
+func (r *Request) parentPhaseOf(p spans.Phase) *parentPhase {
+	switch p {
+	case spans.Exec:
+		return &r.exec
+	case spans.Forward:
+		return &r.forward
+	}
+	return nil
 }
