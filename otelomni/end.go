@@ -144,31 +144,6 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	r.met.request.Float64Histogram.Record(ctx, seconds(d), opts...)
 }
 
-// scopeStart returns the request's (or stage's) start: the one given, or
-// otelomni's reading just after its span started.
-func (r *Request) scopeStart() time.Time { return r.start }
-
-// startOr returns a start given, or else now: read after the span
-// started, no earlier than its own start.
-func startOr(given time.Time) time.Time {
-	if given.IsZero() {
-		return time.Now()
-	}
-	return given
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// errorType returns err's error.type, bounded.
-func (in *Instrumenter) errorType(err error) string {
-	return in.strMax(errorType(err), maxErrorTypeBytes)
-}
-
 // markError sets status Error with err's message and error.type on span,
 // both bounded: a 10 MB error must cost neither a batch nor a log line.
 func (r *Request) markError(span trace.Span, err error) {
@@ -192,4 +167,28 @@ func endSpan(s trace.Span, at time.Time) {
 		return
 	}
 	s.End(trace.WithTimestamp(at))
+}
+
+// finish ends a live phase's span, at at when it is given (its request or
+// parent ended at an explicit time), and records its measurement.
+func (r *Request) finish(o *openPhase, at time.Time, err error) {
+	if o.span != nil {
+		if err != nil {
+			r.markError(o.span, err)
+		}
+		endSpan(o.span, at)
+	}
+	if r.met != nil {
+		end := at
+		if end.IsZero() {
+			end = time.Now()
+		}
+		r.observe(o.ctx, o.phase, o.start, end, int(o.output))
+	}
+}
+
+// exported says the tier receives span: it is sampled (a span that is
+// not recorded is not sampled either).
+func exported(span trace.Span) bool {
+	return span != nil && span.SpanContext().IsSampled()
 }

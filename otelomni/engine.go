@@ -239,10 +239,8 @@ func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
 }
 
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
-	if e.start.After(time.Now()) {
-		// The engine's start was given later than now: a step starting
-		// now would start before it.
-		e.in.stats.conflict(&stepError{name: name, err: errBeforeScopeStart})
+	if err := engineBeforeStart(name, e.start); err != nil {
+		e.in.stats.conflict(err)
 		return EnginePhase{}
 	}
 	e.mu.Lock()
@@ -333,4 +331,13 @@ func (e *Engine) End(err error) {
 		markError(e.in, e.span, err)
 	}
 	endSpan(e.span, at)
+}
+
+// startOr returns a start given, or else now: read after the span
+// started, no earlier than its own start.
+func startOr(given time.Time) time.Time {
+	if given.IsZero() {
+		return time.Now()
+	}
+	return given
 }

@@ -127,3 +127,8 @@ func (in *Instrumenter) outOfRange(what string, v, min, max int64, result string
 
 // badIndex reports whether i is not a valid output or step index.
 func badIndex(i int) bool { return i < 0 || i > maxIndex }
+
+// errorType returns err's error.type, bounded.
+func (in *Instrumenter) errorType(err error) string {
+	return in.strMax(errorType(err), maxErrorTypeBytes)
+}

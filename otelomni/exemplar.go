@@ -108,12 +108,6 @@ func (r *Request) vouchEnd(d time.Duration) {
 	}
 }
 
-// exported says the tier receives span: it is sampled (a span that is
-// not recorded is not sampled either).
-func exported(span trace.Span) bool {
-	return span != nil && span.SpanContext().IsSampled()
-}
-
 // exemplarCtx is the context to record a measurement of the request with:
 // ctx when the tier keeps its trace (or every measurement is offered),
 // else one with no span.

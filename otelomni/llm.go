@@ -54,12 +54,7 @@ func (r *Request) MarkLLM(e LLMEvent, t time.Time) error {
 }
 
 func (r *Request) markLLM(e LLMEvent, t time.Time) error {
-	if t.IsZero() || !spans.InRange(t) {
-		err := &spans.PhaseError{Phase: llmPhaseOf(e), Output: -1, Step: -1, Interval: spans.Between(t, t), Err: spans.ErrZeroTime}
-		if !t.IsZero() {
-			err.Err = spans.ErrOutOfRange
-		}
-		r.in.stats.reject(err)
+	if err := r.rejectTime(llmPhaseOf(e), t); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -120,9 +115,7 @@ func (r *Request) markLLM(e LLMEvent, t time.Time) error {
 		return nil // its start was never seen: not measured
 	}
 	iv := spans.Between(from, t)
-	if err := iv.Validate(); err != nil {
-		err = &spans.PhaseError{Phase: p, Output: -1, Step: -1, Interval: iv, Err: err}
-		r.in.stats.reject(err)
+	if err := r.rejectInterval(p, -1, -1, iv); err != nil {
 		return err
 	}
 	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: -1, Step: -1}}

@@ -47,9 +47,8 @@ func (r *Request) MarkOutput(final bool, t time.Time) error {
 	}
 	out := spans.Output{Index: r.outputs, Final: final}
 	iv := spans.Between(start, t)
-	if err := iv.Validate(); err != nil {
+	if err := intervalError(0, out.Index, -1, iv); err != nil {
 		r.mu.Unlock()
-		err = &spans.PhaseError{Output: out.Index, Step: -1, Interval: iv, Err: err}
 		r.in.stats.reject(err)
 		return err
 	}

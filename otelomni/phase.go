@@ -190,26 +190,24 @@ func (r *Request) startedUnder(parentLive uint32) {
 	r.mu.Unlock()
 }
 
-// admitLive decides whether a live phase may start, and under which span. It
-// counts the start (starting), so that an End on another goroutine waits
-// for it; a phase that hangs directly under the request needs no lock for
-// that. It returns why the phase is refused, or nil.
+// admitLive decides whether a live phase may start, and under which span,
+// by the tree's rules (fitLocked). It counts the start (starting), so that
+// an End on another goroutine waits for it; a phase that hangs directly
+// under the request needs no lock for that. It returns why the phase is
+// refused, or nil.
 func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
-	if r.startsLater && r.start.After(time.Now()) {
-		// The request was given a start later than now: a phase starting
-		// now would start before it.
-		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
+	if err := r.liveBeforeScope(p, output, step); err != nil {
+		return nil, 0, err
 	}
-	once := onceBit(p, output, step)
-	if k := plan.ParentOf(p); k == plan.Scope && once != 0 {
+	if plan.ParentOf(p) == plan.Scope && onceBit(p, output, step) != 0 {
 		r.starting.Add(1)
 		if r.ended.Load() {
 			r.startDone()
 			return nil, 0, errStartedAfterEnd
 		}
-		if once != 0 && !r.markOnce(once) {
+		if err := r.claimOnce(p, output, step); err != nil {
 			r.startDone()
-			return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
+			return nil, 0, err
 		}
 		return r.ctx, 0, nil
 	}
@@ -218,50 +216,16 @@ func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, u
 	if r.ended.Load() {
 		return nil, 0, errStartedAfterEnd
 	}
-	parent, parentLive, ok := r.liveParentLocked(plan.ParentOf(p))
-	if !ok {
-		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errParentEnded}
+	at, err := r.fitLocked(p, output, step, spans.Interval{}, true, batchNests{-1, -1}, nil)
+	if err != nil {
+		return nil, 0, err
 	}
-	if !r.markMeasuredLocked(p, output, step) {
-		return nil, 0, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
-	}
-	if parentLive != 0 {
+	if at.live != 0 {
 		r.childrenStarting++
 	}
 	r.starting.Add(1)
-	return parent, parentLive, nil
+	return at.ctx, at.live, nil
 }
-
-// claimKey is one output's per-output phase, or one denoise step.
-type claimKey struct {
-	phase spans.Phase
-	index int
-}
-
-// markMeasuredLocked marks a phase measured for this request (once per output for
-// a per-output phase, once per step for a denoise step), and reports
-// whether it was not already.
-func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) bool {
-	if once := onceBit(p, output, step); once != 0 {
-		return r.markOnce(once)
-	}
-	k := claimKey{p, output}
-	if step >= 0 {
-		k.index = step
-	}
-	if r.claimed[k] {
-		return false
-	}
-	if r.claimed == nil {
-		r.claimed = map[claimKey]bool{}
-	}
-	r.claimed[k] = true
-	return true
-}
-
-// errBeforeScopeStart: a live phase started before the start its request
-// was given.
-var errBeforeScopeStart = fmt.Errorf("%w: its request's start is later than now", spans.ErrOutsideParent)
 
 // errStartedAfterEnd: a live phase started after its request ended.
 var errStartedAfterEnd = errors.New("a phase started after its request ended")
@@ -275,20 +239,6 @@ func (r *Request) refuse(err error) {
 	r.in.stats.conflict(err)
 }
 
-// markOnce marks phase bits once as measured, and reports whether they were
-// not already.
-func (r *Request) markOnce(once uint32) bool {
-	for {
-		seen := r.seen.Load()
-		if seen&once != 0 {
-			return false
-		}
-		if r.seen.CompareAndSwap(seen, seen|once) {
-			return true
-		}
-	}
-}
-
 // startDone ends a start counted in starting, waking an End that waits.
 func (r *Request) startDone() {
 	if r.starting.Add(-1) == 0 && r.ended.Load() {
@@ -298,55 +248,6 @@ func (r *Request) startDone() {
 		}
 		r.mu.Unlock()
 	}
-}
-
-// errParentEnded: a live part of exec (or a step of forward) started after
-// its exec (forward) had ended.
-var errParentEnded = fmt.Errorf("%w: its exec or forward had already ended", spans.ErrOutsideParent)
-
-// onceBit returns the bit of a phase that is measured once per request,
-// or 0 for one measured per output or per step.
-func onceBit(p spans.Phase, output, step int) uint32 {
-	if output >= 0 || step >= 0 {
-		return 0
-	}
-	return 1 << p
-}
-
-// parentPhaseOf returns the parentPhase that phase p is (exec or forward), or nil.
-func (r *Request) parentPhaseOf(p spans.Phase) *parentPhase {
-	switch p {
-	case spans.Exec:
-		return &r.exec
-	case spans.Forward:
-		return &r.forward
-	}
-	return nil
-}
-
-// liveParentLocked returns the context a live phase with parent kind k
-// starts under, and the id of that parent when it is a live phase. Without
-// its exec (or forward), a phase hangs under the next span up rather than
-// being lost; under one that has ended, it is refused (ok false).
-func (r *Request) liveParentLocked(k plan.Parent) (context.Context, uint32, bool) {
-	switch k {
-	case plan.UnderForward:
-		if r.forward.set {
-			if r.forward.closed {
-				return nil, 0, false
-			}
-			return r.forward.ctx, r.forward.live, true
-		}
-		fallthrough
-	case plan.UnderExec:
-		if r.exec.set {
-			if r.exec.closed {
-				return nil, 0, false
-			}
-			return r.exec.ctx, r.exec.live, true
-		}
-	}
-	return r.ctx, 0, true
 }
 
 // phaseOptions returns the start options of a phase span: the table's
@@ -433,22 +334,4 @@ func (r *Request) liveEnded(o *openPhase) {
 		}
 	}
 	r.startDone()
-}
-
-// finish ends a live phase's span, at at when it is given (its request or
-// parent ended at an explicit time), and records its measurement.
-func (r *Request) finish(o *openPhase, at time.Time, err error) {
-	if o.span != nil {
-		if err != nil {
-			r.markError(o.span, err)
-		}
-		endSpan(o.span, at)
-	}
-	if r.met != nil {
-		end := at
-		if end.IsZero() {
-			end = time.Now()
-		}
-		r.observe(o.ctx, o.phase, o.start, end, int(o.output))
-	}
 }

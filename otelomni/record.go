@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -94,9 +93,7 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): not a phase this call takes (denoise steps: a record; transfer parts: RecordTransfer)", p))
 		return ErrInvalidPhase
 	}
-	if err := iv.Validate(); err != nil {
-		err = &spans.PhaseError{Phase: p, Output: output, Step: -1, Interval: iv, Err: err}
-		r.in.stats.reject(err)
+	if err := r.rejectInterval(p, output, -1, iv); err != nil {
 		return err
 	}
 	if len(kv) > 0 {
@@ -108,24 +105,11 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 	return r.recordPlanned(ps[:], recordOpts{kv: kv})
 }
 
-// countBad counts each bad phase of a planner's error.
-func (r *Request) countBad(err error) {
-	for _, e := range flatten(err) {
-		if errors.Is(e, spans.ErrOutsideParent) || errors.Is(e, spans.ErrDuplicatePhase) {
-			r.in.stats.conflict(e)
-		} else {
-			r.in.stats.reject(e)
-		}
-	}
-}
-
 // accepted is one planned span that passed the tree's checks, with where
-// it hangs: a context, or an earlier span of the same batch.
+// it hangs.
 type accepted struct {
-	ps     *plan.Span
-	parent context.Context
-	// in is the index in the batch of the span it hangs under, or -1.
-	in int
+	ps *plan.Span
+	place
 }
 
 // batchNests are the indices, in a batch of accepted spans, of its exec and
@@ -167,10 +151,9 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 		r.in.stats.misused("a measurement was recorded on a request that had already ended")
 		return ErrRequestEnded
 	}
-	scopeStart := r.scopeStart()
 	for i := range plan {
 		ps := &plan[i]
-		a, err := r.placeLocked(ps, scopeStart, batch, ok)
+		at, err := r.fitLocked(ps.Phase, ps.Output, ps.Step, ps.Interval(), false, batch, ok)
 		if err != nil {
 			bad = append(bad, err)
 			continue
@@ -179,7 +162,7 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 			*batch.of(ps.Phase) = len(ok)
 		}
 		r.lastEnd = later(r.lastEnd, ps.End)
-		ok = append(ok, a)
+		ok = append(ok, accepted{ps: ps, place: at})
 	}
 	r.mu.Unlock()
 	for _, e := range bad {
@@ -190,7 +173,7 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 	ctxs := ctxBuf[:0]
 	for i := range ok {
 		a := &ok[i]
-		parent := a.parent
+		parent := a.ctx
 		if a.in >= 0 {
 			parent = ctxs[a.in]
 		}
@@ -210,61 +193,6 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 		r.mu.Unlock()
 	}
 	return errors.Join(bad...)
-}
-
-// placeLocked decides where a planned span hangs and checks that it fits:
-// measured once, and inside its parent's interval.
-func (r *Request) placeLocked(ps *plan.Span, scopeStart time.Time, batch batchNests, ok []accepted) (accepted, error) {
-	fail := func(err error) (accepted, error) {
-		return accepted{}, &spans.PhaseError{Phase: ps.Phase, Output: ps.Output, Step: ps.Step,
-			Interval: spans.Between(ps.Start, ps.End), Err: err}
-	}
-	once := onceBit(ps.Phase, ps.Output, ps.Step)
-	if once != 0 && r.seen.Load()&once != 0 {
-		return fail(spans.ErrDuplicatePhase)
-	}
-	// markMeasured marks the phase measured, last: a span refused for its
-	// interval leaves the phase free.
-	markMeasured := func(a accepted) (accepted, error) {
-		if !r.markMeasuredLocked(ps.Phase, ps.Output, ps.Step) {
-			return fail(spans.ErrDuplicatePhase)
-		}
-		return a, nil
-	}
-	iv := spans.Between(ps.Start, ps.End)
-	var parents []spans.Phase
-	switch plan.ParentOf(ps.Phase) {
-	case plan.UnderForward:
-		parents = []spans.Phase{spans.Forward, spans.Exec}
-	case plan.UnderExec:
-		parents = []spans.Phase{spans.Exec}
-	}
-	for _, pp := range parents {
-		if i := *batch.of(pp); i >= 0 {
-			// Its parent is in the same batch.
-			if p := ok[i].ps; !plan.Within(iv, p.Start, p.End) {
-				return fail(spans.ErrOutsideParent)
-			}
-			return markMeasured(accepted{ps: ps, in: i})
-		}
-		n := r.parentPhaseOf(pp)
-		if !n.set {
-			continue
-		}
-		start, end := n.interval()
-		if !plan.Within(iv, start, end) {
-			return fail(spans.ErrOutsideParent)
-		}
-		a, err := markMeasured(accepted{ps: ps, parent: n.ctx, in: -1})
-		if err == nil && !n.closed {
-			n.lastChild = later(n.lastChild, ps.End)
-		}
-		return a, err
-	}
-	if ps.Start.Before(scopeStart) {
-		return fail(spans.ErrOutsideParent)
-	}
-	return markMeasured(accepted{ps: ps, parent: r.ctx, in: -1})
 }
 
 // emit starts and ends the span of one recorded phase under parent, with
