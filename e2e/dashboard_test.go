@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,9 @@ var sinceStart = regexp.MustCompile(`increase\(([^\[]+)\[\$__range\]\)`)
 // scraping the tier's OpenMetrics endpoint and its own metrics, and runs
 // every query of deploy/grafana/otelomni-fleet.json as Grafana would:
 // each returns series, and the share of requests where a phase was not
-// measured equals what the traces in the backend show.
+// measured equals what the traces in the backend show. Every trace being
+// kept, every series of otelomni's histograms received measurements of kept
+// requests, and each must carry an exemplar.
 func TestDashboardQueriesAnswerFromRealTraffic(t *testing.T) {
 	root, err := jaeger.RepoRoot()
 	if err != nil {
@@ -150,4 +153,45 @@ func TestDashboardQueriesAnswerFromRealTraffic(t *testing.T) {
 			t.Logf("%s: %d phases, each share equal to the traces'", p.Title, len(whole))
 		}
 	}
+
+	// Every trace is kept here, so every series of otelomni's histograms
+	// received measurements of kept requests: each carries an exemplar.
+	exs, err := prom.QueryExemplars(ctx, histogramsWithExemplars, from, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withExemplar := map[string]bool{}
+	for _, e := range exs {
+		withExemplar[seriesKey(e.Series, "_bucket")] = true
+	}
+	series, err := prom.Query(ctx, `{__name__=~"(omni_phase_duration|omni_stage_duration|gen_ai_server_request_duration|gen_ai_server_time_to_first_token)_seconds_count"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) == 0 {
+		t.Fatal("no series of otelomni's histograms")
+	}
+	for _, s := range series {
+		if k := seriesKey(s.Labels, "_count"); !withExemplar[k] {
+			t.Errorf("series %s received %v measurements of kept requests and carries no exemplar", k, s.Value)
+		}
+	}
+	t.Logf("%d series of otelomni's histograms, each with an exemplar", len(series))
+}
+
+// seriesKey names a histogram series by its metric and labels, less the
+// bucket bound and the suffix of its sample.
+func seriesKey(labels map[string]string, suffix string) string {
+	var kv []string
+	for k, v := range labels {
+		switch k {
+		case "le":
+		case "__name__":
+			kv = append(kv, k+"="+strings.TrimSuffix(v, suffix))
+		default:
+			kv = append(kv, k+"="+v)
+		}
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
 }
