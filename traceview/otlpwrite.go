@@ -8,9 +8,9 @@ import (
 	"io"
 	"sort"
 
+	"github.com/otelomni/otelomni/internal/otlpvalue"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 )
 
@@ -79,7 +79,7 @@ func toSpan(d ptrace.Span, s *Span) {
 	m := d.Attributes()
 	m.EnsureCapacity(len(keys))
 	for _, k := range keys {
-		toValue(m.PutEmpty(k), s.Attrs[k])
+		otlpvalue.Set(m.PutEmpty(k), s.Attrs[k], -1)
 	}
 	for _, l := range s.Links {
 		dl := d.Links().AppendEmpty()
@@ -120,37 +120,4 @@ func nanos(n int64) pcommon.Timestamp {
 		return 0
 	}
 	return pcommon.Timestamp(n)
-}
-
-func toValue(d pcommon.Value, v attribute.Value) {
-	switch v.Type() {
-	case attribute.BOOL:
-		d.SetBool(v.AsBool())
-	case attribute.INT64:
-		d.SetInt(v.AsInt64())
-	case attribute.FLOAT64:
-		d.SetDouble(v.AsFloat64())
-	case attribute.STRING:
-		d.SetStr(v.AsString())
-	case attribute.BOOLSLICE:
-		s := d.SetEmptySlice()
-		for _, x := range v.AsBoolSlice() {
-			s.AppendEmpty().SetBool(x)
-		}
-	case attribute.INT64SLICE:
-		s := d.SetEmptySlice()
-		for _, x := range v.AsInt64Slice() {
-			s.AppendEmpty().SetInt(x)
-		}
-	case attribute.FLOAT64SLICE:
-		s := d.SetEmptySlice()
-		for _, x := range v.AsFloat64Slice() {
-			s.AppendEmpty().SetDouble(x)
-		}
-	case attribute.STRINGSLICE:
-		s := d.SetEmptySlice()
-		for _, x := range v.AsStringSlice() {
-			s.AppendEmpty().SetStr(x)
-		}
-	}
 }

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/otelomni/otelomni/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/internal/omnirecord/forms"
+	"github.com/otelomni/otelomni/internal/otlpvalue"
 	"github.com/otelomni/otelomni/otelomni"
 )
 
@@ -104,11 +104,7 @@ func (p *pipe) newBatch() *batch {
 func (b *batch) reset() {
 	b.td = ptrace.NewTraces()
 	rs := b.td.ResourceSpans().AppendEmpty()
-	m := rs.Resource().Attributes()
-	m.EnsureCapacity(len(b.p.set.resource))
-	for _, kv := range b.p.set.resource {
-		putAttr(m, kv)
-	}
+	otlpvalue.PutAll(rs.Resource().Attributes(), b.p.set.resource)
 	rs.SetSchemaUrl(b.p.set.resourceSchema)
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName(otelomni.ScopeName)
@@ -233,20 +229,6 @@ func (p *pipe) shutdown(ctx context.Context) (loss, error) {
 	p.cancel()
 	<-p.exported
 	return loss{ended: p.ended.Load(), failed: p.failed.Load(), dropped: p.dropped.Load()}, err
-}
-
-// putAttr records a resource attribute.
-func putAttr(m pcommon.Map, kv attribute.KeyValue) {
-	switch kv.Value.Type() {
-	case attribute.BOOL:
-		m.PutBool(string(kv.Key), kv.Value.AsBool())
-	case attribute.INT64:
-		m.PutInt(string(kv.Key), kv.Value.AsInt64())
-	case attribute.FLOAT64:
-		m.PutDouble(string(kv.Key), kv.Value.AsFloat64())
-	default:
-		m.PutStr(string(kv.Key), kv.Value.String())
-	}
 }
 
 // otlpSink sends each batch through an OTLP client of OpenTelemetry Go's

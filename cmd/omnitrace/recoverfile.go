@@ -10,9 +10,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/otelomni/otelomni/internal/otlpvalue"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -90,7 +90,7 @@ func sdkTraces(ss []sdktrace.ReadOnlySpan) ptrace.Traces {
 			rs = td.ResourceSpans().AppendEmpty()
 			if res != nil {
 				rs.SetSchemaUrl(res.SchemaURL())
-				putAttrs(rs.Resource().Attributes(), res.Attributes())
+				otlpvalue.PutAll(rs.Resource().Attributes(), res.Attributes())
 			}
 			resources[res] = rs
 		}
@@ -102,7 +102,7 @@ func sdkTraces(ss []sdktrace.ReadOnlySpan) ptrace.Traces {
 			ss.SetSchemaUrl(sc.SchemaURL)
 			ss.Scope().SetName(sc.Name)
 			ss.Scope().SetVersion(sc.Version)
-			putAttrs(ss.Scope().Attributes(), sc.Attributes.ToSlice())
+			otlpvalue.PutAll(ss.Scope().Attributes(), sc.Attributes.ToSlice())
 			spans = ss.Spans()
 			scopes[k] = spans
 		}
@@ -124,13 +124,13 @@ func putSpan(d ptrace.Span, s sdktrace.ReadOnlySpan) {
 	d.SetKind(spanKind(s.SpanKind()))
 	d.SetStartTimestamp(pcommon.NewTimestampFromTime(s.StartTime()))
 	d.SetEndTimestamp(pcommon.NewTimestampFromTime(s.EndTime()))
-	putAttrs(d.Attributes(), s.Attributes())
+	otlpvalue.PutAll(d.Attributes(), s.Attributes())
 	d.SetDroppedAttributesCount(uint32(max(0, s.DroppedAttributes())))
 	for _, ev := range s.Events() {
 		e := d.Events().AppendEmpty()
 		e.SetName(ev.Name)
 		e.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
-		putAttrs(e.Attributes(), ev.Attributes)
+		otlpvalue.PutAll(e.Attributes(), ev.Attributes)
 		e.SetDroppedAttributesCount(uint32(max(0, ev.DroppedAttributeCount)))
 	}
 	d.SetDroppedEventsCount(uint32(max(0, s.DroppedEvents())))
@@ -140,7 +140,7 @@ func putSpan(d ptrace.Span, s sdktrace.ReadOnlySpan) {
 		e.SetSpanID(pcommon.SpanID(l.SpanContext.SpanID()))
 		e.TraceState().FromRaw(l.SpanContext.TraceState().String())
 		e.SetFlags(uint32(l.SpanContext.TraceFlags()))
-		putAttrs(e.Attributes(), l.Attributes)
+		otlpvalue.PutAll(e.Attributes(), l.Attributes)
 		e.SetDroppedAttributesCount(uint32(max(0, l.DroppedAttributeCount)))
 	}
 	d.SetDroppedLinksCount(uint32(max(0, s.DroppedLinks())))
@@ -167,45 +167,4 @@ func spanKind(k trace.SpanKind) ptrace.SpanKind {
 		return ptrace.SpanKindConsumer
 	}
 	return ptrace.SpanKindUnspecified
-}
-
-// putAttrs records kvs, slices as OTLP arrays.
-func putAttrs(m pcommon.Map, kvs []attribute.KeyValue) {
-	m.EnsureCapacity(len(kvs))
-	for _, kv := range kvs {
-		putValue(m.PutEmpty(string(kv.Key)), kv.Value)
-	}
-}
-
-func putValue(d pcommon.Value, v attribute.Value) {
-	switch v.Type() {
-	case attribute.BOOL:
-		d.SetBool(v.AsBool())
-	case attribute.INT64:
-		d.SetInt(v.AsInt64())
-	case attribute.FLOAT64:
-		d.SetDouble(v.AsFloat64())
-	case attribute.BOOLSLICE:
-		s := d.SetEmptySlice()
-		for _, b := range v.AsBoolSlice() {
-			s.AppendEmpty().SetBool(b)
-		}
-	case attribute.INT64SLICE:
-		s := d.SetEmptySlice()
-		for _, n := range v.AsInt64Slice() {
-			s.AppendEmpty().SetInt(n)
-		}
-	case attribute.FLOAT64SLICE:
-		s := d.SetEmptySlice()
-		for _, f := range v.AsFloat64Slice() {
-			s.AppendEmpty().SetDouble(f)
-		}
-	case attribute.STRINGSLICE:
-		s := d.SetEmptySlice()
-		for _, str := range v.AsStringSlice() {
-			s.AppendEmpty().SetStr(str)
-		}
-	default:
-		d.SetStr(v.String())
-	}
 }

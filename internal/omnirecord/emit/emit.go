@@ -17,6 +17,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/internal/otlpvalue"
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 
@@ -446,64 +447,8 @@ func (l Limits) put(m pcommon.Map, a attribute.KeyValue) bool {
 		}
 		v = m.PutEmpty(k)
 	}
-	setValue(v, a.Value, l.ValueLength)
+	otlpvalue.Set(v, a.Value, l.ValueLength)
 	return true
-}
-
-// setValue sets v to a's value, converted as the SDK's OTLP exporter
-// converts it, strings cut to limit characters as the SDK cuts them.
-func setValue(v pcommon.Value, a attribute.Value, limit int) {
-	switch a.Type() {
-	case attribute.STRING:
-		v.SetStr(truncate(limit, a.AsString()))
-	case attribute.BOOL:
-		v.SetBool(a.AsBool())
-	case attribute.INT64:
-		v.SetInt(a.AsInt64())
-	case attribute.FLOAT64:
-		v.SetDouble(a.AsFloat64())
-	case attribute.STRINGSLICE:
-		s := v.SetEmptySlice()
-		for _, x := range a.AsStringSlice() {
-			s.AppendEmpty().SetStr(truncate(limit, x))
-		}
-	case attribute.INT64SLICE:
-		s := v.SetEmptySlice()
-		for _, x := range a.AsInt64Slice() {
-			s.AppendEmpty().SetInt(x)
-		}
-	case attribute.FLOAT64SLICE:
-		s := v.SetEmptySlice()
-		for _, x := range a.AsFloat64Slice() {
-			s.AppendEmpty().SetDouble(x)
-		}
-	case attribute.BOOLSLICE:
-		s := v.SetEmptySlice()
-		for _, x := range a.AsBoolSlice() {
-			s.AppendEmpty().SetBool(x)
-		}
-	default:
-		// No import's attribute is of another type (maps, byte
-		// strings): what the SDK's exporter writes for a type it does
-		// not know.
-		v.SetStr("INVALID")
-	}
-}
-
-// truncate cuts s, valid UTF-8, to at most limit characters, as the SDK
-// does; a negative limit cuts nothing.
-func truncate(limit int, s string) string {
-	if limit < 0 || len(s) <= limit {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == limit {
-			return s[:i]
-		}
-		n++
-	}
-	return s
 }
 
 func clampCount(n int) uint32 {
