@@ -150,7 +150,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 				r := [3]int{int(from)*2 + 1, 0, 0}
 				s.expect(label, r)
 				add(label, r, c.Span.Duration(), false)
-				s.phases(c, transferParts, label+" ", r[0], add)
+				s.phases(c, plan.TransferParts(), label+" ", r[0], add)
 			}
 		}
 		return
@@ -172,7 +172,7 @@ func (s *Summary) phases(n *Node, expected []spans.Phase, prefix string, stageRa
 		}
 		for _, c := range n.named(p.SpanName()) {
 			add(label, r, c.Span.Duration(), false)
-			if nested := nestedPhases(p); nested != nil {
+			if nested := plan.NestedPhases(p); nested != nil {
 				s.phases(c, nested, prefix, stageRank, add)
 			}
 		}

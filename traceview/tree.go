@@ -197,25 +197,12 @@ func kindOf(n *Node) scopeKind {
 func scopePhases(k scopeKind) []spans.Phase {
 	switch k {
 	case kindDiffusion:
-		return []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.OutputReadyWait, spans.Postprocess}
+		return plan.ScopePhases(false)
 	case kindLLM:
-		return []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode}
+		return plan.ScopePhases(true)
 	}
 	return nil
 }
-
-// nestedPhases are the phases expected under a phase span.
-func nestedPhases(p spans.Phase) []spans.Phase {
-	switch p {
-	case spans.Exec:
-		return []spans.Phase{spans.KVRecv, spans.Forward, spans.VAEDecode}
-	case spans.Forward:
-		return []spans.Phase{spans.DenoiseStep}
-	}
-	return nil
-}
-
-var transferParts = []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}
 
 // visit calls f on every node of the trees in tree order (a node before its
 // children, siblings in order), and goes below a node only when f returns

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -121,7 +122,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 				from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
 				to, _ := c.Span.Int(string(attrs.TransferToStageKey))
 				wf.row(depth, fmt.Sprintf("transfer %d->%d", from, to), c.Span)
-				wf.phases(c, transferParts, depth+1)
+				wf.phases(c, plan.TransferParts(), depth+1)
 			default:
 				wf.other(c, depth)
 			}
@@ -156,7 +157,7 @@ func (wf *waterfall) phases(n *Node, expected []spans.Phase, depth int) {
 		}
 		for _, c := range found {
 			wf.row(depth, phaseLabel(p, c.Span), c.Span)
-			if nested := nestedPhases(p); nested != nil {
+			if nested := plan.NestedPhases(p); nested != nil {
 				wf.phases(c, nested, depth+1)
 			}
 		}

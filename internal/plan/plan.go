@@ -241,3 +241,38 @@ func Diffusion(dst []Span, r *spans.DiffusionRecord, opts Options) ([]Span, erro
 	}
 	return dst, errors.Join(errs...)
 }
+
+// The phases expected in a tree, in tree order: directly under a diffusion
+// or an LLM scope, under a phase span, and under a transfer. The views
+// list them, a phase not measured shown as such.
+var (
+	diffusionScope = []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.OutputReadyWait, spans.Postprocess}
+	llmScope       = []spans.Phase{LLMQueue, LLMPrefill, LLMDecode}
+	underExec      = []spans.Phase{spans.KVRecv, spans.Forward, spans.VAEDecode}
+	underForward   = []spans.Phase{spans.DenoiseStep}
+	transferParts  = []spans.Phase{TransferTx, TransferInFlight, TransferRxDecode}
+)
+
+// ScopePhases are the phases expected directly under a scope: an LLM
+// stage's when llm, else a diffusion request's or stage's.
+func ScopePhases(llm bool) []spans.Phase {
+	if llm {
+		return llmScope
+	}
+	return diffusionScope
+}
+
+// NestedPhases are the phases expected under the span of phase p; nil for
+// a phase that holds none.
+func NestedPhases(p spans.Phase) []spans.Phase {
+	switch p {
+	case spans.Exec:
+		return underExec
+	case spans.Forward:
+		return underForward
+	}
+	return nil
+}
+
+// TransferParts are the phases expected under a transfer span.
+func TransferParts() []spans.Phase { return transferParts }

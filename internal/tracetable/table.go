@@ -69,7 +69,7 @@ func Write(w io.Writer, trace []traceview.Span, requestIDs ...string) int {
 					to, _ := c.Span.Int(string(attrs.TransferToStageKey))
 					col := t.column(fmt.Sprintf("%d->%d", from, to), int(from)*2+2)
 					t.set("transfer", 0, col, c.Span.Duration())
-					t.phases(c, transferParts, col)
+					t.phases(c, plan.TransferParts(), col)
 				}
 			}
 		} else {
@@ -187,25 +187,12 @@ func kindOf(n *node) scopeKind {
 func scopePhases(k scopeKind) []spans.Phase {
 	switch k {
 	case kindDiffusion:
-		return []spans.Phase{spans.QueueWait, spans.Preprocess, spans.Exec, spans.OutputReadyWait, spans.Postprocess}
+		return plan.ScopePhases(false)
 	case kindLLM:
-		return []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode}
+		return plan.ScopePhases(true)
 	}
 	return nil
 }
-
-// nestedPhases are the phases expected under a phase span.
-func nestedPhases(p spans.Phase) []spans.Phase {
-	switch p {
-	case spans.Exec:
-		return []spans.Phase{spans.KVRecv, spans.Forward, spans.VAEDecode}
-	case spans.Forward:
-		return []spans.Phase{spans.DenoiseStep}
-	}
-	return nil
-}
-
-var transferParts = []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}
 
 // Bounds of what one cell prints, in bytes.
 const (
@@ -303,7 +290,7 @@ func (t *table) phases(n *node, expected []spans.Phase, col int) {
 				}
 			}
 			t.set(label, rank, col, c.Span.Duration())
-			if nested := nestedPhases(p); nested != nil {
+			if nested := plan.NestedPhases(p); nested != nil {
 				t.phases(c, nested, col)
 			}
 		}
