@@ -62,23 +62,65 @@ func docsInventory() []docEntry {
 		{key: "docs/engine.md#logs-that-carry-the-trace/2", contains: "otelslog.NewHandler", goex: &goExample{
 			outcome: []string{"TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked"}}},
 
-		// docs/fleet.md: pending.
-		pending("docs/fleet.md#a-fleet-the-collector-tier-tail-sampling-and-persistent-storage/1", "make fleet", fleetTests...),
-		pending("docs/fleet.md#topology/1", "collector tier", fleetTests...),
-		pending("docs/fleet.md#running-it/1", "make jaeger-bin otelcol-bin", "TestFleetBackendReadsTracesBackAfterRestart"),
-		pending("docs/fleet.md#running-it/2", "deploy/collector.yaml", fleetTests...),
-		pending("docs/fleet.md#running-it/3", "OTELOMNI_COLLECTOR", fleetTests...),
-		pending("docs/fleet.md#running-it/4", "policies:", "TestFleetPoliciesKeepByModalityErrorAndQueueWait"),
-		pending("docs/fleet.md#the-decision-waits/1", "OMNI_DECISION_WAIT", "TestFleetRequestLongerThanTheDecisionWaitIsDecidedOnItsRequestSpan"),
-		pending("docs/fleet.md#the-decision-waits/2", "OMNI_DECISION_WAIT_MAX", "TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans"),
-		pending("docs/fleet.md#the-decision-waits/3", "sampling_traces_on_memory", "TestFleetRequestLongerThanTheDecisionWaitIsDecidedOnItsRequestSpan"),
-		pending("docs/fleet.md#sizing/1", "decision caches", "TestShippedDefaultsFitTheSizingRule"),
-		pending("docs/fleet.md#sizing/2", "OMNI_MEMORY_LIMIT_MIB", "TestShippedDefaultsFitTheSizingRule"),
-		pending("docs/fleet.md#sizing/3", "make sizing", "TestShippedDefaultsFitTheSizingRule"),
-		pending("docs/fleet.md#metrics-that-count-every-request/1", "span metrics", "TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses"),
-		pending("docs/fleet.md#exemplars-prometheus-and-the-dashboard/1", "Share of requests where each phase", "TestDashboardQueriesAnswerFromRealTraffic"),
-		pending("docs/fleet.md#scaling-out/1", "loadbalancing", fleetTests...),
-		pending("docs/fleet.md#the-tests/1", "-run Fleet", fleetTests...),
+		// docs/fleet.md
+		{key: fleetMakeKey, contains: "make fleet", cmds: []docCmd{
+			{prefix: "make fleet  ", run: runMakeFleet},
+			{prefix: "make fleet KEEP=1", run: runMakeFleetKeep},
+		}},
+		{key: fleetTopoKey, contains: "collector tier", covered: &docCover{
+			reason: "a diagram of deploy/collector.yaml's pipelines: the test reads it from the page and checks each pipeline against the file",
+			tests:  []string{"TestFleetTopologyIsTheShippedPipelines"}}},
+		{key: "docs/fleet.md#running-it/1", contains: "make jaeger-bin otelcol-bin", cmds: []docCmd{
+			{prefix: "make jaeger-bin otelcol-bin", run: runMakeBins},
+			{prefix: "OMNI_BADGER_DIR=/var/lib/otelomni/badger tools/bin/jaeger", run: runBackend},
+			{prefix: "tools/bin/otelcol --config file:deploy/collector.yaml &", run: runCollector},
+			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", run: runFleetExample},
+		}},
+		{key: "docs/fleet.md#running-it/2", contains: "otelcol-contrib --config", cmds: []docCmd{
+			{prefix: "otelcol-contrib --config file:deploy/collector.yaml", covered: &docCover{
+				reason: "an otelcol-contrib release binary, downloaded, and tests use no network; the same file runs with tools/bin/otelcol in the fleet tests",
+				tests:  fleetTests}},
+		}},
+		{key: "docs/fleet.md#running-it/3", contains: "OTELOMNI_COLLECTOR", cmds: []docCmd{
+			{prefix: "OTELOMNI_COLLECTOR=/usr/local/bin/otelcol-contrib", covered: &docCover{
+				reason: "the fleet tests with an otelcol-contrib release binary, which is not here; make test runs the same tests with tools/bin/otelcol",
+				tests:  fleetTests}},
+		}},
+		{key: fleetSampleKey, contains: "policies:", checkedBy: fleetMakeKey},
+		{key: "docs/fleet.md#the-decision-waits/1", contains: "OMNI_DECISION_WAIT", covered: &docCover{
+			reason: "the rule for the decision wait: the tests check the shipped default against it and the SDK's default batch delay against the page",
+			tests:  []string{"TestShippedDefaultsFitTheSizingRule", "TestTheSizingRuleIsThePages"}}},
+		{key: "docs/fleet.md#the-decision-waits/2", contains: "OMNI_DECISION_WAIT_MAX", covered: &docCover{
+			reason: "the rule for the maximum wait: the test checks the shipped default against it, for a request as long as the slow-video threshold",
+			tests:  []string{"TestShippedDefaultsFitTheSizingRule"}}},
+		{key: "docs/fleet.md#the-decision-waits/3", contains: "sampling_traces_on_memory", cmds: []docCmd{
+			{prefix: "curl -s 127.0.0.1:8888/metrics", run: runDecisionMetrics},
+		}},
+		{key: "docs/fleet.md#sizing/1", contains: "decision caches", covered: &docCover{
+			reason: "the sizing rule: the tests read its coefficients and the table of the defaults from the page and evaluate it on the shipped file",
+			tests:  []string{"TestTheSizingRuleIsThePages", "TestShippedDefaultsFitTheSizingRule"}}},
+		{key: "docs/fleet.md#sizing/2", contains: "OMNI_MEMORY_LIMIT_MIB", covered: &docCover{
+			reason: "the settings the rule gives: the test checks each on the shipped defaults",
+			tests:  []string{"TestShippedDefaultsFitTheSizingRule"}}},
+		{key: "docs/fleet.md#sizing/3", contains: "make sizing", cmds: []docCmd{
+			{prefix: "make sizing", run: runMakeSizing},
+			{prefix: "OMNI_EXPECTED_TRACES_PER_SEC=100000 OMNI_DECISION_WAIT_MAX=1h tools/bin/otelcol", run: runIdleCollector},
+			{prefix: "sleep 8; curl", run: runHeapCurl},
+			{prefix: "sleep 60; curl", run: runHeapCurl},
+			{prefix: "kill %1", run: runKillJob},
+		}},
+		{key: fleetMetricsKey, contains: "span metrics count", checkedBy: fleetMakeKey},
+		{key: fleetLayoutKey, contains: "Share of requests where each phase", covered: &docCover{
+			reason: "a drawing of deploy/grafana/otelomni-fleet.json: the test reads it from the page and checks each panel's place and title and the variables against the file",
+			tests:  []string{"TestFleetDashboardLayoutIsTheShippedFile"}}},
+		{key: "docs/fleet.md#scaling-out/1", contains: "loadbalancing", covered: &docCover{
+			reason:     "a topology of several collectors behind otelcol-contrib's loadbalancing exporter, which this repository does not run (the page says so)",
+			untestable: true}},
+		{key: "docs/fleet.md#the-tests/1", contains: "-run Fleet", cmds: []docCmd{
+			{prefix: "go test ./e2e -run Fleet", covered: &docCover{
+				reason: "the fleet tests, which make test runs among all the others",
+				tests:  fleetTests}},
+		}},
 
 		// docs/getting-started.md
 		{key: cloneBlockKey, contains: "git clone", cmds: []docCmd{
@@ -225,13 +267,6 @@ const gettingStartedSend = "docs/getting-started.md#jaegers-official-all-in-one-
 
 // ctxGiven is the request's (or main's) context.
 const ctxGiven = "import \"context\"\n\nvar ctx = context.Background()\n"
-
-// pending is a block of a page still to be converted: listed, not run,
-// with the tests that cover it today.
-func pending(key, contains string, tests ...string) docEntry {
-	return docEntry{key: key, contains: contains, covered: &docCover{
-		reason: "pending: its page's examples are not run by this harness yet", tests: tests, pending: true}}
-}
 
 // ---------------------------------------------------------------------------
 // README.md: Use.

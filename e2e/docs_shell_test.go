@@ -104,7 +104,7 @@ func freePort(t *testing.T) string {
 
 // fixedPort matches a default endpoint left in a command after the
 // rewrites: it would reach whatever else on this machine holds the port.
-var fixedPort = regexp.MustCompile(`(127\.0\.0\.1|localhost):(4317|4318|9464|16686)\b`)
+var fixedPort = regexp.MustCompile(`(127\.0\.0\.1|localhost):(4317|4318|4417|8888|8889|9464|13133|16686)\b`)
 
 // envIn returns the value command c gives variable k (K=v before the
 // program), or "".

@@ -50,6 +50,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/otelomni/otelomni/internal/fleet"
 	"github.com/otelomni/otelomni/internal/jaeger"
 	"github.com/otelomni/otelomni/traceview"
 )
@@ -198,11 +199,10 @@ type docEntry struct {
 }
 
 // docCover is a block that is not run here: why, and the tests that show
-// what it says. Pending marks the blocks of pages still to be converted.
+// what it says.
 type docCover struct {
-	reason  string
-	tests   []string
-	pending bool
+	reason string
+	tests  []string
 	// untestable: no test of this repository can show it (a third party's
 	// configuration); it names no test.
 	untestable bool
@@ -321,17 +321,9 @@ func checkInventory(t *testing.T, root string, blocks []docBlock, inv []docEntry
 			}
 		}
 		checkCover(t, e.key, e.covered, tests)
-		if e.covered != nil && e.covered.pending != pendingFile(b.file) {
-			t.Errorf("%s: pending is for the blocks of %v, and only for them", e.key, pendingFiles)
-		}
 	}
 	for _, b := range blocks {
-		switch {
-		case entries[b.key]:
-		case pendingFile(b.file):
-			t.Errorf("%s:%d: a block of a page pending conversion without an entry: add pending(%q, <text it holds>, <the tests that cover it>...) to docsInventory",
-				b.file, b.line, b.key)
-		default:
+		if !entries[b.key] {
 			t.Errorf("%s:%d: a ```%s block without an entry in docsInventory (key %q): run it, compile it, check it or say which test covers it",
 				b.file, b.line, b.lang, b.key)
 		}
@@ -364,19 +356,6 @@ func checkCover(t *testing.T, key string, c *docCover, tests map[string]bool) {
 			t.Errorf("%s: names %s, which is not a test of this repository", key, name)
 		}
 	}
-}
-
-// pendingFiles are the pages whose blocks are listed but not yet run: each
-// names the tests that cover it today.
-var pendingFiles = []string{"docs/fleet.md"}
-
-func pendingFile(f string) bool {
-	for _, p := range pendingFiles {
-		if f == p {
-			return true
-		}
-	}
-	return false
 }
 
 func entryFor(inv []docEntry, key string) *docEntry {
@@ -589,6 +568,26 @@ func (w *docWorkspace) make(t *testing.T) error {
 	old := st.ModTime().Add(-time.Second)
 	for _, f := range []string{"go.mod", "go.sum"} {
 		if err := os.Chtimes(filepath.Join(w.clone, "tools", f), old, old); err != nil {
+			return err
+		}
+	}
+	// The tier's collector likewise, newer than its module's files.
+	col, err := fleet.CollectorBinary()
+	if err != nil {
+		return err
+	}
+	if col, err = filepath.Abs(col); err != nil {
+		return err
+	}
+	if st, err = os.Stat(col); err != nil {
+		return err
+	}
+	if err := os.Symlink(col, filepath.Join(w.clone, "tools", "bin", "otelcol")); err != nil {
+		return err
+	}
+	old = st.ModTime().Add(-time.Second)
+	for _, f := range []string{"go.mod", "go.sum", "main.go"} {
+		if err := os.Chtimes(filepath.Join(w.clone, "tools", "otelcol", f), old, old); err != nil {
 			return err
 		}
 	}

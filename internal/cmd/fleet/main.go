@@ -150,6 +150,10 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 	return nil
 }
 
+// requestBuckets is the request-duration histogram's buckets, as
+// Prometheus names them.
+const requestBuckets = "gen_ai_server_request_duration_seconds_bucket"
+
 // exemplars reads the exemplars Prometheus holds of otelomni's histograms
 // and says how many name a trace the backend holds whole; the engines'
 // last export reaches Prometheus within a few scrapes.
@@ -173,6 +177,10 @@ func exemplars(ctx context.Context, prom *fleet.Prometheus, from time.Time, rep 
 	}
 	kept := 0
 	example := ""
+	// The example shown is a request's own exemplar when there is one.
+	sort.SliceStable(exs, func(i, j int) bool {
+		return exs[i].Series["__name__"] == requestBuckets && exs[j].Series["__name__"] != requestBuckets
+	})
 	for _, e := range exs {
 		if whole[e.Labels["trace_id"]] {
 			kept++
