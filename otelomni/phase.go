@@ -5,7 +5,6 @@ package otelomni
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -173,81 +172,6 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 	r.startedUnder(parentLive)
 	r.startDone()
 	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
-}
-
-// startedUnder ends a start under the live exec or forward parentLive, counted
-// in childrenStarting: that exec or forward's end waits for it, so that no part
-// outlives it.
-func (r *Request) startedUnder(parentLive uint32) {
-	if parentLive == 0 {
-		return
-	}
-	r.mu.Lock()
-	r.childrenStarting--
-	if r.childrenStarting == 0 && r.cond != nil {
-		r.cond.Broadcast()
-	}
-	r.mu.Unlock()
-}
-
-// admitLive decides whether a live phase may start, and under which span,
-// by the tree's rules (fitLocked). It counts the start (starting), so that
-// an End on another goroutine waits for it; a phase that hangs directly
-// under the request needs no lock for that. It returns why the phase is
-// refused, or nil.
-func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
-	if err := r.liveBeforeScope(p, output, step); err != nil {
-		return nil, 0, err
-	}
-	if plan.ParentOf(p) == plan.Scope && onceBit(p, output, step) != 0 {
-		r.starting.Add(1)
-		if r.ended.Load() {
-			r.startDone()
-			return nil, 0, errStartedAfterEnd
-		}
-		if err := r.claimOnce(p, output, step); err != nil {
-			r.startDone()
-			return nil, 0, err
-		}
-		return r.ctx, 0, nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended.Load() {
-		return nil, 0, errStartedAfterEnd
-	}
-	at, err := r.fitLocked(p, output, step, spans.Interval{}, true, batchNests{-1, -1}, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if at.live != 0 {
-		r.childrenStarting++
-	}
-	r.starting.Add(1)
-	return at.ctx, at.live, nil
-}
-
-// errStartedAfterEnd: a live phase started after its request ended.
-var errStartedAfterEnd = errors.New("a phase started after its request ended")
-
-// refuse counts a refused phase.
-func (r *Request) refuse(err error) {
-	if err == errStartedAfterEnd {
-		r.in.stats.misused(err.Error())
-		return
-	}
-	r.in.stats.conflict(err)
-}
-
-// startDone ends a start counted in starting, waking an End that waits.
-func (r *Request) startDone() {
-	if r.starting.Add(-1) == 0 && r.ended.Load() {
-		r.mu.Lock()
-		if r.cond != nil {
-			r.cond.Broadcast()
-		}
-		r.mu.Unlock()
-	}
 }
 
 // phaseOptions returns the start options of a phase span: the table's

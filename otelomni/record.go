@@ -246,14 +246,3 @@ func (r *Request) emit(parent context.Context, ps *plan.Span, o recordOpts) cont
 	span.End(trace.WithTimestamp(ps.End))
 	return ctx
 }
-
-// flatten returns the errors an errors.Join holds, or err itself.
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
