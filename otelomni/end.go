@@ -169,24 +169,6 @@ func endSpan(s trace.Span, at time.Time) {
 	s.End(trace.WithTimestamp(at))
 }
 
-// finish ends a live phase's span, at at when it is given (its request or
-// parent ended at an explicit time), and records its measurement.
-func (r *Request) finish(o *openPhase, at time.Time, err error) {
-	if o.span != nil {
-		if err != nil {
-			r.markError(o.span, err)
-		}
-		endSpan(o.span, at)
-	}
-	if r.met != nil {
-		end := at
-		if end.IsZero() {
-			end = time.Now()
-		}
-		r.observe(o.ctx, o.phase, o.start, end, int(o.output))
-	}
-}
-
 // exported says the tier receives span: it is sampled (a span that is
 // not recorded is not sampled either).
 func exported(span trace.Span) bool {
