@@ -165,10 +165,7 @@ func (r *Request) liveEnded(o *openPhase) {
 // parent ended at an explicit time), and records its measurement.
 func (r *Request) finish(o *openPhase, at time.Time, err error) {
 	if o.span != nil {
-		if err != nil {
-			r.markError(o.span, err)
-		}
-		endSpan(o.span, at)
+		r.endSpan(o.span, at, err)
 	}
 	if r.met != nil {
 		end := at

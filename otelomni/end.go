@@ -16,6 +16,15 @@ import (
 // stage, a batch, an engine): a failure's status and error.type
 // (markError), then the end at a given time or now (endSpan).
 
+// endSpan ends span, the request's (or stage's) or one of its phases', at
+// at, or now when at is zero; a non-nil err marks it failed first.
+func (r *Request) endSpan(span trace.Span, at time.Time, err error) {
+	if err != nil {
+		r.markError(span, err)
+	}
+	endSpan(span, at)
+}
+
 // markError sets status Error with err's message and error.type on span,
 // both bounded: a 10 MB error must cost neither a batch nor a log line.
 func (r *Request) markError(span trace.Span, err error) {

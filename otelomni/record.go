@@ -240,9 +240,6 @@ func (r *Request) emit(parent context.Context, ps *plan.Span, o recordOpts) cont
 	if ps.Phase == spans.Exec && o.batch != nil {
 		o.batch.members = append(o.batch.members, span.SpanContext())
 	}
-	if ps.Err != nil {
-		r.markError(span, ps.Err)
-	}
-	span.End(trace.WithTimestamp(ps.End))
+	r.endSpan(span, ps.End, ps.Err)
 	return ctx
 }

@@ -481,10 +481,7 @@ func (r *Request) end(at time.Time, err error) error {
 		r.finish(&open[i], at, nil)
 	}
 	if r.span != nil {
-		if err != nil {
-			r.markError(r.span, err)
-		}
-		endSpan(r.span, at)
+		r.endSpan(r.span, at, err)
 	}
 	r.observeScope(at, now, err)
 	return bad
