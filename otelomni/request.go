@@ -503,7 +503,7 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	if d < 0 {
 		return
 	}
-	r.vouchEnd(d)
+	r.vouchSlow(d)
 	ctx := r.exemplarCtx(r.ctx)
 	if r.kind == kindStage {
 		opts := r.tbl.rec.scope
