@@ -229,12 +229,12 @@ var (
 //
 // A recorded phase (live false) has both its times already, given by the
 // caller: it fits only when iv lies inside its parent's interval, or inside
-// the span of its parent in the same batch (ok, batch); no time a caller
+// the span of its parent in the same batch (fitted, batch); no time a caller
 // gives is moved. One recorded inside a live parent still open makes that
 // parent end no earlier (lastChild). A recorded phase already measured is
 // refused as a duplicate before its interval is looked at, so that a
 // record given twice is reported as given twice.
-func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, live bool, batch batchNests, ok []accepted) (place, error) {
+func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, live bool, batch batchNests, fitted []accepted) (place, error) {
 	fail := func(err error) (place, error) {
 		return place{}, &spans.PhaseError{Phase: p, Output: output, Step: step, Interval: iv, Err: err}
 	}
@@ -259,28 +259,28 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 	for _, pp := range parents {
 		if i := *batch.of(pp); i >= 0 {
 			// Its parent is in the same batch.
-			if q := ok[i].ps; !plan.Within(iv, q.Start, q.End) {
+			if q := fitted[i].ps; !plan.Within(iv, q.Start, q.End) {
 				return fail(spans.ErrOutsideParent)
 			}
 			return claim(place{in: i})
 		}
-		n := r.parentPhaseOf(pp)
-		if !n.set {
+		parent := r.parentPhaseOf(pp)
+		if !parent.set {
 			continue
 		}
 		if live {
-			if n.closed {
+			if parent.closed {
 				return fail(errParentEnded)
 			}
-			return claim(place{ctx: n.ctx, in: -1, live: n.live})
+			return claim(place{ctx: parent.ctx, in: -1, live: parent.live})
 		}
-		start, end := n.interval()
+		start, end := parent.interval()
 		if !plan.Within(iv, start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		at, err := claim(place{ctx: n.ctx, in: -1})
-		if err == nil && !n.closed {
-			n.lastChild = later(n.lastChild, iv.End())
+		at, err := claim(place{ctx: parent.ctx, in: -1})
+		if err == nil && !parent.closed {
+			parent.lastChild = later(parent.lastChild, iv.End())
 		}
 		return at, err
 	}
