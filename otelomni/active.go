@@ -108,7 +108,7 @@ func (r *Request) endLive(id uint32, err error) {
 	var kids []openPhase
 	var at time.Time
 	stepsRun := r.stepsRun
-	if parent := r.parentPhaseOf(o.phase); parent != nil && parent.live == id {
+	if asParent := r.parentPhaseOf(o.phase); asParent != nil && asParent.live == id {
 		for r.childrenStarting > 0 {
 			// A part is starting under it on another goroutine: end
 			// after it is in the set, so that it ends with its parent.
@@ -118,18 +118,18 @@ func (r *Request) endLive(id uint32, err error) {
 			r.cond.Wait()
 		}
 		kids = r.open.removeUnder(id)
-		if !parent.lastChild.IsZero() && parent.lastChild.After(time.Now()) {
+		if !asParent.lastChild.IsZero() && asParent.lastChild.After(time.Now()) {
 			// A part recorded inside it ends later: it ends there.
-			at = parent.lastChild
+			at = asParent.lastChild
 			r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
 		}
-		parent.closed, parent.live, parent.end = true, 0, at
+		asParent.closed, asParent.live, asParent.end = true, 0, at
 		if at.IsZero() {
 			// Its span ends after this, so no earlier than now: a part
 			// placed inside it from now on must end by then.
-			parent.ending = time.Now()
-			if parent.span == nil {
-				parent.end = parent.ending
+			asParent.ending = time.Now()
+			if asParent.span == nil {
+				asParent.end = asParent.ending
 			}
 		}
 	}

@@ -14,6 +14,10 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
+// The starts of a live phase: StartPhase and the calls like it hand the
+// phase to the tree's rules (admitLive, in rules.go), start its span and
+// return its ActivePhase (active.go).
+
 // StartPhase starts phase p now, under its parent in the tree: kv_recv,
 // forward and vae_decode under exec (once exec has started; without an exec
 // they hang under the request), the other phases directly under the request
@@ -75,6 +79,9 @@ func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
 }
 
+// startLive starts live phase p (output, step) now, when the tree's rules
+// admit it (admitLive), and returns its ActivePhase; a phase refused is
+// counted (refuse) and starts nothing.
 func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) ActivePhase {
 	if ctx == nil {
 		ctx = context.Background()
@@ -113,8 +120,8 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 
 	r.mu.Lock()
 	o.id = r.open.add(o)
-	if n := r.parentPhaseOf(p); n != nil {
-		*n = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
+	if asParent := r.parentPhaseOf(p); asParent != nil {
+		*asParent = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
 	r.mu.Unlock()
 	started = true

@@ -185,8 +185,8 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 		r.mu.Lock()
 		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
 			if i := *batch.of(p); i >= 0 {
-				if parent := r.parentPhaseOf(p); !parent.set {
-					*parent = parentPhase{set: true, closed: true, ctx: ctxs[i], start: fitted[i].ps.Start, end: fitted[i].ps.End}
+				if asParent := r.parentPhaseOf(p); !asParent.set {
+					*asParent = parentPhase{set: true, closed: true, ctx: ctxs[i], start: fitted[i].ps.Start, end: fitted[i].ps.End}
 				}
 			}
 		}

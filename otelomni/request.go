@@ -20,6 +20,10 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
+// A Request, the span of one request or stage: its start (startRequest,
+// startStage), the attributes known later (SetAttributes, SetUsage,
+// SetStepsRun) and its end (End, EndAt), which ends the phases still open.
+
 // scopeKind tells a request from a stage: they end into different
 // histograms.
 type scopeKind uint8
