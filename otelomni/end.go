@@ -14,7 +14,8 @@ import (
 
 // How a span otelomni makes ends, whichever it is (a phase, a request or
 // stage, a batch, an engine): a failure's status and error.type
-// (markError), then the end at a given time or now (endSpan).
+// (markError), then the end at a given time or now (endSpanAt); a
+// request's spans end through Request.endSpan, which does both.
 
 // endSpan ends span, the request's (or stage's) or one of its phases', at
 // at, or now when at is zero; a non-nil err marks it failed first.
@@ -22,7 +23,7 @@ func (r *Request) endSpan(span trace.Span, at time.Time, err error) {
 	if err != nil {
 		r.markError(span, err)
 	}
-	endSpan(span, at)
+	endSpanAt(span, at)
 }
 
 // markError sets status Error with err's message and error.type on span,
@@ -41,8 +42,8 @@ func markError(in *Instrumenter, span trace.Span, err error) {
 	span.SetAttributes(omniattr.ErrorType(in.errorType(err)))
 }
 
-// endSpan ends s at at, or now (the SDK's clock) when at is zero.
-func endSpan(s trace.Span, at time.Time) {
+// endSpanAt ends s at at, or now (the SDK's clock) when at is zero.
+func endSpanAt(s trace.Span, at time.Time) {
 	if at.IsZero() {
 		s.End()
 		return
