@@ -267,7 +267,7 @@ func (b *Batch) end(t time.Time, err error) error {
 		b.in.stats.clampedEnd(bad.Error())
 		t = b.start
 	}
-	endSpan(b.span, t)
+	endSpanAt(b.span, t)
 	return bad
 }
 

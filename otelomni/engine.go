@@ -325,12 +325,12 @@ func (e *Engine) End(err error) {
 	}
 	// Steps still open end first, at the same moment.
 	for _, s := range open {
-		endSpan(s, at)
+		endSpanAt(s, at)
 	}
 	if err != nil {
 		markError(e.in, e.span, err)
 	}
-	endSpan(e.span, at)
+	endSpanAt(e.span, at)
 }
 
 // startOr returns a start given, or else now: read after the span

@@ -89,16 +89,20 @@ func (r *Request) vouchPhase(ctx context.Context, p spans.Phase, d time.Duration
 	if pol == nil || r.kept.Load() {
 		return
 	}
-	if (p == spans.QueueWait || p == plan.LLMQueue) && pol.Saturated(d) && trace.SpanContextFromContext(ctx).IsSampled() ||
-		r.kind == kindRequest && plan.ParentOf(p) != plan.UnderTransfer && exported(r.span) &&
-			pol.Slow(r.modalityNow(), end.Sub(r.scopeStart())) {
+	if (p == spans.QueueWait || p == plan.LLMQueue) && pol.Saturated(d) && trace.SpanContextFromContext(ctx).IsSampled() {
 		r.kept.Store(true)
+		return
+	}
+	if plan.ParentOf(p) != plan.UnderTransfer {
+		r.vouchSlow(end.Sub(r.scopeStart()))
 	}
 }
 
-// vouchEnd marks the request kept by its end: longer than its modality's
-// threshold. A failure vouches in markError.
-func (r *Request) vouchEnd(d time.Duration) {
+// vouchSlow marks the request kept when it has lasted d, longer than its
+// modality's threshold: at a phase's end (vouchPhase), or at its own
+// (observeScope). It counts only for a request whose span the tier
+// receives. A failure vouches in markError.
+func (r *Request) vouchSlow(d time.Duration) {
 	pol := r.in.keep
 	if pol == nil {
 		return

@@ -5,7 +5,6 @@ package otelomni
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -110,9 +109,10 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 	if d < 0 {
 		return
 	}
+	secs := seconds(d)
 	r.vouchPhase(ctx, p, d, end)
 	ctx = r.exemplarCtx(ctx)
-	r.met.phase.Record(ctx, seconds(d), r.tbl.rec.phase[p]...)
+	r.met.phase.Record(ctx, secs, r.tbl.rec.phase[p]...)
 	if p == spans.Exec {
 		r.mu.Lock()
 		steps := r.stepsRun
@@ -121,24 +121,10 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 			steps = r.steps
 		}
 		if steps > 0 {
-			r.met.perStep.Record(ctx, seconds(d)/float64(steps), r.tbl.rec.scope...)
+			r.met.perStep.Record(ctx, secs/float64(steps), r.tbl.rec.scope...)
 		}
 	}
 	if p == spans.Postprocess && output == 0 {
 		r.firstOutput(ctx, end)
 	}
-}
-
-// firstOutput records the time from the scope's start to its first output,
-// once per scope whichever path reports that output.
-func (r *Request) firstOutput(ctx context.Context, at time.Time) {
-	if r.met == nil || !r.firstOut.CompareAndSwap(false, true) {
-		return
-	}
-	d := at.Sub(r.scopeStart())
-	if d < 0 {
-		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
-		return
-	}
-	r.met.ttft.Float64Histogram.Record(r.exemplarCtx(ctx), seconds(d), r.tbl.rec.request...)
 }

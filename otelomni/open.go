@@ -20,8 +20,8 @@ type openPhase struct {
 	// start is set when there is no SDK span to ask.
 	start time.Time
 	id    uint32
-	// parentLive is the id of the live phase it hangs parentLive (its exec or
-	// forward), 0 when it hangs parentLive the request or a recorded phase.
+	// parentLive is the id of the live phase it hangs under (its exec or
+	// forward), 0 when it hangs under the request or a recorded phase.
 	parentLive uint32
 	output     int32
 	phase      spans.Phase

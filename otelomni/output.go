@@ -4,6 +4,8 @@
 package otelomni
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -82,4 +84,18 @@ func (r *Request) emitOutput(out spans.Output, iv spans.Interval) {
 	if out.Index == 0 {
 		r.firstOutput(ctx, iv.End())
 	}
+}
+
+// firstOutput records the time from the scope's start to its first output,
+// once per scope whichever path reports that output.
+func (r *Request) firstOutput(ctx context.Context, at time.Time) {
+	if r.met == nil || !r.firstOut.CompareAndSwap(false, true) {
+		return
+	}
+	d := at.Sub(r.scopeStart())
+	if d < 0 {
+		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
+		return
+	}
+	r.met.ttft.Float64Histogram.Record(r.exemplarCtx(ctx), seconds(d), r.tbl.rec.request...)
 }

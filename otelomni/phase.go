@@ -5,66 +5,18 @@ package otelomni
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
-// ActivePhase is a phase started on the live path. End it when the phase
-// ends; the SDK takes its end from the monotonic clock (start plus
-// elapsed), so a step of the wall clock cannot make it negative. The zero
-// ActivePhase, and the one returned when nothing is recorded, are safe to
-// use.
-type ActivePhase struct {
-	r    *Request
-	id   uint32
-	span trace.Span
-	ctx  context.Context
-}
-
-// End ends the phase now; a non-nil err marks it failed (status Error with
-// err's message, and error.type), as [Request.End] does the request. Ending
-// it twice, or after its request ended (which ended it), does nothing.
-// Ending an exec or a forward first ends the phases still open inside it,
-// at the same moment, so that no part outlives the phase it is part of.
-func (a ActivePhase) End(err error) {
-	if a.r != nil {
-		a.r.endLive(a.id, err)
-	}
-}
-
-// SetAttributes records kv on the phase span, such as a kernel's name.
-// Strings are bounded like every string otelomni records. An attribute
-// whose key otelomni sets itself (the phase, step and output keys, a
-// request's or stage's identity, a batch's id and size) is left out and
-// counted in Stats.Misuse.
-func (a ActivePhase) SetAttributes(kv ...attribute.KeyValue) {
-	if a.span != nil {
-		a.span.SetAttributes(a.r.in.callerKVs("ActivePhase.SetAttributes", kv)...)
-	}
-}
-
-// Context returns the context the phase was started with, holding the
-// phase's span when one is recorded: for spans of your own inside the
-// phase, and for bounding an engine call (context.WithTimeout). It is never
-// nil: the zero ActivePhase returns context.Background().
-func (a ActivePhase) Context() context.Context {
-	if a.ctx == nil {
-		return context.Background()
-	}
-	if a.span == nil {
-		return a.ctx
-	}
-	return trace.ContextWithSpan(a.ctx, a.span)
-}
+// The starts of a live phase: StartPhase and the calls like it hand the
+// phase to the tree's rules (admitLive, in rules.go), start its span and
+// return its ActivePhase (active.go).
 
 // StartPhase starts phase p now, under its parent in the tree: kv_recv,
 // forward and vae_decode under exec (once exec has started; without an exec
@@ -127,6 +79,9 @@ func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
 	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
 }
 
+// startLive starts live phase p (output, step) now, when the tree's rules
+// admit it (admitLive), and returns its ActivePhase; a phase refused is
+// counted (refuse) and starts nothing.
 func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) ActivePhase {
 	if ctx == nil {
 		ctx = context.Background()
@@ -165,173 +120,12 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, fina
 
 	r.mu.Lock()
 	o.id = r.open.add(o)
-	if n := r.parentPhaseOf(p); n != nil {
-		*n = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
+	if asParent := r.parentPhaseOf(p); asParent != nil {
+		*asParent = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
 	}
 	r.mu.Unlock()
 	started = true
 	r.startedUnder(parentLive)
 	r.startDone()
 	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
-}
-
-// startedUnder ends a start under the live exec or forward parentLive, counted
-// in childrenStarting: that exec or forward's end waits for it, so that no part
-// outlives it.
-func (r *Request) startedUnder(parentLive uint32) {
-	if parentLive == 0 {
-		return
-	}
-	r.mu.Lock()
-	r.childrenStarting--
-	if r.childrenStarting == 0 && r.cond != nil {
-		r.cond.Broadcast()
-	}
-	r.mu.Unlock()
-}
-
-// admitLive decides whether a live phase may start, and under which span,
-// by the tree's rules (fitLocked). It counts the start (starting), so that
-// an End on another goroutine waits for it; a phase that hangs directly
-// under the request needs no lock for that. It returns why the phase is
-// refused, or nil.
-func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
-	if err := r.liveBeforeScope(p, output, step); err != nil {
-		return nil, 0, err
-	}
-	if plan.ParentOf(p) == plan.Scope && onceBit(p, output, step) != 0 {
-		r.starting.Add(1)
-		if r.ended.Load() {
-			r.startDone()
-			return nil, 0, errStartedAfterEnd
-		}
-		if err := r.claimOnce(p, output, step); err != nil {
-			r.startDone()
-			return nil, 0, err
-		}
-		return r.ctx, 0, nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended.Load() {
-		return nil, 0, errStartedAfterEnd
-	}
-	at, err := r.fitLocked(p, output, step, spans.Interval{}, true, batchNests{-1, -1}, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if at.live != 0 {
-		r.childrenStarting++
-	}
-	r.starting.Add(1)
-	return at.ctx, at.live, nil
-}
-
-// errStartedAfterEnd: a live phase started after its request ended.
-var errStartedAfterEnd = errors.New("a phase started after its request ended")
-
-// refuse counts a refused phase.
-func (r *Request) refuse(err error) {
-	if err == errStartedAfterEnd {
-		r.in.stats.misused(err.Error())
-		return
-	}
-	r.in.stats.conflict(err)
-}
-
-// startDone ends a start counted in starting, waking an End that waits.
-func (r *Request) startDone() {
-	if r.starting.Add(-1) == 0 && r.ended.Load() {
-		r.mu.Lock()
-		if r.cond != nil {
-			r.cond.Broadcast()
-		}
-		r.mu.Unlock()
-	}
-}
-
-// phaseOptions returns the start options of a phase span: the table's
-// prebuilt ones in the common case, no copy.
-func (r *Request) phaseOptions(p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) []trace.SpanStartOption {
-	if output < 0 && step < 0 && len(kv) == 0 {
-		return r.tbl.phaseOpt[p]
-	}
-	a := append(make([]attribute.KeyValue, 0, 4+len(kv)), r.tbl.kv(p)...)
-	if output >= 0 {
-		a = append(a, omniattr.OutputIndex(output), omniattr.OutputFinal(final))
-	}
-	if step >= 0 {
-		a = append(a, omniattr.Step(step))
-	}
-	if len(kv) > 0 {
-		a = append(a, r.in.kvs(kv)...)
-	}
-	return []trace.SpanStartOption{trace.WithAttributes(a...)}
-}
-
-func (r *Request) endLive(id uint32, err error) {
-	r.mu.Lock()
-	o, ok := r.open.remove(id)
-	if !ok {
-		r.mu.Unlock()
-		return
-	}
-	// Counted as a start in flight: the request's end waits for this one,
-	// and then ends no earlier than the phase.
-	r.starting.Add(1)
-	defer r.liveEnded(&o)
-	var kids []openPhase
-	var at time.Time
-	stepsRun := r.stepsRun
-	if n := r.parentPhaseOf(o.phase); n != nil && n.live == id {
-		for r.childrenStarting > 0 {
-			// A part is starting under it on another goroutine: end
-			// after it is in the set, so that it ends with its parent.
-			if r.cond == nil {
-				r.cond = sync.NewCond(&r.mu)
-			}
-			r.cond.Wait()
-		}
-		kids = r.open.removeUnder(id)
-		if !n.lastChild.IsZero() && n.lastChild.After(time.Now()) {
-			// A part recorded inside it ends later: it ends there.
-			at = n.lastChild
-			r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
-		}
-		n.closed, n.live, n.end = true, 0, at
-		if at.IsZero() {
-			// Its span ends after this, so no earlier than now: a part
-			// placed inside it from now on must end by then.
-			n.ending = time.Now()
-			if n.span == nil {
-				n.end = n.ending
-			}
-		}
-	}
-	r.mu.Unlock()
-	for i := len(kids) - 1; i >= 0; i-- {
-		r.finish(&kids[i], at, nil)
-	}
-	if o.phase == spans.Exec && stepsRun > 0 && o.span != nil {
-		end := at
-		if end.IsZero() {
-			end = time.Now()
-		}
-		o.span.SetAttributes(omniattr.MeanStepDuration(seconds(end.Sub(o.start)) / float64(stepsRun)))
-	}
-	r.finish(&o, at, err)
-}
-
-// liveEnded ends an end counted in starting: the phase o, and the parts
-// ended with it, have ended, and the request (or stage) ends no earlier
-// (liveEnd).
-func (r *Request) liveEnded(o *openPhase) {
-	// Read after the span ended: no earlier than its own end.
-	for n := time.Now().UnixNano(); ; {
-		last := r.liveEnd.Load()
-		if n <= last || r.liveEnd.CompareAndSwap(last, n) {
-			break
-		}
-	}
-	r.startDone()
 }

@@ -137,12 +137,12 @@ type recordOpts struct {
 // recordPlanned checks planned spans against the request's tree, then
 // starts and ends their spans outside the lock, and records their
 // measurements.
-func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
-	if len(plan) == 0 {
+func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
+	if len(planned) == 0 {
 		return nil
 	}
 	var buf [16]accepted
-	ok := buf[:0]
+	fitted := buf[:0]
 	var bad []error
 	batch := batchNests{-1, -1}
 	r.mu.Lock()
@@ -151,18 +151,18 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 		r.in.stats.misused("a measurement was recorded on a request that had already ended")
 		return ErrRequestEnded
 	}
-	for i := range plan {
-		ps := &plan[i]
-		at, err := r.fitLocked(ps.Phase, ps.Output, ps.Step, ps.Interval(), false, batch, ok)
+	for i := range planned {
+		ps := &planned[i]
+		at, err := r.fitLocked(ps.Phase, ps.Output, ps.Step, ps.Interval(), false, batch, fitted)
 		if err != nil {
 			bad = append(bad, err)
 			continue
 		}
 		if ps.Phase == spans.Exec || ps.Phase == spans.Forward {
-			*batch.of(ps.Phase) = len(ok)
+			*batch.of(ps.Phase) = len(fitted)
 		}
 		r.lastEnd = later(r.lastEnd, ps.End)
-		ok = append(ok, accepted{ps: ps, place: at})
+		fitted = append(fitted, accepted{ps: ps, place: at})
 	}
 	r.mu.Unlock()
 	for _, e := range bad {
@@ -171,8 +171,8 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 
 	var ctxBuf [16]context.Context
 	ctxs := ctxBuf[:0]
-	for i := range ok {
-		a := &ok[i]
+	for i := range fitted {
+		a := &fitted[i]
 		parent := a.ctx
 		if a.in >= 0 {
 			parent = ctxs[a.in]
@@ -185,8 +185,8 @@ func (r *Request) recordPlanned(plan []plan.Span, o recordOpts) error {
 		r.mu.Lock()
 		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
 			if i := *batch.of(p); i >= 0 {
-				if n := r.parentPhaseOf(p); !n.set {
-					*n = parentPhase{set: true, closed: true, ctx: ctxs[i], start: ok[i].ps.Start, end: ok[i].ps.End}
+				if asParent := r.parentPhaseOf(p); !asParent.set {
+					*asParent = parentPhase{set: true, closed: true, ctx: ctxs[i], start: fitted[i].ps.Start, end: fitted[i].ps.End}
 				}
 			}
 		}
@@ -240,20 +240,6 @@ func (r *Request) emit(parent context.Context, ps *plan.Span, o recordOpts) cont
 	if ps.Phase == spans.Exec && o.batch != nil {
 		o.batch.members = append(o.batch.members, span.SpanContext())
 	}
-	if ps.Err != nil {
-		r.markError(span, ps.Err)
-	}
-	span.End(trace.WithTimestamp(ps.End))
+	r.endSpan(span, ps.End, ps.Err)
 	return ctx
-}
-
-// flatten returns the errors an errors.Join holds, or err itself.
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }

@@ -23,12 +23,17 @@ import (
 //     request's (or stage's) span, exec or forward (fitLocked,
 //     liveBeforeScope);
 //   - measured once: a phase once per request, a per-output phase once per
-//     output, a denoise step once per step (claimOnce, fitLocked).
+//     output, a denoise step once per step (claimOnce, fitLocked);
+//   - before its request's end: a live phase starts only while its request
+//     is open, and the request's End waits for the starts and ends in
+//     flight, as an exec's or forward's end waits for the parts starting
+//     under it (admitLive, startDone, startedUnder).
 //
 // A phase that breaks one makes no span; a bad interval is counted in
 // Stats.RejectedIntervals, a phase outside its parent or measured twice in
-// Stats.Conflicts (countBad). An engine step is held to its engine's start
-// the same way (engineBeforeStart).
+// Stats.Conflicts (countBad, refuse), a live phase started after its
+// request ended in Stats.Misuse (refuse). An engine step is held to its
+// engine's start the same way (engineBeforeStart).
 //
 // A record's own parts are also checked against the record's own exec and
 // forward when it is planned (plan.Diffusion), with the same plan.Within.
@@ -40,6 +45,9 @@ var errBeforeScopeStart = fmt.Errorf("%w: its request's start is later than now"
 // errParentEnded: a live part of exec (or a step of forward) started after
 // its exec (forward) had ended.
 var errParentEnded = fmt.Errorf("%w: its exec or forward had already ended", spans.ErrOutsideParent)
+
+// errStartedAfterEnd: a live phase started after its request ended.
+var errStartedAfterEnd = errors.New("a phase started after its request ended")
 
 // intervalError returns why interval iv of phase p (output, step) makes no
 // span, or nil when it is in order and in range.
@@ -85,6 +93,64 @@ func (r *Request) countBad(err error) {
 	}
 }
 
+// flatten returns the errors an errors.Join holds, or err itself.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// refuse counts a live phase that admitLive refused: one started after its
+// request ended in Stats.Misuse, one that breaks a rule in Stats.Conflicts.
+func (r *Request) refuse(err error) {
+	if err == errStartedAfterEnd {
+		r.in.stats.misused(err.Error())
+		return
+	}
+	r.in.stats.conflict(err)
+}
+
+// admitLive decides whether a live phase may start, and under which span,
+// by the tree's rules (fitLocked). It counts the start (starting), so that
+// an End on another goroutine waits for it; a phase that hangs directly
+// under the request needs no lock for that. It returns why the phase is
+// refused, or nil.
+func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
+	if err := r.liveBeforeScope(p, output, step); err != nil {
+		return nil, 0, err
+	}
+	if plan.ParentOf(p) == plan.Scope && onceBit(p, output, step) != 0 {
+		r.starting.Add(1)
+		if r.ended.Load() {
+			r.startDone()
+			return nil, 0, errStartedAfterEnd
+		}
+		if err := r.claimOnce(p, output, step); err != nil {
+			r.startDone()
+			return nil, 0, err
+		}
+		return r.ctx, 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended.Load() {
+		return nil, 0, errStartedAfterEnd
+	}
+	at, err := r.fitLocked(p, output, step, spans.Interval{}, true, batchNests{-1, -1}, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if at.live != 0 {
+		r.childrenStarting++
+	}
+	r.starting.Add(1)
+	return at.ctx, at.live, nil
+}
+
 // liveBeforeScope returns a [*spans.PhaseError] when live phase p (output,
 // step), starting now, would start before its request, or nil: only a
 // request given a start later than the time it was started reads the clock
@@ -94,6 +160,32 @@ func (r *Request) liveBeforeScope(p spans.Phase, output, step int) error {
 		return &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
 	}
 	return nil
+}
+
+// startDone ends a start counted in starting, waking an End that waits.
+func (r *Request) startDone() {
+	if r.starting.Add(-1) == 0 && r.ended.Load() {
+		r.mu.Lock()
+		if r.cond != nil {
+			r.cond.Broadcast()
+		}
+		r.mu.Unlock()
+	}
+}
+
+// startedUnder ends a start under the live exec or forward parentLive, counted
+// in childrenStarting: that exec or forward's end waits for it, so that no part
+// outlives it.
+func (r *Request) startedUnder(parentLive uint32) {
+	if parentLive == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.childrenStarting--
+	if r.childrenStarting == 0 && r.cond != nil {
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
 }
 
 // engineBeforeStart returns why an engine step named name, starting now,
@@ -137,12 +229,12 @@ var (
 //
 // A recorded phase (live false) has both its times already, given by the
 // caller: it fits only when iv lies inside its parent's interval, or inside
-// the span of its parent in the same batch (ok, batch); no time a caller
+// the span of its parent in the same batch (fitted, batch); no time a caller
 // gives is moved. One recorded inside a live parent still open makes that
 // parent end no earlier (lastChild). A recorded phase already measured is
 // refused as a duplicate before its interval is looked at, so that a
 // record given twice is reported as given twice.
-func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, live bool, batch batchNests, ok []accepted) (place, error) {
+func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, live bool, batch batchNests, fitted []accepted) (place, error) {
 	fail := func(err error) (place, error) {
 		return place{}, &spans.PhaseError{Phase: p, Output: output, Step: step, Interval: iv, Err: err}
 	}
@@ -167,28 +259,28 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 	for _, pp := range parents {
 		if i := *batch.of(pp); i >= 0 {
 			// Its parent is in the same batch.
-			if q := ok[i].ps; !plan.Within(iv, q.Start, q.End) {
+			if q := fitted[i].ps; !plan.Within(iv, q.Start, q.End) {
 				return fail(spans.ErrOutsideParent)
 			}
 			return claim(place{in: i})
 		}
-		n := r.parentPhaseOf(pp)
-		if !n.set {
+		parent := r.parentPhaseOf(pp)
+		if !parent.set {
 			continue
 		}
 		if live {
-			if n.closed {
+			if parent.closed {
 				return fail(errParentEnded)
 			}
-			return claim(place{ctx: n.ctx, in: -1, live: n.live})
+			return claim(place{ctx: parent.ctx, in: -1, live: parent.live})
 		}
-		start, end := n.interval()
+		start, end := parent.interval()
 		if !plan.Within(iv, start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		at, err := claim(place{ctx: n.ctx, in: -1})
-		if err == nil && !n.closed {
-			n.lastChild = later(n.lastChild, iv.End())
+		at, err := claim(place{ctx: parent.ctx, in: -1})
+		if err == nil && !parent.closed {
+			parent.lastChild = later(parent.lastChild, iv.End())
 		}
 		return at, err
 	}
