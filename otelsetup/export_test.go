@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,17 @@ import (
 type collector struct {
 	coltrace.UnimplementedTraceServiceServer
 	spans, refused atomic.Int64
+	// reject is how many spans of each batch it rejects while accepting
+	// the batch (an OTLP partial success).
+	reject int64
+}
+
+func (c *collector) response() *coltrace.ExportTraceServiceResponse {
+	if c.reject == 0 {
+		return &coltrace.ExportTraceServiceResponse{}
+	}
+	return &coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{
+		RejectedSpans: c.reject, ErrorMessage: "span too old"}}
 }
 
 func (c *collector) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
@@ -52,7 +64,7 @@ func (c *collector) Export(_ context.Context, req *coltrace.ExportTraceServiceRe
 			c.spans.Add(int64(len(ss.Spans)))
 		}
 	}
-	return &coltrace.ExportTraceServiceResponse{}, nil
+	return c.response(), nil
 }
 
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +77,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = c.Export(r.Context(), &req)
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	out, _ := proto.Marshal(c.response())
 	_, _ = w.Write(out)
 }
 
@@ -485,11 +497,86 @@ func TestForceFlushReportsEveryLossSinceThePreviousFlush(t *testing.T) {
 			_, ok := tr.Start(context.Background(), "fine")
 			ok.End()
 			err = tel.ForceFlush(context.Background())
-			if !errors.Is(err, otelsetup.ErrSpansLost) || !strings.Contains(fmt.Sprint(err), "1 spans did not reach the collector since the previous flush (0 dropped: queue full, 0 failed to export, 1 refused") {
+			if !errors.Is(err, otelsetup.ErrSpansLost) || !strings.Contains(fmt.Sprint(err), "1 spans did not reach the collector since the previous flush (0 dropped: queue full, 0 failed to export, 0 rejected by the collector, 1 refused") {
 				t.Errorf("ForceFlush = %v, want the refused span reported", err)
 			}
 			if err := tel.ForceFlush(context.Background()); err != nil {
 				t.Errorf("ForceFlush = %v, with nothing lost since", err)
+			}
+		})
+	}
+}
+
+// TestSpansACollectorRejectsAreLost: a collector that accepts a batch but
+// rejects some of its spans (an OTLP partial success) makes ForceFlush and
+// Shutdown report those lost, and ExportStats count them rejected and the
+// rest of the batch exported, not the whole batch failed, over both
+// protocols; the exporter's error still reaches the error handler.
+func TestSpansACollectorRejectsAreLost(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		journal  bool
+	}{{"http/protobuf", false}, {"grpc", false}, {"grpc", true}} {
+		protocol := tc.protocol
+		name := protocol
+		if tc.journal {
+			name += ", with the crash journal"
+		}
+		t.Run(name, func(t *testing.T) {
+			clearOTelEnv(t)
+			var (
+				mu     sync.Mutex
+				logged []string
+			)
+			prev := otel.GetErrorHandler()
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); logged = append(logged, err.Error()); mu.Unlock() }))
+			t.Cleanup(func() { otel.SetErrorHandler(prev) })
+			c := &collector{reject: 2}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, protocol, c))
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+			opts := []otelsetup.Option{otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics()}
+			dir := t.TempDir()
+			if tc.journal {
+				opts = append(opts, otelsetup.WithJournal(dir))
+			}
+			tel, err := otelsetup.Setup(context.Background(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := tel.TracerProvider().Tracer("t")
+			// Two batches of 5, each with 2 spans rejected.
+			for batch := range 2 {
+				for range 5 {
+					_, s := tr.Start(context.Background(), "op")
+					s.End()
+				}
+				err = tel.ForceFlush(context.Background())
+				if !errors.Is(err, otelsetup.ErrSpansLost) || !strings.Contains(fmt.Sprint(err), "2 spans did not reach the collector since the previous flush (0 dropped: queue full, 0 failed to export, 2 rejected by the collector") {
+					t.Errorf("ForceFlush %d: %v, want 2 spans lost, rejected by the collector", batch, err)
+				}
+			}
+			if st := tel.ExportStats(); st.Exported != 6 || st.Rejected != 4 || st.Failed != 0 || st.Lost() != 4 || c.spans.Load() != 10 {
+				t.Errorf("export stats %+v (lost %d), the collector got %d: want 6 exported, 4 rejected", st, st.Lost(), c.spans.Load())
+			}
+			if err := tel.Shutdown(context.Background()); !errors.Is(err, otelsetup.ErrSpansLost) {
+				t.Errorf("Shutdown: %v, want the 4 rejected spans lost", err)
+			}
+			// The collector took both batches: nothing is left to send
+			// again, so the journal's file goes.
+			if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+				t.Errorf("the journal's folder holds %v (%v) after Shutdown", left, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			partial := 0
+			for _, l := range logged {
+				if strings.HasSuffix(l, "OTLP partial success: span too old (2 spans rejected)") {
+					partial++
+				}
+			}
+			if partial != 1 {
+				t.Errorf("the collector's reason was logged %d times, want once: %q", partial, logged)
 			}
 		})
 	}

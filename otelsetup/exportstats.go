@@ -9,19 +9,24 @@ import (
 )
 
 // ExportStats accounts for every span the export path was handed: spans
-// that ended, spans the exporter accepted, spans whose export failed, spans
-// refused. What is none of these was dropped (its queue was full, or the
-// shutdown deadline passed with it still queued) or is still queued.
+// that ended, spans the collector accepted, spans whose export failed,
+// spans the collector rejected, spans refused. What is none of these was
+// dropped (its queue was full, or the shutdown deadline passed with it
+// still queued) or is still queued.
 type ExportStats struct {
 	// Ended counts the sampled spans handed to the batch processor.
 	Ended uint64
-	// Exported counts the spans the exporter accepted.
+	// Exported counts the spans the collector accepted.
 	Exported uint64
 	// Failed counts the spans of batches whose export failed (the
 	// collector was down, refused them, or timed out).
 	Failed uint64
-	// Pending is Ended - Exported - Failed - Refused: spans still queued,
-	// or dropped.
+	// Rejected counts the spans the collector rejected of batches it
+	// accepted (an OTLP partial success); the other spans of such a batch
+	// count as exported.
+	Rejected uint64
+	// Pending is Ended - Exported - Failed - Rejected - Refused: spans
+	// still queued, or dropped.
 	// After [Telemetry.Shutdown] nothing is queued any more, so Pending is
 	// exactly the number of spans dropped.
 	Pending uint64
@@ -41,17 +46,20 @@ type ExportStats struct {
 	Recovered uint64
 }
 
-// Lost returns the spans that did not reach the collector: failed, refused,
-// plus pending (after Shutdown: dropped).
-func (s ExportStats) Lost() uint64 { return s.Failed + s.Refused + s.Pending }
+// Lost returns the spans that did not reach the collector, or that it
+// rejected: failed, rejected, refused, plus pending (after Shutdown:
+// dropped).
+func (s ExportStats) Lost() uint64 { return s.Failed + s.Rejected + s.Refused + s.Pending }
 
 func (s ExportStats) describe() string {
-	return fmt.Sprintf("%d of %d spans did not reach the collector (%d failed to export, %d refused: times OTLP cannot carry, %d dropped: queue full or shutdown deadline)",
-		s.Lost(), s.Ended, s.Failed, s.Refused, s.Pending)
+	return fmt.Sprintf("%d of %d spans did not reach the collector (%d failed to export, %d rejected by the collector, %d refused: times OTLP cannot carry, %d dropped: queue full or shutdown deadline)",
+		s.Lost(), s.Ended, s.Failed, s.Rejected, s.Refused, s.Pending)
 }
 
 type exportCounts struct {
-	ended, exported, failed, repaired, refused atomic.Uint64
+	ended, exported, failed, repaired, refused, rejected atomic.Uint64
+	// partialLogged is set once a partial success has been logged.
+	partialLogged atomic.Bool
 	// dropped counts the spans the queue did not admit (see spanQueue).
 	dropped atomic.Uint64
 	// held counts the spans admitted and not yet through an export.
@@ -61,10 +69,10 @@ type exportCounts struct {
 func (c *exportCounts) stats() ExportStats {
 	// Read the outcomes before the input, so that Pending never underflows
 	// while spans are in flight.
-	exported, failed, refused := c.exported.Load(), c.failed.Load(), c.refused.Load()
+	exported, failed, refused, rejected := c.exported.Load(), c.failed.Load(), c.refused.Load(), c.rejected.Load()
 	ended := c.ended.Load()
-	s := ExportStats{Ended: ended, Exported: exported, Failed: failed, Repaired: c.repaired.Load(), Refused: refused}
-	if done := exported + failed + refused; ended > done {
+	s := ExportStats{Ended: ended, Exported: exported, Failed: failed, Rejected: rejected, Repaired: c.repaired.Load(), Refused: refused}
+	if done := exported + failed + rejected + refused; ended > done {
 		s.Pending = ended - done
 	}
 	return s

@@ -5,8 +5,10 @@ package otelsetup
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -66,6 +68,18 @@ func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySp
 		return nil
 	}
 	if err := e.exp.ExportSpans(ctx, out); err != nil {
+		// A partial success: the collector took the batch and rejected
+		// some of its spans; the others reached it. The batch is done (a
+		// crash journal must not send it again); the rejected spans are
+		// lost, and the collector's reason is logged the first time.
+		if rejected, ok := partialRejection(err, len(out)); ok {
+			e.c.rejected.Add(rejected)
+			e.c.exported.Add(uint64(len(out)) - rejected)
+			if e.c.partialLogged.CompareAndSwap(false, true) {
+				otel.Handle(fmt.Errorf("otelsetup: the collector rejected spans it was sent (logged once; ExportStats counts them): %w", err))
+			}
+			return nil
+		}
 		e.c.failed.Add(uint64(len(out)))
 		return err
 	}

@@ -39,9 +39,9 @@ type spanQueue struct {
 }
 
 // lossCounts are the spans that did not reach the collector, by cause.
-type lossCounts struct{ dropped, failed, refused uint64 }
+type lossCounts struct{ dropped, failed, rejected, refused uint64 }
 
-func (l lossCounts) total() uint64 { return l.dropped + l.failed + l.refused }
+func (l lossCounts) total() uint64 { return l.dropped + l.failed + l.rejected + l.refused }
 
 // newSpanQueue makes the batch processor over exp, which counts in c
 // (the safe exporter, or the journal's wrapper of it).
@@ -164,12 +164,12 @@ func (q *spanQueue) ForceFlush(ctx context.Context) error {
 func (q *spanQueue) lossSince() error {
 	q.flush.Lock()
 	defer q.flush.Unlock()
-	now := lossCounts{dropped: q.c.dropped.Load(), failed: q.c.failed.Load(), refused: q.c.refused.Load()}
+	now := lossCounts{dropped: q.c.dropped.Load(), failed: q.c.failed.Load(), rejected: q.c.rejected.Load(), refused: q.c.refused.Load()}
 	if now.total() == q.reported.total() {
 		return nil
 	}
 	since := lossCounts{dropped: now.dropped - q.reported.dropped, failed: now.failed - q.reported.failed,
-		refused: now.refused - q.reported.refused}
+		rejected: now.rejected - q.reported.rejected, refused: now.refused - q.reported.refused}
 	q.reported = now
 	return &lossError{ExportStats: q.c.stats(), since: &since}
 }

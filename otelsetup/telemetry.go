@@ -122,8 +122,8 @@ func (e *lossError) Error() string {
 	if e.since == nil {
 		return "otelsetup: " + e.describe()
 	}
-	return fmt.Sprintf("otelsetup: %d spans did not reach the collector since the previous flush (%d dropped: queue full, %d failed to export, %d refused: times OTLP cannot carry); since the start, %s",
-		e.since.total(), e.since.dropped, e.since.failed, e.since.refused, e.describe())
+	return fmt.Sprintf("otelsetup: %d spans did not reach the collector since the previous flush (%d dropped: queue full, %d failed to export, %d rejected by the collector, %d refused: times OTLP cannot carry); since the start, %s",
+		e.since.total(), e.since.dropped, e.since.failed, e.since.rejected, e.since.refused, e.describe())
 }
 
 func (e *lossError) Unwrap() error { return ErrSpansLost }
