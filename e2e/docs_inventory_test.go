@@ -245,6 +245,16 @@ func docsInventory() []docEntry {
 				tests:  []string{"TestRecoverExportsAKilledEnginesSpans", "TestRecoverLeavesLiveAndUnreadableJournals", "TestRecoverUsage"}}},
 		}},
 
+		// docs/performance.md
+		{key: "docs/performance.md#targets/1", contains: "oo.test", cmds: []docCmd{
+			{prefix: "go test -c -o /tmp/oo.test ./otelomni", covered: &docCover{
+				reason: "builds the benchmark binary of the next command",
+				tests:  []string{"BenchmarkRequest"}}},
+			{prefix: "for i in $(seq 15)", covered: &docCover{
+				reason: "minutes of benchmarks, whose ratios the table reports; a test never depends on speed",
+				tests:  []string{"BenchmarkRequest", "TestBenchmarkBaselinesMakeTheSameSpansAsOtelomni"}}},
+		}},
+
 		// docs/reliability.md
 		{key: "docs/reliability.md#with-both-cores-busy/1", contains: "make test", cmds: []docCmd{
 			{prefix: "for i in 1 2", covered: &docCover{reason: "make test, beside two busy loops: this test among all the others", tests: []string{ciTest}}},
