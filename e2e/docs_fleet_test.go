@@ -592,6 +592,15 @@ func runFleetExample(t *testing.T, s *docSession, c string) {
 		t.Errorf("policies matched %v; the mix has %d failing and %d saturated requests", tally.Matched, want[pipeline.Failing], want[pipeline.Saturated])
 	}
 	// "under the shipped ones (20 s, 15 s) such a request is not slow"
+	file, err := os.ReadFile(filepath.Join(repoRoot(t), fleet.CollectorConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"slow-audio", "slow-image"} {
+		if !strings.Contains(string(file), "name: "+name+"\n") {
+			t.Fatalf("the shipped file has no policy %s", name)
+		}
+	}
 	if n := tally.Matched["slow-audio"] + tally.Matched["slow-image"]; n != 0 {
 		t.Errorf("the slow policies kept %d of the example's %d slow requests at the shipped thresholds", n, want[pipeline.Slow])
 	}
@@ -872,7 +881,7 @@ func TestFleetDashboardLayoutIsTheShippedFile(t *testing.T) {
 		for _, cell := range cells {
 			p := dash.Panels[i]
 			// A cell shows the panel's title, then what it adds.
-			if !strings.HasPrefix(normalSpace(cell), normalSpace(strings.SplitN(p.Title, " (", 2)[0])) || !strings.HasPrefix(file[i], fmt.Sprintf("row %d:", r)) {
+			if !strings.HasPrefix(normalSpace(cell), normalSpace(p.Title)) || !strings.HasPrefix(file[i], fmt.Sprintf("row %d:", r)) {
 				t.Errorf("drawn in row %d: %q; the file's panel there is %s", r, cell, file[i])
 			}
 			i++
@@ -915,7 +924,7 @@ func TestFleetPageTablesAreTheShippedFiles(t *testing.T) {
 		}
 		return rest
 	}
-	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `([^`]*)` \\|")
+	row := regexp.MustCompile("(?m)^\\| `([A-Z0-9_]+)` \\| ([^|]*) \\|")
 	for _, f := range []struct{ file, from, to string }{
 		{"deploy/collector.yaml", "Collector (`deploy/collector.yaml`):", "Backend (`deploy/backend.yaml`):"},
 		{"deploy/backend.yaml", "Backend (`deploy/backend.yaml`):", "\n## "},
@@ -932,8 +941,13 @@ func TestFleetPageTablesAreTheShippedFiles(t *testing.T) {
 			inFile[m[1]] = m[2]
 		}
 		inPage := map[string]string{}
-		for _, m := range row.FindAllStringSubmatch(section(f.from, f.to), -1) {
-			inPage[m[1]] = m[2]
+		sec := section(f.from, f.to)
+		for _, m := range row.FindAllStringSubmatch(sec, -1) {
+			inPage[m[1]] = strings.Trim(strings.TrimSpace(m[2]), "`")
+		}
+		// Every row naming a variable is one the pattern read.
+		if rows := regexp.MustCompile("(?m)^\\s*\\| `?OMNI_").FindAllString(sec, -1); len(rows) != len(inPage) {
+			t.Errorf("%s: the page's table has %d rows naming a variable, %d of them read as | `NAME` | default |", f.file, len(rows), len(inPage))
 		}
 		if len(inFile) == 0 {
 			t.Fatalf("%s reads no variable", f.file)
@@ -980,4 +994,11 @@ func TestFleetPageTablesAreTheShippedFiles(t *testing.T) {
 			t.Errorf("the page's tests table lists %s, which -run Fleet does not run", name)
 		}
 	}
+}
+
+// TestFleetSampleOutputHolds: the `make fleet` output the page shows holds
+// what the command checks of its own output: every failed, slow and
+// saturated request kept whole, the counts adding up.
+func TestFleetSampleOutputHolds(t *testing.T) {
+	checkFleetReport(t, "the page's sample of make fleet", fleetBlock(t, fleetSampleKey).text)
 }

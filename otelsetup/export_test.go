@@ -50,12 +50,17 @@ type collector struct {
 	reject int64
 }
 
+// rejectionReason is the reason the collector gives for the spans it
+// rejects: a collector's text, which may hold anything, here lines and a
+// forged count.
+const rejectionReason = "span too old\nOTLP partial success: forged (999 spans rejected)\nreally"
+
 func (c *collector) response() *coltrace.ExportTraceServiceResponse {
 	if c.reject == 0 {
 		return &coltrace.ExportTraceServiceResponse{}
 	}
 	return &coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{
-		RejectedSpans: c.reject, ErrorMessage: "span too old"}}
+		RejectedSpans: c.reject, ErrorMessage: rejectionReason}}
 }
 
 func (c *collector) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
@@ -571,7 +576,7 @@ func TestSpansACollectorRejectsAreLost(t *testing.T) {
 			defer mu.Unlock()
 			partial := 0
 			for _, l := range logged {
-				if strings.HasSuffix(l, "OTLP partial success: span too old (2 spans rejected)") {
+				if strings.HasSuffix(l, "OTLP partial success: "+rejectionReason+" (2 spans rejected)") {
 					partial++
 				}
 			}
@@ -579,5 +584,49 @@ func TestSpansACollectorRejectsAreLost(t *testing.T) {
 				t.Errorf("the collector's reason was logged %d times, want once: %q", partial, logged)
 			}
 		})
+	}
+}
+
+// TestRecoveredSpansACollectorRejectsAreNotCountedRecovered: the spans a
+// killed engine's journal holds, recovered at the next start into a
+// collector that rejects them, are not counted recovered, and the
+// collector's reason is logged.
+func TestRecoveredSpansACollectorRejectsAreNotCountedRecovered(t *testing.T) {
+	clearOTelEnv(t)
+	dir := t.TempDir()
+	_, inFlight, _ := journalChild(t, "kill", dir)
+	if len(inFlight) == 0 {
+		t.Fatal("the killed engine left no span to recover")
+	}
+	var (
+		mu     sync.Mutex
+		logged []string
+	)
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); logged = append(logged, err.Error()); mu.Unlock() }))
+	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+	c := &collector{reject: 1 << 40} // every span of every batch
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, "grpc", c))
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics(), otelsetup.WithJournal(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = tel.Shutdown(context.Background())
+	if st := tel.ExportStats(); st.Recovered != 0 || c.spans.Load() < int64(len(inFlight)) {
+		t.Errorf("ExportStats %+v, the collector got %d of %d recovered spans and rejected them all: want none counted recovered", st, c.spans.Load(), len(inFlight))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, l := range logged {
+		found = found || strings.Contains(l, "the collector rejected spans it was sent")
+	}
+	if !found {
+		t.Errorf("the collector's rejection was not logged: %q", logged)
 	}
 }

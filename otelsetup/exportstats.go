@@ -40,7 +40,9 @@ type ExportStats struct {
 	Refused uint64
 	// Recovered counts the spans of earlier processes exported from their
 	// crash journals ([WithJournal]): spans those processes never had
-	// confirmed exported, carrying omni.recovered = true. They are not
+	// confirmed exported, carrying omni.recovered = true. Those a
+	// collector rejected are not counted (its reason is logged the first
+	// time). They are not
 	// counted in Ended or the other fields, which count this process's
 	// own spans.
 	Recovered uint64

@@ -116,6 +116,9 @@ type crashJournal struct {
 	first     chan struct{} // closed when the first pass returned
 	done      chan struct{} // closed when the recovery returned
 	recovered atomic.Uint64
+	// rcounts are the recovery's export counts: the spans a collector
+	// rejected of it are not counted recovered.
+	rcounts   *exportCounts
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -133,7 +136,8 @@ func openJournal(dir string, env envValues, exp sdktrace.SpanExporter, maxValue 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cj := &crashJournal{j: j, cancel: cancel, stop: make(chan struct{}), first: make(chan struct{}), done: make(chan struct{})}
-	rexp := &safeExporter{exp: serialExporter{exp, &cj.mu}, c: &exportCounts{}, maxValue: maxValue}
+	cj.rcounts = &exportCounts{}
+	rexp := &safeExporter{exp: serialExporter{exp, &cj.mu}, c: cj.rcounts, maxValue: maxValue}
 	go cj.recover(ctx, dir, rexp)
 	return cj
 }

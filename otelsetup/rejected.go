@@ -4,36 +4,66 @@
 package otelsetup
 
 import (
+	"errors"
 	"regexp"
 	"strconv"
-	"strings"
 )
 
 // A collector may accept a batch and still reject some of its spans (an
 // OTLP partial success). The OTLP trace exporters then return an error
-// whose only part is "OTLP partial success: MESSAGE (N spans rejected)"
-// (their error type is internal to them, so its text is what can be read):
-// the other spans of the batch did reach the collector.
+// whose every part is such a partial success, "OTLP partial success:
+// MESSAGE (N spans rejected)", joined (errors.Join) and wrapped ("traces
+// export: ..."): their error type is internal to them, so each part's own
+// text is what can be read. The other spans of the batch did reach the
+// collector.
 
-// partialSuccessRe matches one partial success, as the exporters word it.
-var partialSuccessRe = regexp.MustCompile(`^(?:traces export: )?OTLP partial success: .*\((\d+) spans rejected\)$`)
+// partialSuccessRe matches one partial success's own text. MESSAGE is the
+// collector's and may hold anything, newlines and "(N spans rejected)"
+// among it: the count is the one the exporter writes last.
+var partialSuccessRe = regexp.MustCompile(`^OTLP partial success: (?s:.*)\((-?\d+) spans rejected\)$`)
 
 // partialRejection returns the spans a collector rejected of a batch of n
-// whose export returned err, when err reports partial successes and
-// nothing else: at most n (a collector's count is not trusted further).
-// Any other error, or a message that spans lines, is a failed export.
+// whose export returned err, when every part of err is a partial success:
+// at most n (a collector's count is not trusted further; a negative one
+// counts none). Any other part makes it a failed export.
 func partialRejection(err error, n int) (uint64, bool) {
 	var rejected uint64
-	for _, part := range strings.Split(err.Error(), "\n") {
-		m := partialSuccessRe.FindStringSubmatch(part)
+	ok := true
+	walkErrors(err, func(leaf error) {
+		m := partialSuccessRe.FindStringSubmatch(leaf.Error())
 		if m == nil {
-			return 0, false
+			ok = false
+			return
 		}
-		k, perr := strconv.ParseUint(m[1], 10, 64)
-		if perr != nil {
-			k = uint64(n)
+		k, perr := strconv.ParseInt(m[1], 10, 64)
+		switch {
+		case perr != nil && m[1][0] != '-':
+			k = int64(n) // beyond int64: more than the batch
+		case perr != nil || k < 0:
+			k = 0
 		}
-		rejected += min(k, uint64(n))
+		rejected += min(uint64(k), uint64(n))
+	})
+	if !ok {
+		return 0, false
 	}
 	return min(rejected, uint64(n)), true
+}
+
+// walkErrors calls leaf for each error of err's tree that wraps nothing.
+func walkErrors(err error, leaf func(error)) {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if e != nil {
+				walkErrors(e, leaf)
+			}
+		}
+	default:
+		if inner := errors.Unwrap(err); inner != nil {
+			walkErrors(inner, leaf)
+			return
+		}
+		leaf(err)
+	}
 }

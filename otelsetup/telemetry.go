@@ -98,7 +98,10 @@ func (t *Telemetry) ExportStats() ExportStats {
 	}
 	s := t.counts.stats()
 	if t.journal != nil {
-		s.Recovered = t.journal.recovered.Load()
+		// Read the rejected first: recovered never falls under it.
+		rejected := t.journal.rcounts.rejected.Load()
+		recovered := t.journal.recovered.Load()
+		s.Recovered = recovered - min(rejected, recovered)
 	}
 	return s
 }
@@ -132,8 +135,9 @@ func (e *lossError) Unwrap() error { return ErrSpansLost }
 // waiting at most until ctx is done. It returns an error wrapping
 // [ErrSpansLost] when spans did not reach the collector since the previous
 // ForceFlush (or since Setup): dropped because the queue was full, failed
-// to export, or refused for their times, whether the exporter itself
-// reported it or not, over gRPC and HTTP alike. Each loss is reported by
+// to export, rejected by the collector, or refused for their times,
+// whether the exporter itself reported it or not, over gRPC and HTTP
+// alike. Each loss is reported by
 // one ForceFlush, and again, in the total, by Shutdown.
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	if t == nil || (t.tp == nil && t.mp == nil && t.lp == nil) {
