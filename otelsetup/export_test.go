@@ -529,13 +529,7 @@ func TestSpansACollectorRejectsAreLost(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			clearOTelEnv(t)
-			var (
-				mu     sync.Mutex
-				logged []string
-			)
-			prev := otel.GetErrorHandler()
-			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); logged = append(logged, err.Error()); mu.Unlock() }))
-			t.Cleanup(func() { otel.SetErrorHandler(prev) })
+			handled := handledErrors(t)
 			c := &collector{reject: 2}
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, protocol, c))
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
@@ -572,16 +566,14 @@ func TestSpansACollectorRejectsAreLost(t *testing.T) {
 			if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
 				t.Errorf("the journal's folder holds %v (%v) after Shutdown", left, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
 			partial := 0
-			for _, l := range logged {
+			for _, l := range handled() {
 				if strings.HasSuffix(l, "OTLP partial success: "+rejectionReason+" (2 spans rejected)") {
 					partial++
 				}
 			}
 			if partial != 1 {
-				t.Errorf("the collector's reason was logged %d times, want once: %q", partial, logged)
+				t.Errorf("the collector's reason was logged %d times, want once: %q", partial, handled())
 			}
 		})
 	}
@@ -598,13 +590,7 @@ func TestRecoveredSpansACollectorRejectsAreNotCountedRecovered(t *testing.T) {
 	if len(inFlight) == 0 {
 		t.Fatal("the killed engine left no span to recover")
 	}
-	var (
-		mu     sync.Mutex
-		logged []string
-	)
-	prev := otel.GetErrorHandler()
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); logged = append(logged, err.Error()); mu.Unlock() }))
-	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+	handled := handledErrors(t)
 	c := &collector{reject: 1 << 40} // every span of every batch
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, "grpc", c))
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
@@ -620,13 +606,28 @@ func TestRecoveredSpansACollectorRejectsAreNotCountedRecovered(t *testing.T) {
 	if st := tel.ExportStats(); st.Recovered != 0 || c.spans.Load() < int64(len(inFlight)) {
 		t.Errorf("ExportStats %+v, the collector got %d of %d recovered spans and rejected them all: want none counted recovered", st, c.spans.Load(), len(inFlight))
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	found := false
-	for _, l := range logged {
+	for _, l := range handled() {
 		found = found || strings.Contains(l, "the collector rejected spans it was sent")
 	}
 	if !found {
-		t.Errorf("the collector's rejection was not logged: %q", logged)
+		t.Errorf("the collector's rejection was not logged: %q", handled())
+	}
+}
+
+// handledErrors sets an OpenTelemetry error handler for the test that
+// keeps what it is given, and returns a function that reads it.
+func handledErrors(t *testing.T) func() []string {
+	var (
+		mu     sync.Mutex
+		logged []string
+	)
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); logged = append(logged, err.Error()); mu.Unlock() }))
+	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), logged...)
 	}
 }

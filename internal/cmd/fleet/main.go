@@ -152,7 +152,7 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 
 // requestBuckets is the request-duration histogram's buckets, as
 // Prometheus names them.
-const requestBuckets = "gen_ai_server_request_duration_seconds_bucket"
+var requestBuckets = fleet.PromSeconds("gen_ai.server.request.duration") + "_bucket"
 
 // exemplars reads the exemplars Prometheus holds of otelomni's histograms
 // and says how many name a trace the backend holds whole; the engines'
