@@ -93,7 +93,6 @@ var (
 // fleetReport is what one `make fleet` printed, as counted.
 type fleetReport struct {
 	served, kept, engine, spans int
-	out                         string
 }
 
 // checkFleetReport checks what `make fleet` prints: every failed, slow and
@@ -107,7 +106,7 @@ func checkFleetReport(t *testing.T, c, out string) fleetReport {
 	if served == nil || len(rows) != 4 || backend == nil || kept == nil || counts == nil || ex == nil {
 		t.Fatalf("%s: not the report the page shows:\n%s", c, tail(out))
 	}
-	r := fleetReport{served: atoi(t, served[1]), kept: atoi(t, kept[2]), engine: atoi(t, counts[1]), spans: atoi(t, counts[2]), out: out}
+	r := fleetReport{served: atoi(t, served[1]), kept: atoi(t, kept[2]), engine: atoi(t, counts[1]), spans: atoi(t, counts[2])}
 	requests := 0
 	for _, row := range rows {
 		n, k, d, whole := atoi(t, row[2]), atoi(t, row[3]), atoi(t, row[4]), atoi(t, row[5])

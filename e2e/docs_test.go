@@ -723,11 +723,7 @@ func (s *docSession) start(t *testing.T, dir, c string, extra ...string) *docPro
 // fails t.
 func (s *docSession) run(t *testing.T, c string, extra ...string) (stdout, stderr string) {
 	t.Helper()
-	p := s.start(t, "", c, extra...)
-	if err := p.wait(s.ctx); err != nil {
-		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", p.text, err, tail(p.out()), tail(p.errOut()))
-	}
-	return p.out(), p.errOut()
+	return s.runRewritten(t, nil, c, extra...)
 }
 
 // wait waits for the command's end (bash's: a job it left in the
