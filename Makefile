@@ -12,6 +12,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 JAEGER      := tools/bin/jaeger
 OTELCOL     := tools/bin/otelcol
 BENCHCOUNT  ?= 5
+# Every package of every module of the workspace (go.work): a ./... pattern
+# stops at a module's edge.
+PKGS        := github.com/otelomni/otelomni/...
 
 .PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin prometheus-bin sizing clean
 
@@ -35,16 +38,16 @@ lint: vet staticcheck
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(PKGS)
 
 staticcheck:
-	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 # The end-to-end tests need Jaeger, and the fleet tests the tier's
 # collector; OTELOMNI_REQUIRE_JAEGER makes them fail, not skip, if either is
 # missing.
 unit: $(JAEGER) $(OTELCOL) prometheus-bin
-	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m ./...
+	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # Each fuzz target runs FUZZTIME executions; go test fuzzes one target at a
 # time. A count, not a duration: it does the same work on a busy machine as
@@ -55,17 +58,17 @@ unit: $(JAEGER) $(OTELCOL) prometheus-bin
 FUZZTIME ?= 4000x
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/input
-	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/input
-	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/omnirecord/input
-	$(GO) test -run '^$$' -fuzz '^FuzzEmitMatchesTheRecordPath$$' -fuzztime $(FUZZTIME) ./internal/omnirecord/emit
-	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./traceview
-	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./traceview
-	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./internal/tracetable
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./omnitrace/internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzEmitMatchesTheRecordPath$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/emit
+	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
+	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/tracetable
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./internal/sanitize
-	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./cmd/omnitrace
-	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./internal/journal
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/journal
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./omnitrace
+	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
 
 ## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
 bench:
@@ -75,19 +78,19 @@ bench:
 ## of the same lines, side by side, with peak memory (docs/omnitrace.md).
 IMPORTN ?= 100000
 import-bench:
-	$(GO) run ./internal/cmd/importbench -n $(IMPORTN) -rounds $(BENCHCOUNT)
+	$(GO) run ./testbed/cmd/importbench -n $(IMPORTN) -rounds $(BENCHCOUNT)
 
 ## load: drive the demo's engine at RATE requests/s for DURATION into a real
 ## Jaeger and account for every span (docs/reliability.md).
 RATE     ?= 3000
 DURATION ?= 60s
 load: $(JAEGER)
-	$(GO) run ./internal/cmd/load -rate $(RATE) -duration $(DURATION)
+	$(GO) run ./testbed/cmd/load -rate $(RATE) -duration $(DURATION)
 
 ## jaeger: build Jaeger once, start it on loopback, run the demo into it,
 ## read every trace back from its API and print it. KEEP=1 keeps it running.
 jaeger: $(JAEGER)
-	$(GO) run ./internal/cmd/jaegerdemo $(if $(KEEP),-keep)
+	$(GO) run ./testbed/cmd/jaegerdemo $(if $(KEEP),-keep)
 
 ## fleet: the collector tier of deploy/ on loopback: a backend Jaeger
 ## (Badger in a temporary folder), the tail-sampling collector
@@ -95,14 +98,14 @@ jaeger: $(JAEGER)
 ## slow, saturated and failing requests; prints what was kept and dropped
 ## (docs/fleet.md). KEEP=1 keeps it running.
 fleet: $(JAEGER) $(OTELCOL) prometheus-bin
-	$(GO) run ./internal/cmd/fleet $(if $(KEEP),-keep)
+	$(GO) run ./testbed/cmd/fleet $(if $(KEEP),-keep)
 
 ## otelcol-bin: build the tier's collector, upstream components at v0.161.0
 ## (tools/otelcol, a module of its own), into tools/bin/otelcol.
 otelcol-bin: $(OTELCOL)
 
 $(OTELCOL): tools/otelcol/go.mod tools/otelcol/go.sum tools/otelcol/main.go
-	cd tools/otelcol && $(GO) build -o ../bin/otelcol .
+	cd tools/otelcol && GOWORK=off $(GO) build -o ../bin/otelcol .
 
 ## prometheus-bin: install Debian's Prometheus server (2.42; the package
 ## does not start it), which the exemplar tests and `make fleet` run on
@@ -114,13 +117,13 @@ prometheus-bin:
 ## sizing: the measured memory of the tail-sampling decision caches and
 ## decision timer, per entry (docs/fleet.md, "Sizing").
 sizing:
-	cd tools/otelcol && $(GO) run ./sizing
+	cd tools/otelcol && GOWORK=off $(GO) run ./sizing
 
 ## jaeger-bin: build Jaeger v1.76.0 from the tools module (about 4 min cold).
 jaeger-bin: $(JAEGER)
 
 $(JAEGER): tools/go.mod tools/go.sum
-	cd tools && $(GO) build -o bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+	cd tools && GOWORK=off $(GO) build -o bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
 clean:
 	rm -rf tools/bin

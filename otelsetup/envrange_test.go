@@ -904,7 +904,7 @@ func TestEveryVariableTheSDKReadsIsInTheTable(t *testing.T) {
 		}
 		cache = strings.TrimSpace(string(out))
 	}
-	mod, err := os.ReadFile("../go.mod")
+	mod, err := os.ReadFile("go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

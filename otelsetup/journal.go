@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/internal/journal"
+	"github.com/otelomni/otelomni/otelsetup/internal/journal"
 )
 
 // The crash journal's variables (docs/reliability.md, "The crash

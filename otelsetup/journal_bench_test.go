@@ -16,9 +16,9 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/internal/journal"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
+	"github.com/otelomni/otelomni/otelsetup/internal/journal"
 	"github.com/otelomni/otelomni/spans"
 )
 

@@ -16,9 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 // crashDemo runs the engine as a child process with a crash journal

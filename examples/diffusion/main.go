@@ -31,10 +31,10 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 func main() {

@@ -36,9 +36,9 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 func main() {

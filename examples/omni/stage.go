@@ -20,10 +20,10 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/traceview"
 )
 
 // dieEnv is a hook for the end-to-end tests, read by this example only:

@@ -20,7 +20,7 @@ const apiBudget, coreBudget = 250, 125
 
 // notPublic are the directories whose packages are not the library's API.
 var notPublic = map[string]bool{"internal": true, "cmd": true, "examples": true, "e2e": true,
-	"tools": true, "testdata": true, "vendor": true, "docexamples": true}
+	"tools": true, "testdata": true, "vendor": true, "docexamples": true, "testbed": true}
 
 // publicAPI returns the exported names of every public package under root,
 // by package directory: top-level functions, types, constants and

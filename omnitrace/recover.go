@@ -1,0 +1,114 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/otelsetup"
+)
+
+// Exit statuses of recover (docs/omnitrace.md).
+const (
+	recoverOK      = 0 // every dead process's journal exported and removed
+	recoverPartial = 1 // an export failed, or something was skipped or unreadable
+	recoverUsage   = 2
+	recoverLive    = 3 // only journals of processes still running are left
+)
+
+// recoverShutdown bounds the exporter's last flush.
+const recoverShutdown = 10 * time.Second
+
+// runRecover exports the spans journalled in DIR by processes that died
+// (otelsetup.WithJournal, OTELOMNI_JOURNAL_DIR) and never confirmed
+// exported, as the next start of the engine would, and removes their
+// files.
+func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "write the recovered spans to this OTLP/JSON file instead of exporting them")
+	usageFail := func(msg string) int {
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n%s", sanitize.Display(msg, 1024), usage)
+		return recoverUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		return recoverUsage
+	}
+	if fs.NArg() != 1 {
+		return usageFail("give exactly one DIR, the engine's journal directory (OTELOMNI_JOURNAL_DIR)")
+	}
+	dir := fs.Arg(0)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageFail(fmt.Sprintf("%s is not a directory", dir))
+	}
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
+		return recoverUsage
+	}
+	exp, dest, err := recoverExporter(ctx, *out)
+	if err != nil {
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
+		return recoverUsage
+	}
+	if exp == nil {
+		// The spans leave the journal once exported: sending them nowhere
+		// by default would lose them.
+		return usageFail("name where the spans go: -out FILE, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER")
+	}
+	rep, rerr := otelsetup.Recover(ctx, dir, exp)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverShutdown)
+	defer cancel()
+	serr := exp.Shutdown(sctx)
+	fmt.Fprintf(stdout, "recovered %d spans to %s: %d as they ended, %d open at the death (ended then, status Error, error.type=process_died); %d journal files read, %d removed\n",
+		rep.Ended+rep.Open, dest, rep.Ended, rep.Open, rep.Files, rep.Removed)
+	fmt.Fprintf(stdout, "skipped: %d torn stretches, %d corrupt records, %d unreadable files (another format version or a damaged header, left in place)\n",
+		rep.Torn, rep.Corrupt, rep.Unreadable)
+	fmt.Fprintf(stdout, "left: %d journals of processes still running\n", rep.Live)
+	if err := errors.Join(rerr, serr); err != nil {
+		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 4096))
+		return recoverPartial
+	}
+	switch {
+	case rep.Torn+rep.Corrupt+rep.Unreadable > 0:
+		return recoverPartial
+	case rep.Live > 0:
+		return recoverLive
+	}
+	return recoverOK
+}
+
+// recoverExporter is import's choice of exporter: an OTLP/JSON file with
+// -out, else what the OTEL_* variables name (the SDK's OTLP exporter,
+// which keeps each recovered span's own resource). It is nil when nothing
+// names a destination.
+func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, string, error) {
+	switch {
+	case out != "":
+		f, err := os.Create(out)
+		if err != nil {
+			return nil, "", err
+		}
+		return newFileExporter(f), out, nil
+	case envNamesExporter():
+		e, err := autoexport.NewSpanExporter(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		if autoexport.IsNoneSpanExporter(e) {
+			return nil, "", nil
+		}
+		return e, describeExporter(), nil
+	}
+	return nil, "", nil
+}

@@ -1,0 +1,194 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/internal/setupopt"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/emit"
+	"github.com/otelomni/otelomni/otelsetup"
+)
+
+// export is where an import's spans go, and what its spans are made
+// within.
+type export struct {
+	// pipe is nil when the environment turns tracing off.
+	pipe   *pipe
+	dest   string
+	limits emit.Limits
+	// sample is the environment's sampler's decision for a trace; nil
+	// keeps every trace.
+	sample func(trace.TraceID) bool
+}
+
+// exportSetup reads where an import's spans go from the standard OTEL_*
+// variables (to the console when none names an exporter or endpoint), or
+// to the OTLP/JSON file out, and what limits and sampler apply, as the
+// SDK reads them. Ids come from the records (see emit.Emitter), and
+// the resource is fixed (see importResource): importing the same input
+// twice makes the same spans, byte for byte, which a backend stores once.
+func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, error) {
+	// Checked before an exporter of ours reads the environment: a
+	// malformed endpoint is then reported once, without its password.
+	if err := otelsetup.CheckEnvironment(); err != nil {
+		return nil, err
+	}
+	res, err := importResource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	x := &export{limits: spanLimits(), sample: sampler()}
+	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+		x.dest = "none"
+		return x, nil
+	}
+	var s sink
+	switch kind := os.Getenv("OTEL_TRACES_EXPORTER"); {
+	case out != "":
+		f, err := os.Create(out)
+		if err != nil {
+			return nil, err
+		}
+		s, x.dest = newJSONSink(f, f), out
+	case kind == "none":
+		x.dest = "none"
+		return x, nil
+	case kind == "console":
+		s, x.dest = newJSONSink(stdout, nil), "the console"
+	case envNamesExporter():
+		client, ok := otlpClient()
+		if !ok {
+			return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: not an exporter an import sends to (otlp, console, none)", sanitize.Display(kind, 64))
+		}
+		o, err := newOTLPSink(ctx, client)
+		if err != nil {
+			return nil, err
+		}
+		s, x.dest = o, describeExporter()
+	default:
+		s, x.dest = newJSONSink(stdout, nil), "the console (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
+	}
+	set := batchSettings()
+	set.resource = sanitize.KeyValues(res.Attributes(), 256, setupopt.AttributeValueLengthLimit)
+	set.resourceSchema = res.SchemaURL()
+	x.pipe = newPipe(set, s)
+	return x, nil
+}
+
+// The import's batches: a queue of 8 192 spans (a few MiB) and batches of
+// 2 048 spans (a few hundred KiB on the wire), unless OTEL_BSP_* say
+// otherwise; the SDK's schedule delay and export timeout.
+const (
+	importQueueSize = 8192
+	importBatchSize = 2048
+	scheduleDelay   = 5 * time.Second
+	exportTimeout   = 30 * time.Second
+)
+
+// envInt returns the first of the variables names that is set, or def.
+// otelsetup.CheckEnvironment has checked each is a number in its range.
+func envInt(def int, names ...string) int {
+	for _, n := range names {
+		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
+			if i, err := strconv.Atoi(v); err == nil {
+				return i
+			}
+		}
+	}
+	return def
+}
+
+// batchSettings are the OTEL_BSP_* settings, as the SDK's batch span
+// processor reads them, with the import's own defaults.
+func batchSettings() pipeSettings {
+	set := pipeSettings{
+		queue:         envInt(importQueueSize, "OTEL_BSP_MAX_QUEUE_SIZE"),
+		batch:         envInt(importBatchSize, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+		delay:         time.Duration(envInt(int(scheduleDelay/time.Millisecond), "OTEL_BSP_SCHEDULE_DELAY")) * time.Millisecond,
+		exportTimeout: time.Duration(envInt(int(exportTimeout/time.Millisecond), "OTEL_BSP_EXPORT_TIMEOUT")) * time.Millisecond,
+	}
+	set.batch = min(set.batch, set.queue)
+	return set
+}
+
+// spanLimits are the SDK's attribute limits, from the variables the SDK
+// reads, with otelsetup's default value length.
+func spanLimits() emit.Limits {
+	return emit.Limits{
+		Attributes:  envInt(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
+		ValueLength: envInt(setupopt.AttributeValueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+	}
+}
+
+// sampler is OTEL_TRACES_SAMPLER's decision for an imported trace, whose
+// request span is a root: a parent-based sampler decides as its root
+// sampler. nil keeps every trace.
+func sampler() func(trace.TraceID) bool {
+	var s sdktrace.Sampler
+	switch strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER"))) {
+	case "always_off", "parentbased_always_off":
+		return func(trace.TraceID) bool { return false }
+	case "traceidratio", "parentbased_traceidratio":
+		ratio := 1.0
+		if arg := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+			if f, err := strconv.ParseFloat(arg, 64); err == nil {
+				ratio = f
+			}
+		}
+		s = sdktrace.TraceIDRatioBased(ratio)
+	default:
+		return nil
+	}
+	return func(id trace.TraceID) bool {
+		return s.ShouldSample(sdktrace.SamplingParameters{TraceID: id}).Decision == sdktrace.RecordAndSample
+	}
+}
+
+// envNamesExporter reports whether the environment names where spans go.
+func envNamesExporter() bool {
+	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if strings.TrimSpace(os.Getenv(k)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func describeExporter() string {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
+			// What is printed must not show a password or a token.
+			return "otlp to " + sanitize.Display(sanitize.URL(v, 256), 200)
+		}
+	}
+	return "otlp"
+}
+
+// importResource is the resource of imported spans: service.name
+// (OTEL_SERVICE_NAME, or "omnitrace") and OTEL_RESOURCE_ATTRIBUTES, and
+// nothing of the process that imports: its host, pid and instance id would
+// make every import's spans differ, and they describe the importer, not
+// the engine that served the requests.
+func importResource(ctx context.Context) (*resource.Resource, error) {
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "omnitrace")),
+		resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("the resource from OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	return res, nil
+}
