@@ -30,11 +30,6 @@ func (r *Request) endSpan(span trace.Span, at time.Time, err error) {
 // both bounded: a 10 MB error must cost neither a batch nor a log line.
 func (r *Request) markError(span trace.Span, err error) {
 	markError(r.in, span, err)
-	// A span with status Error keeps its trace in the collector tier, once
-	// the tier receives it.
-	if exported(span) {
-		r.kept.Store(true)
-	}
 }
 
 func markError(in *Instrumenter, span trace.Span, err error) {

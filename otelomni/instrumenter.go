@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/otelomni/otelomni/internal/keep"
-
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -29,9 +27,6 @@ type Instrumenter struct {
 	tracer trace.Tracer
 	// met is nil when the meter provider is a no-op one.
 	met *instruments
-	// keep is the collector tier's policy that picks the exemplars; nil
-	// offers every measurement under a sampled span.
-	keep   *keep.Policy
 	models modelCache
 	stats  counters
 	// noFieldsSaid: the first Inject or Extract with a propagator that
@@ -93,7 +88,6 @@ func (in *Instrumenter) init(opts []Option) {
 			otel.Handle(err)
 		} else {
 			in.met = inst
-			in.keep = exemplarPolicy()
 		}
 	}
 	in.models.init(in.cfg.modelLimit, in.cfg.providerName)

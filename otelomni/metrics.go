@@ -110,8 +110,6 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 		return
 	}
 	secs := seconds(d)
-	r.vouchPhase(ctx, p, d, end)
-	ctx = r.exemplarCtx(ctx)
 	r.met.phase.Record(ctx, secs, r.tbl.rec.phase[p]...)
 	if p == spans.Exec {
 		r.mu.Lock()

@@ -190,7 +190,7 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 		req.End(err)
 	}
 	allowed := map[attribute.Key]bool{attrs.PhaseKey: true, attrs.StageTypeKey: true, attrs.RequestModelKey: true,
-		attrs.ErrorTypeKey: true, attrs.TransferConnectorKey: true, attrs.OperationNameKey: true, attrs.ProviderNameKey: true}
+		attrs.ErrorTypeKey: true, attrs.OutputModalityKey: true, attrs.TransferConnectorKey: true, attrs.OperationNameKey: true, attrs.ProviderNameKey: true}
 	h := m.histograms(t)
 	for name, dps := range h {
 		for _, dp := range dps {
@@ -215,6 +215,57 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("%d failed requests with error.type=timeout, want 1", failed)
+	}
+}
+
+// TestMeasurementsCarryTheRequestsModality: every measurement of a request
+// carries the omni.output.modality it was started with, so that a
+// dashboard splits by modality; a value attrs does not define is recorded
+// as "_OTHER" (it comes from a client), none as no attribute at all.
+func TestMeasurementsCarryTheRequestsModality(t *testing.T) {
+	m := newMetered(t, true)
+	for _, mod := range []string{attrs.ModalityImage, attrs.ModalityVideo, "hologram-\xff", ""} {
+		ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Modality: mod, NumInferenceSteps: 4,
+			Attributes: []attribute.KeyValue{attrs.OutputModalityKey.String("audio")}})
+		req.StartPhase(ctx, spans.Exec).End(nil)
+		req.StartPhase(ctx, spans.Postprocess).End(nil)
+		req.SetAttributes(attrs.OutputModalityKey.String("text")) // an identity: refused
+		req.End(errors.New("x"))
+	}
+	h := m.histograms(t)
+	for _, name := range []string{"omni.phase.duration", "gen_ai.server.request.duration", "omni.diffusion.exec_per_step"} {
+		got := map[string]uint64{}
+		for _, dp := range h[name] {
+			v, ok := dp.Attributes.Value(attrs.OutputModalityKey)
+			k := "(none)"
+			if ok {
+				k = v.AsString()
+			}
+			got[k] += dp.Count
+		}
+		per := uint64(1)
+		if name == "omni.phase.duration" {
+			per = 2
+		}
+		want := map[string]uint64{"image": per, "video": per, "_OTHER": per, "(none)": per}
+		if len(got) != len(want) {
+			t.Errorf("%s by modality: %v, want %v", name, got, want)
+			continue
+		}
+		for k, n := range want {
+			if got[k] != n {
+				t.Errorf("%s by modality: %v, want %v", name, got, want)
+				break
+			}
+		}
+	}
+	for _, s := range m.rec.Ended() {
+		if s.Name() != spans.RequestSpanName {
+			continue
+		}
+		if v, ok := attr(s, attrs.OutputModalityKey); ok && (v.AsString() == "audio" || v.AsString() == "text") {
+			t.Errorf("the request span's modality was changed to %q by an attribute: it is the request's identity", v.AsString())
+		}
 	}
 }
 
@@ -250,10 +301,10 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 	}
 }
 
-// TestExemplarPointsToTheTrace: an exemplar names the trace, here one the
-// baseline share (all of them) vouches for.
+// TestExemplarPointsToTheTrace: a measurement is made under its span, so
+// the SDK's exemplar reservoir names the request's trace: which
+// measurements get one is the SDK's choice (its exemplar filter).
 func TestExemplarPointsToTheTrace(t *testing.T) {
-	t.Setenv("OMNI_SAMPLE_PERCENT", "100")
 	m := newMetered(t, true)
 	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r"})
 	req.StartPhase(context.Background(), spans.Exec).End(nil)

@@ -97,5 +97,5 @@ func (r *Request) firstOutput(ctx context.Context, at time.Time) {
 		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
 		return
 	}
-	r.met.ttft.Float64Histogram.Record(r.exemplarCtx(ctx), seconds(d), r.tbl.rec.request...)
+	r.met.ttft.Float64Histogram.Record(ctx, seconds(d), r.tbl.rec.request...)
 }

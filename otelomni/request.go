@@ -98,11 +98,6 @@ type Request struct {
 	outputs    int
 	lastOutput time.Time
 	firstOut   atomic.Bool
-	// modality is the omni.output.modality its span carries, for the slow
-	// thresholds (see modalityOf); kept says the collector tier keeps its
-	// trace (exemplar.go).
-	modality atomic.Int32
-	kept     atomic.Bool
 }
 
 // parentPhase is a phase that other phases hang under: exec, or forward.
@@ -188,24 +183,16 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	stage := in.stageInfo(&info.Stage, info.Stage.Type != "")
 	model, id := in.str(info.Model), in.str(info.ID)
 	start := in.startTime(info.Start, id)
-	tbl := in.table(model, stage.Type)
-	// class is the modality the span holds, for the slow thresholds: a
-	// measurement made under no span offers no exemplar anyway.
-	var class int32
+	modality := in.str(info.Modality)
+	tbl := in.table(model, stage.Type, metricModality(modality))
 
 	var span trace.Span
 	if in.tracer != nil {
-		modality := in.str(info.Modality)
-		class = modalityOf(modality)
 		a := startPool.Get().(*startArgs)
 		n := in.requestAttrs(a.kv[:0], info, id, model, modality, &stage)
 		var extra []attribute.KeyValue
 		if len(info.Attributes) > 0 {
 			extra = in.callerKVs("RequestInfo.Attributes", info.Attributes)
-			// The span holds the last value of a key.
-			if c, ok := modalityIn(extra); ok {
-				class = c
-			}
 		}
 		if in.cfg.contentMax > 0 && info.Prompt != "" {
 			extra = append(extra[:len(extra):len(extra)], omniattr.Prompt(in.strMax(info.Prompt, in.cfg.contentMax)))
@@ -224,11 +211,7 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		ctx, span = in.tracer.Start(ctx, spans.RequestSpanName, a.options(kind, n, extra, start, link...)...)
 		startPool.Put(a)
 	}
-	ctx, r := in.newRequest(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
-	if r != noRequest {
-		r.modality.Store(class)
-	}
-	return ctx, r
+	return in.newRequest(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
 }
 
 func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (context.Context, *Request) {
@@ -240,7 +223,7 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 	if !start.IsZero() {
 		start = in.startTime(start, "stage "+strconv.Itoa(info.ID))
 	}
-	tbl := in.table(in.str(info.Model), stage.Type)
+	tbl := in.table(in.str(info.Model), stage.Type, "")
 
 	sctx := ctx
 	var span trace.Span
@@ -291,7 +274,6 @@ func (in *Instrumenter) newRequest(ctx, parent context.Context, span trace.Span,
 	if kind == kindStage {
 		r.parent = parent
 	}
-	r.vouchAtStart(ctx)
 	return ctx, r
 }
 
@@ -307,8 +289,8 @@ func (in *Instrumenter) startTime(t time.Time, id string) time.Time {
 
 // table returns the attribute table of a model and stage type, counting a
 // model the histograms record as "_OTHER".
-func (in *Instrumenter) table(model, stageType string) *modelTable {
-	t, other := in.models.get(model, stageType)
+func (in *Instrumenter) table(model, stageType, modality string) *modelTable {
+	t, other := in.models.get(model, stageType, modality)
 	if other {
 		in.stats.otherModel()
 	}
@@ -323,30 +305,12 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 // SetAttributes records kv on the request (or stage) span, such as counts
 // known only at the end. Strings are bounded like every string otelomni
 // records. An attribute whose key otelomni sets itself is left out and
-// counted in Stats.Misuse, as for RequestInfo.Attributes. An
-// omni.output.modality set once the request's end has begun is not
-// recorded: the span's modality and the slow threshold the engine decides
-// by stay the same.
+// counted in Stats.Misuse, as for RequestInfo.Attributes.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 	if !r.recording() || r.span == nil {
 		return
 	}
-	kv = r.in.callerKVs("Request.SetAttributes", kv)
-	c, ok := modalityIn(kv)
-	if !ok || r.kind != kindRequest {
-		r.span.SetAttributes(kv...)
-		return
-	}
-	// The span's modality and the engine's change together, before the
-	// end (which sets ended under mu) reads them.
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended.Load() {
-		kv = withoutModality(kv)
-	} else {
-		r.modality.Store(c)
-	}
-	r.span.SetAttributes(kv...)
+	r.span.SetAttributes(r.in.callerKVs("Request.SetAttributes", kv)...)
 }
 
 // SetUsage records the token counts (gen_ai.usage.input_tokens and
@@ -507,8 +471,7 @@ func (r *Request) observeScope(at, now time.Time, err error) {
 	if d < 0 {
 		return
 	}
-	r.vouchSlow(d)
-	ctx := r.exemplarCtx(r.ctx)
+	ctx := r.ctx
 	if r.kind == kindStage {
 		opts := r.tbl.rec.scope
 		if err != nil {

@@ -37,7 +37,7 @@ var reservedKeys = map[attribute.Key]bool{
 	attrs.PhaseKey: true, attrs.StepKey: true, attrs.OutputIndexKey: true, attrs.OutputFinalKey: true,
 	attrs.RequestIDKey: true, attrs.StageIDKey: true, attrs.StageTypeKey: true, attrs.StageNameKey: true,
 	attrs.ReplicaIDKey: true, attrs.TransferFromStageKey: true, attrs.TransferToStageKey: true,
-	attrs.BatchIDKey: true, attrs.BatchSizeKey: true,
+	attrs.BatchIDKey: true, attrs.BatchSizeKey: true, attrs.OutputModalityKey: true,
 }
 
 // reservedError reports an attribute a caller gave whose key otelomni sets

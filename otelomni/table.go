@@ -21,29 +21,32 @@ import (
 // OpenTelemetry conventions write it.
 const otherValue = "_OTHER"
 
-// modelTable holds, for one model and stage type, what every phase's span
-// and measurement carry, built once:
+// modelTable holds, for one model, stage type and modality, what every
+// phase's span and measurement carry, built once:
 //
 //   - on spans, omni.phase and gen_ai.request.model, as a ready start
 //     option. The model is repeated on the phases because span-metrics
 //     generators (Tempo's, the collector's spanmetrics connector) see only
 //     a span's own attributes, and phase durations by model is what
 //     operators chart;
-//   - on measurements, the attribute sets of each histogram. No request id
-//     ever reaches a metric: it would make one series per request. The
-//     model is "_OTHER" beyond the cap on distinct models.
+//   - on measurements, the attribute sets of each histogram, with the
+//     request's omni.output.modality when it has one (one of the
+//     modalities attrs defines, else "_OTHER"). No request id ever reaches
+//     a metric: it would make one series per request. The model is
+//     "_OTHER" beyond the cap on distinct models.
 type modelTable struct {
-	model, stageType string
-	hasModel         bool
+	key      tableKey
+	model    string
+	hasModel bool
 	phaseKV          [plan.NumPhases][2]attribute.KeyValue
 	phaseOpt         [plan.NumPhases][]trace.SpanStartOption
 	rec              *recordSets
 }
 
-// recordSets are the metric attribute sets of one metric model and stage
-// type.
+// recordSets are the metric attribute sets of one metric model, stage type
+// and modality.
 type recordSets struct {
-	provider, model, stageType string
+	provider, model, stageType, modality string
 	phase                      [plan.NumPhases][]metric.RecordOption
 	// scope: gen_ai.request.model and omni.stage.type.
 	scope []metric.RecordOption
@@ -59,8 +62,8 @@ type recordSets struct {
 // it, a value is recorded as "_OTHER".
 const maxVariants = 32
 
-func newRecordSets(provider, model, stageType string) *recordSets {
-	s := &recordSets{provider: provider, model: model, stageType: stageType}
+func newRecordSets(provider string, k tableKey) *recordSets {
+	s := &recordSets{provider: provider, model: k.model, stageType: k.stageType, modality: k.modality}
 	base := s.base()
 	for p := spans.Phase(1); int(p) < plan.NumPhases; p++ {
 		s.phase[p] = recordSet(append(base, omniattr.Phase(p.String()))...)
@@ -70,7 +73,7 @@ func newRecordSets(provider, model, stageType string) *recordSets {
 	return s
 }
 
-// base is the model and stage type, each when known.
+// base is the model, stage type and modality, each when known.
 func (s *recordSets) base() []attribute.KeyValue {
 	var kv []attribute.KeyValue
 	if s.model != "" {
@@ -78,6 +81,9 @@ func (s *recordSets) base() []attribute.KeyValue {
 	}
 	if s.stageType != "" {
 		kv = append(kv, omniattr.StageType(s.stageType))
+	}
+	if s.modality != "" {
+		kv = append(kv, omniattr.OutputModality(s.modality))
 	}
 	return kv
 }
@@ -92,7 +98,22 @@ func (s *recordSets) requestBase() []attribute.KeyValue {
 	if s.model != "" {
 		kv = append(kv, omniattr.RequestModel(s.model))
 	}
+	if s.modality != "" {
+		kv = append(kv, omniattr.OutputModality(s.modality))
+	}
 	return kv
+}
+
+// metricModality returns the omni.output.modality a request's measurements
+// carry: a modality attrs defines as it is, "" for none, and "_OTHER" for
+// any other value, which comes from a client and must not make a series
+// per value.
+func metricModality(m string) string {
+	switch m {
+	case "", attrs.ModalityImage, attrs.ModalityVideo, attrs.ModalityAudio, attrs.ModalityText, attrs.ModalityLatent:
+		return m
+	}
+	return otherValue
 }
 
 // failedRequest returns the attributes of a failed request's measurement.
@@ -140,8 +161,9 @@ func (s *recordSets) variant(m *map[string][]metric.RecordOption, key string, bu
 	return o
 }
 
-func newModelTable(model, stageType string, rec *recordSets) *modelTable {
-	t := &modelTable{model: model, stageType: stageType, hasModel: model != "", rec: rec}
+func newModelTable(k tableKey, rec *recordSets) *modelTable {
+	model := k.model
+	t := &modelTable{key: k, model: model, hasModel: model != "", rec: rec}
 	n := 1
 	if t.hasModel {
 		n = 2
@@ -175,22 +197,23 @@ type modelCache struct {
 	sets   map[tableKey]*recordSets
 }
 
-type tableKey struct{ model, stageType string }
+type tableKey struct{ model, stageType, modality string }
 
 func (c *modelCache) init(limit int, provider string) {
 	c.limit, c.provider = limit, provider
 }
 
-// get returns the table of model and stageType, both already bounded. The
+// get returns the table of model, stageType and modality, all already
+// bounded (modality by metricModality). The
 // first limit distinct models get a table of their own, kept; any other
 // model gets a table built for the request, whose measurements record the
 // model as "_OTHER": a client that sends many model names must grow neither
 // the engine's memory nor the metrics backend's series.
-func (c *modelCache) get(model, stageType string) (*modelTable, bool) {
-	if t := c.last.Load(); t != nil && t.model == model && t.stageType == stageType {
+func (c *modelCache) get(model, stageType, modality string) (*modelTable, bool) {
+	k := tableKey{model, stageType, modality}
+	if t := c.last.Load(); t != nil && t.key == k {
 		return t, false
 	}
-	k := tableKey{model, stageType}
 	c.mu.Lock()
 	if t, ok := c.tables[k]; ok {
 		c.mu.Unlock()
@@ -201,23 +224,22 @@ func (c *modelCache) get(model, stageType string) (*modelTable, bool) {
 		c.tables, c.models, c.sets = map[tableKey]*modelTable{}, map[string]bool{}, map[tableKey]*recordSets{}
 	}
 	if !c.models[model] && len(c.models) >= c.limit {
-		rec := c.setsLocked(otherValue, stageType)
+		rec := c.setsLocked(tableKey{otherValue, stageType, modality})
 		c.mu.Unlock()
-		return newModelTable(model, stageType, rec), true
+		return newModelTable(k, rec), true
 	}
 	c.models[model] = true
-	t := newModelTable(model, stageType, c.setsLocked(model, stageType))
+	t := newModelTable(k, c.setsLocked(k))
 	c.tables[k] = t
 	c.mu.Unlock()
 	c.last.Store(t)
 	return t, false
 }
 
-func (c *modelCache) setsLocked(model, stageType string) *recordSets {
-	k := tableKey{model, stageType}
+func (c *modelCache) setsLocked(k tableKey) *recordSets {
 	s, ok := c.sets[k]
 	if !ok {
-		s = newRecordSets(c.provider, model, stageType)
+		s = newRecordSets(c.provider, k)
 		c.sets[k] = s
 	}
 	return s

@@ -113,7 +113,7 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	}
 	connector := r.in.str(rec.Connector)
 	if r.met != nil && rec.Bytes > 0 {
-		r.met.size.Record(r.exemplarCtx(r.parent), rec.Bytes, r.tbl.rec.transfer(connector)...)
+		r.met.size.Record(r.parent, rec.Bytes, r.tbl.rec.transfer(connector)...)
 	}
 	if !iv.Measured() {
 		return errors.Join(bad...)
