@@ -26,7 +26,7 @@ type Instrumenter struct {
 	// tracer is nil when the tracer provider is a no-op one.
 	tracer trace.Tracer
 	// met is nil when the meter provider is a no-op one.
-	met *instruments
+	met    *instruments
 	models modelCache
 	stats  counters
 	// noFieldsSaid: the first Inject or Extract with a propagator that

@@ -38,16 +38,16 @@ type modelTable struct {
 	key      tableKey
 	model    string
 	hasModel bool
-	phaseKV          [plan.NumPhases][2]attribute.KeyValue
-	phaseOpt         [plan.NumPhases][]trace.SpanStartOption
-	rec              *recordSets
+	phaseKV  [plan.NumPhases][2]attribute.KeyValue
+	phaseOpt [plan.NumPhases][]trace.SpanStartOption
+	rec      *recordSets
 }
 
 // recordSets are the metric attribute sets of one metric model, stage type
 // and modality.
 type recordSets struct {
 	provider, model, stageType, modality string
-	phase                      [plan.NumPhases][]metric.RecordOption
+	phase                                [plan.NumPhases][]metric.RecordOption
 	// scope: gen_ai.request.model and omni.stage.type.
 	scope []metric.RecordOption
 	// request: the GenAI request attributes (operation, provider, model).
