@@ -39,14 +39,19 @@ type Batch struct {
 	in    *Instrumenter
 	span  trace.Span
 	start time.Time
+	clk   clock
 	ref   batchRef
 	mu    sync.Mutex
-	done  bool
-	// recording counts the members being recorded (Record) outside mu: the
-	// batch's end waits for them on cond, so that the batch links every
-	// exec that links it.
+	// done says End was called; endAt and endErr are the end it gave.
+	done   bool
+	endAt  time.Time
+	endErr error
+	// recording counts the members being recorded (Record) outside mu. The
+	// batch's span ends once none is: the last of them ends it, at endAt,
+	// after linking its exec, so that the batch links every exec that
+	// links it and End never waits.
 	recording int
-	cond      *sync.Cond
+	spanEnded bool
 	// pending are the members not linked yet: at the end, their request
 	// spans are.
 	pending map[*Request]bool
@@ -97,23 +102,25 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 		return nil
 	}
 	id := in.str(info.ID)
+	clk := newClock()
 	start := info.Start
 	if !start.IsZero() {
 		start = in.startTime(start, "batch "+id)
+	}
+	if start.IsZero() {
+		start = clk.base
 	}
 	kv := []attribute.KeyValue{omniattr.BatchID(id), omniattr.BatchSize(len(members))}
 	if info.Model != "" {
 		kv = append(kv, omniattr.RequestModel(in.str(info.Model)))
 	}
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...)}
-	if !start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(start))
-	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...),
+		trace.WithTimestamp(start)}
 	_, span := in.tracer.Start(ctx, spans.BatchSpanName, opts...)
 	if !span.IsRecording() {
 		return nil
 	}
-	b := &Batch{in: in, span: span, start: startOr(start), ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
+	b := &Batch{in: in, span: span, start: start, clk: clk, ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
 		pending: map[*Request]bool{}}
 	for _, m := range members {
 		// No one else holds b yet: its links cannot race its end.
@@ -174,8 +181,7 @@ func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 	b.mu.Unlock()
 	ref := batchRef{id: b.ref.id, size: b.ref.size, sc: b.ref.sc}
 	defer func() {
-		// Also when a span processor panicked: the end must not wait for
-		// this record forever.
+		// Also when a span processor panicked: the batch's span must end.
 		b.mu.Lock()
 		switch {
 		case len(ref.members) > 0 && pending:
@@ -184,18 +190,22 @@ func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 		case len(ref.members) == 0 && !pending:
 			b.links-- // its place is free again
 		}
-		b.recording--
-		if b.recording == 0 && b.cond != nil {
-			b.cond.Broadcast()
+		// The batch's span has not ended: it waits for this record.
+		for _, sc := range ref.members {
+			b.span.AddLink(trace.Link{SpanContext: sc})
 		}
+		b.recording--
+		last := b.done && b.recording == 0 && !b.spanEnded
+		if last {
+			b.spanEnded = true
+		}
+		at, err := b.endAt, b.endErr
 		b.mu.Unlock()
+		if last {
+			b.endSpan(at, err)
+		}
 	}()
-	err := req.recordDiffusion(rec, &ref)
-	// The batch has not ended: its end waits for this record.
-	for _, sc := range ref.members {
-		b.span.AddLink(trace.Link{SpanContext: sc})
-	}
-	return err
+	return req.recordDiffusion(rec, &ref)
 }
 
 // SpanContext returns the batch span's context; an invalid one on a nil
@@ -239,36 +249,47 @@ func (b *Batch) end(t time.Time, err error) error {
 		return errBatchEnded
 	}
 	b.done = true
-	for b.recording > 0 {
-		// A member is being recorded on another goroutine: its exec links
-		// the batch, so the batch links it before it ends.
-		if b.cond == nil {
-			b.cond = sync.NewCond(&b.mu)
-		}
-		b.cond.Wait()
+	now := b.clk.now()
+	var bad error
+	switch {
+	case t.IsZero() && b.start.After(now):
+		t = b.start // a start given later than now: it ends no earlier
+	case t.IsZero():
+		t = now
+	case t.Before(b.start):
+		bad = &scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("EndAt(%v) is before its start (%v); ended there", t, b.start)}
+		t = b.start
 	}
-	pending := b.pending
-	b.pending = nil
-	b.mu.Unlock()
-	for m := range pending {
+	// The members not linked yet are linked both ways by their request
+	// spans, before the batch's span ends, or not at all when they have
+	// ended.
+	for m := range b.pending {
 		if sc, ok := m.linkBatch(b.ref.sc); ok {
 			b.span.AddLink(trace.Link{SpanContext: sc})
 		}
 	}
+	b.pending = nil
+	b.endAt, b.endErr = t, err
+	last := b.recording == 0
+	if last {
+		b.spanEnded = true
+	}
+	b.mu.Unlock()
+	if bad != nil {
+		b.in.stats.clampedEnd(bad.Error())
+	}
+	if last {
+		b.endSpan(t, err)
+	}
+	return bad
+}
+
+// endSpan ends the batch's span at t, failed when err is not nil.
+func (b *Batch) endSpan(t time.Time, err error) {
 	if err != nil {
 		markError(b.in, b.span, err)
 	}
-	var bad error
-	if t.IsZero() && !b.start.IsZero() && b.start.After(time.Now()) {
-		t = b.start
-	}
-	if !t.IsZero() && t.Before(b.start) {
-		bad = &scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("EndAt(%v) is before its start (%v); ended there", t, b.start)}
-		b.in.stats.clampedEnd(bad.Error())
-		t = b.start
-	}
 	endSpanAt(b.span, t)
-	return bad
 }
 
 // How a member joins a batch at its start.
@@ -285,20 +306,25 @@ const (
 	joinLater
 )
 
-// joinBatch puts r's open exec in batch b: its id, size and a link to it.
-// It returns the exec's span context to link the batch to. The exec's end
-// and the request's wait for the join, so that the exec is linked before
-// it ends, or not at all.
+// joinBatch puts r's open exec in batch b: its id, size and a link to it,
+// set under r's lock, so that the exec cannot end in between. It returns
+// the exec's span context to link the batch to.
 func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 	if !r.recording() || r.span == nil {
 		return trace.SpanContext{}, joinNever
 	}
 	r.mu.Lock()
-	if r.ended.Load() {
+	if r.ended {
 		r.mu.Unlock()
 		return trace.SpanContext{}, joinNever
 	}
-	if !r.exec.set || r.exec.closed || r.exec.span == nil {
+	var exec *openPhase
+	if r.exec.live != 0 {
+		exec = r.open.find(r.exec.live)
+	}
+	if exec == nil || exec.starting || exec.span == nil {
+		// No live exec, or one whose span is still starting: its exec is
+		// to be recorded, or its request span is linked at the batch's end.
 		r.mu.Unlock()
 		return trace.SpanContext{}, joinLater
 	}
@@ -308,31 +334,24 @@ func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 		return trace.SpanContext{}, joinNever
 	}
 	r.exec.batch = b
-	exec, live := r.exec.span, r.exec.live
-	r.childrenStarting++
-	r.starting.Add(1)
+	// A span's attributes and links, not its processors: cheap, and safe
+	// under the lock.
+	exec.span.SetAttributes(omniattr.BatchID(b.id), omniattr.BatchSize(b.size))
+	exec.span.AddLink(trace.Link{SpanContext: b.sc})
+	sc := exec.span.SpanContext()
 	r.mu.Unlock()
-	defer func() {
-		r.startedUnder(live)
-		r.startDone()
-	}()
-	exec.SetAttributes(omniattr.BatchID(b.id), omniattr.BatchSize(b.size))
-	exec.AddLink(trace.Link{SpanContext: b.sc})
-	return exec.SpanContext(), joinedExec
+	return sc, joinedExec
 }
 
-// linkBatch links r's request (or stage) span to the batch at sc, and
-// returns the span's context for the batch to link back; false when r has
-// ended: then neither link is made. The request's end waits for the link.
+// linkBatch links r's request (or stage) span to the batch at sc, under r's
+// lock, and returns the span's context for the batch to link back; false
+// when r has ended: then neither link is made.
 func (r *Request) linkBatch(sc trace.SpanContext) (trace.SpanContext, bool) {
 	r.mu.Lock()
-	if r.ended.Load() {
-		r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.ended || r.starting {
 		return trace.SpanContext{}, false
 	}
-	r.starting.Add(1)
-	r.mu.Unlock()
-	defer r.startDone()
 	r.span.AddLink(trace.Link{SpanContext: sc})
 	return r.span.SpanContext(), true
 }

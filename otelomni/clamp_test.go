@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -147,8 +148,8 @@ func TestTimeToFirstOutputCountsOnce(t *testing.T) {
 	m := newMetered(t, true)
 	now := time.Now()
 	_, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "ttfo", Start: now})
-	_ = req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, spans.Between(now.Add(time.Millisecond), now.Add(2*time.Millisecond)), nil)
-	req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End(nil)
+	_ = req.RecordPhase(spans.Postprocess, spans.Between(now.Add(time.Millisecond), now.Add(2*time.Millisecond)), nil, attrs.OutputIndexKey.Int(0))
+	req.StartPhase(context.Background(), spans.Postprocess, attrs.OutputIndexKey.Int(0)).End(nil)
 	_ = req.MarkOutput(false, now.Add(3*time.Millisecond))
 	req.End(nil)
 	ttfo := m.histograms(t)["gen_ai.server.time_to_first_token"]

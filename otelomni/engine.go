@@ -61,17 +61,26 @@ type Engine struct {
 	span   trace.Span
 	ctx    context.Context
 	start  time.Time
+	clk    clock
 
 	mu    sync.Mutex
 	ended bool
-	// open holds the live steps started and not ended: ending the start
-	// ends them first.
-	open map[uint32]trace.Span
+	// endAt is the end the engine's start was given: its steps still
+	// starting end there, ended by the goroutine starting them.
+	endAt time.Time
+	// open are its steps started and not ended; a nil span is one still
+	// starting.
+	open map[uint32]*engineStep
 	next uint32
-	// starting counts the steps being started or ended outside mu: End
-	// waits for them on cond.
-	starting int
-	cond     *sync.Cond
+}
+
+// engineStep is one step of an engine's start, open.
+type engineStep struct {
+	span  trace.Span
+	start time.Time
+	// endAt is set when the engine's start ended while its span was
+	// starting.
+	endAt time.Time
 }
 
 // EnginePhase is a step of an engine's start on the live path.
@@ -89,25 +98,17 @@ func (p EnginePhase) End(err error) {
 	}
 	e := p.e
 	e.mu.Lock()
-	_, open := e.open[p.id]
-	if !open {
+	if _, open := e.open[p.id]; !open {
 		e.mu.Unlock()
 		return
 	}
 	delete(e.open, p.id)
-	// Counted as a start in flight: the engine's start ends after this
-	// step does, never before.
-	e.starting++
+	at := e.clk.now()
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.startDoneLocked()
-		e.mu.Unlock()
-	}()
 	if err != nil {
 		markError(p.e.in, p.span, err)
 	}
-	p.span.End()
+	endSpanAt(p.span, at)
 }
 
 // SetAcceleratorMemory records the accelerator memory in use after a load
@@ -147,22 +148,24 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 		kv = append(kv, omniattr.EngineModel(in.str(info.Model)))
 	}
 	kv = append(kv, in.callerKVs("EngineInfo.Attributes", info.Attributes)...)
+	clk := newClock()
 	start := info.Start
 	if !start.IsZero() {
 		start = in.startTime(start, "engine")
 	}
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...)}
+	if start.IsZero() {
+		start = clk.base
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...),
+		trace.WithTimestamp(start)}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
-	}
-	if !start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(start))
 	}
 	ctx, span := in.tracer.Start(ctx, spans.EngineStartSpanName, opts...)
 	if !span.IsRecording() {
 		return nil
 	}
-	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: startOr(start)}
+	return &Engine{in: in, tracer: in.tracer, span: span, ctx: ctx, start: start, clk: clk}
 }
 
 // Context returns a context that holds the omni.engine.start span, for
@@ -239,46 +242,48 @@ func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
 }
 
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
-	if err := engineBeforeStart(name, e.start); err != nil {
-		e.in.stats.conflict(err)
-		return EnginePhase{}
-	}
 	e.mu.Lock()
 	if e.ended {
 		e.mu.Unlock()
 		e.in.stats.misused(name + " started after the engine's start ended")
 		return EnginePhase{}
 	}
-	e.starting++
+	start := e.clk.now()
+	if start.Before(e.start) {
+		e.mu.Unlock()
+		e.in.stats.conflict(&stepError{name: name, err: errBeforeScopeStart})
+		return EnginePhase{}
+	}
+	e.next++
+	id := e.next
+	if e.open == nil {
+		e.open = map[uint32]*engineStep{}
+	}
+	st := &engineStep{start: start}
+	e.open[id] = st
 	e.mu.Unlock()
 	started := false
 	defer func() {
-		if !started { // a span processor panicked: nothing may wait for this start
+		if !started { // a span processor panicked: the step is not open
 			e.mu.Lock()
-			e.startDoneLocked()
+			delete(e.open, id)
 			e.mu.Unlock()
 		}
 	}()
-	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...))
-	e.mu.Lock()
-	e.next++
-	if e.open == nil {
-		e.open = map[uint32]trace.Span{}
-	}
-	e.open[e.next] = span
-	p := EnginePhase{e: e, id: e.next, span: span}
+	_, span := e.tracer.Start(e.ctx, name, trace.WithAttributes(kv...), trace.WithTimestamp(start))
 	started = true
-	e.startDoneLocked()
-	e.mu.Unlock()
-	return p
-}
-
-// startDoneLocked ends a step's start, waking an End that waits for it.
-func (e *Engine) startDoneLocked() {
-	e.starting--
-	if e.starting == 0 && e.cond != nil {
-		e.cond.Broadcast()
+	e.mu.Lock()
+	if !st.endAt.IsZero() {
+		// The engine's start ended while this span started: it ends there.
+		at := st.endAt
+		delete(e.open, id)
+		e.mu.Unlock()
+		endSpanAt(span, at)
+		return EnginePhase{}
 	}
+	st.span = span
+	e.mu.Unlock()
+	return EnginePhase{e: e, id: id, span: span}
 }
 
 // stepError reports an engine step that made no span.
@@ -306,22 +311,24 @@ func (e *Engine) End(err error) {
 		return
 	}
 	e.ended = true
-	for e.starting > 0 {
-		// A step is starting on another goroutine: end after it, so that
-		// it does not outlive the start.
-		if e.cond == nil {
-			e.cond = sync.NewCond(&e.mu)
-		}
-		e.cond.Wait()
-	}
-	open := e.open
-	e.open = nil
-	e.mu.Unlock()
-	var at time.Time
-	if e.start.After(time.Now()) {
+	at := e.clk.now()
+	clamped := false
+	if e.start.After(at) {
 		// A start given later than now: the span ends no earlier.
+		at, clamped = e.start, true
+	}
+	var open []trace.Span
+	for id, st := range e.open {
+		if st.span == nil {
+			st.endAt = at // still starting: its starter ends it here
+			continue
+		}
+		open = append(open, st.span)
+		delete(e.open, id)
+	}
+	e.mu.Unlock()
+	if clamped {
 		e.in.stats.clampedEnd("an engine's start ended before its given start; ended there")
-		at = e.start
 	}
 	// Steps still open end first, at the same moment.
 	for _, s := range open {
@@ -331,13 +338,4 @@ func (e *Engine) End(err error) {
 		markError(e.in, e.span, err)
 	}
 	endSpanAt(e.span, at)
-}
-
-// startOr returns a start given, or else now: read after the span
-// started, no earlier than its own start.
-func startOr(given time.Time) time.Time {
-	if given.IsZero() {
-		return time.Now()
-	}
-	return given
 }

@@ -39,7 +39,8 @@ func ExampleRequest_StartPhase() {
 	// This model has no pre-processor: no preprocess phase, so no span.
 	exec := req.StartPhase(context.Background(), spans.Exec)
 	req.StartPhase(context.Background(), spans.QueueWait).End(nil) // admitted at once
-	fwd := req.StartPhase(ctx, spans.Forward)
+	_ = ctx
+	fwd := exec.StartPhase(spans.Forward) // a part of exec: started from it
 	// ... the denoising loop, under fwd.Context()
 	fwd.End(nil)
 	exec.End(nil)

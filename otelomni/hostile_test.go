@@ -169,13 +169,14 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 			return req.Record(&spans.DiffusionRecord{Exec: spans.Between(time.Unix(-10, 0), time.Unix(-5, 0))})
 		}, spans.ErrOutOfRange},
 		{"EndAt(year 9999)", func(req *otelomni.Request) error { return req.EndAt(y9999, nil) }, nil},
-		{"MarkLLMAt(year 9999)", func(req *otelomni.Request) error { return req.MarkLLM(otelomni.LLMQueued, y9999) }, spans.ErrOutOfRange},
+		{"an LLM phase ending in year 9999", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.LLMQueue, spans.Between(time.Now(), y9999), nil)
+		}, spans.ErrOutOfRange},
 		{"MarkOutput in year 9999", func(req *otelomni.Request) error {
 			return req.MarkOutput(true, y9999)
 		}, spans.ErrOutOfRange},
-		{"a transfer header from before 1970", func(req *otelomni.Request) error {
-			h := spans.TransferHeader{FromStage: 0, TxStart: -2e9, TxEnd: -1e9}
-			return req.StartReceive(h).End()
+		{"a transfer sent before 1970", func(req *otelomni.Request) error {
+			return req.RecordTransfer(spans.TransferRecord{FromStage: 0, Tx: spans.Between(time.Unix(-2, 0), time.Unix(-1, 0))})
 		}, spans.ErrOutOfRange},
 	}
 	for _, tc := range cases {
@@ -386,7 +387,9 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 			return nil
 		}, nil, spans.Forward, 0, true},
 		{"a live forward after its exec ended is refused", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
-			req.StartPhase(ctx, spans.Exec).End(nil)
+			e := req.StartPhase(ctx, spans.Exec)
+			e.End(nil)
+			e.StartPhase(spans.Forward).End(nil)
 			req.StartPhase(ctx, spans.Forward).End(nil)
 			return nil
 		}, nil, spans.Forward, 0, true},
@@ -396,7 +399,7 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 		}, nil, spans.Postprocess, 1, true},
 		{"ending exec ends a forward still open inside it", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
 			e := req.StartPhase(ctx, spans.Exec)
-			f := req.StartPhase(ctx, spans.Forward)
+			f := e.StartPhase(spans.Forward)
 			e.End(nil)
 			f.End(nil) // already ended with its exec: does nothing
 			return nil
@@ -699,9 +702,9 @@ func TestSpanProcessorsNeverRunUnderOtelomnisLocks(t *testing.T) {
 		p.req.Store(req)
 		exec := req.StartPhase(ctx, spans.Exec)
 		_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()), nil)
-		req.StartPhase(ctx, spans.Forward).End(nil)
+		exec.StartPhase(spans.Forward).End(nil)
 		exec.End(nil)
-		_ = req.MarkLLM(otelomni.LLMQueued, time.Now())
+		_ = req.RecordPhase(spans.LLMQueue, spans.Between(t0, time.Now()), nil)
 		_ = req.MarkOutput(true, time.Now())
 		b := in.StartBatch(ctx, otelomni.BatchInfo{ID: "b"}, req)
 		b.End(nil)
@@ -793,7 +796,7 @@ func TestAPartStartingWhileItsExecEndsEndsWithIt(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "race"})
 	exec := req.StartPhase(ctx, spans.Exec)
 	part := make(chan otelomni.ActivePhase)
-	go func() { part <- req.StartPhase(ctx, spans.KVRecv) }()
+	go func() { part <- exec.StartPhase(spans.KVRecv) }()
 	<-y.started
 	ended := make(chan struct{})
 	go func() { exec.End(nil); close(ended) }() // races the part's start
@@ -812,17 +815,17 @@ func TestPerOutputPhasesAndStepsAreMeasuredOnceEach(t *testing.T) {
 	t0 := time.Now()
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "o", Start: t0})
 	iv := spans.Between(t0, t0.Add(time.Millisecond))
-	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv, nil); err != nil {
+	if err := req.RecordPhase(spans.Postprocess, iv, nil, attrs.OutputIndexKey.Int(0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, iv, nil); !errors.Is(err, spans.ErrDuplicatePhase) {
+	if err := req.RecordPhase(spans.Postprocess, iv, nil, attrs.OutputIndexKey.Int(0)); !errors.Is(err, spans.ErrDuplicatePhase) {
 		t.Errorf("output 0's postprocess twice: %v", err)
 	}
-	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 0}).End(nil) // refused
-	req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: 1}).End(nil) // another output: kept
+	req.StartPhase(ctx, spans.Postprocess, attrs.OutputIndexKey.Int(0)).End(nil) // refused
+	req.StartPhase(ctx, spans.Postprocess, attrs.OutputIndexKey.Int(1)).End(nil) // another output: kept
 	f := req.StartPhase(ctx, spans.Forward)
-	req.StartStep(ctx, 0).End(nil)
-	req.StartStep(ctx, 0).End(nil) // refused
+	f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
+	f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil) // refused
 	f.End(nil)
 	if err := req.MarkOutput(true, time.Now()); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -122,7 +123,9 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 			r.met.perStep.Record(ctx, secs/float64(steps), r.tbl.rec.scope...)
 		}
 	}
-	if p == spans.Postprocess && output == 0 {
+	// The first output: the first output's postprocess at a diffusion
+	// stage, the first token at an LLM stage.
+	if p == spans.Postprocess && output == 0 || p == plan.LLMPrefill {
 		r.firstOutput(ctx, end)
 	}
 }

@@ -280,7 +280,7 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", NumInferenceSteps: 10})
 				p := req.StartPhase(ctx, spans.Exec)
-				req.StartPhase(ctx, spans.Forward) // still open when exec ends: ended with it
+				p.StartPhase(spans.Forward) // still open when exec ends: ended with it
 				p.End(nil)
 				p.End(nil) // twice: counted once
 				req.StartPhase(ctx, spans.Postprocess).End(nil)
@@ -358,10 +358,9 @@ func TestTimeToFirstTokenFromAnLLMStagesFirstToken(t *testing.T) {
 	t0 := time.Now()
 	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: t0})
 	_, st := m.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})
-	_ = st.MarkLLM(otelomni.LLMQueued, t0.Add(time.Millisecond))
-	_ = st.MarkLLM(otelomni.LLMScheduled, t0.Add(2*time.Millisecond))
-	_ = st.MarkLLM(otelomni.LLMFirstToken, t0.Add(40*time.Millisecond))
-	_ = st.MarkLLM(otelomni.LLMLastToken, t0.Add(90*time.Millisecond))
+	_ = st.RecordPhase(spans.LLMQueue, spans.Between(t0.Add(time.Millisecond), t0.Add(2*time.Millisecond)), nil)
+	_ = st.RecordPhase(spans.LLMPrefill, spans.Between(t0.Add(2*time.Millisecond), t0.Add(40*time.Millisecond)), nil)
+	_ = st.RecordPhase(spans.LLMDecode, spans.Between(t0.Add(40*time.Millisecond), t0.Add(90*time.Millisecond)), nil)
 	st.End(nil)
 	req.End(nil)
 	ttft := m.histograms(t)["gen_ai.server.time_to_first_token"]

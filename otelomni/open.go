@@ -13,106 +13,131 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
+// clock reads the times of one request (or engine, or batch): each
+// reading is the base plus the monotonic time elapsed since it. The
+// wall-clock times the spans carry then differ by exactly the durations
+// the histograms record, whatever the wall clock does meanwhile (an NTP
+// step cannot make a span negative or its measurement differ from it).
+type clock struct{ base time.Time }
+
+func newClock() clock { return clock{base: time.Now()} }
+
+func (c clock) now() time.Time { return c.base.Add(time.Since(c.base)) }
+
 // openPhase is a live phase started and not yet ended.
 type openPhase struct {
-	span trace.Span // nil when the request records metrics only
-	ctx  context.Context
-	// start is set when there is no SDK span to ask.
+	// span is nil when the request records metrics only; while starting,
+	// its span is being started on the goroutine that started it.
+	span trace.Span
+	// spanCtx holds span: the parent context of the parts started under
+	// it. ctx is the caller's context, which the phase's Context derives
+	// from.
+	spanCtx, ctx context.Context
+	// start is the reading the span started at and the measurement
+	// starts from.
 	start time.Time
+	// endAt is set when its parent or request ended while its span was
+	// starting: the goroutine that starts it ends it there.
+	endAt time.Time
 	id    uint32
 	// parentLive is the id of the live phase it hangs under (its exec or
-	// forward), 0 when it hangs under the request or a recorded phase.
+	// forward), 0 when it hangs under the request.
 	parentLive uint32
 	output     int32
 	phase      spans.Phase
+	starting   bool
 }
 
-// openPhases is the set of live phases started and not yet ended. Most
-// requests have a few open at once, so they live inline; ids grow with the
-// start order, which drain restores.
+// openPhases is the set of live phases started and not yet ended, in start
+// order (ids grow with it). Most requests have a few open at once: they
+// live inline.
 type openPhases struct {
-	next  uint32
-	n     int
-	small [3]openPhase
-	more  []openPhase
+	next uint32
+	list []openPhase
+	buf  [4]openPhase
 }
 
 func (o *openPhases) add(p openPhase) uint32 {
+	if o.list == nil {
+		o.list = o.buf[:0]
+	}
 	o.next++
 	p.id = o.next
-	if o.n < len(o.small) {
-		o.small[o.n] = p
-		o.n++
-	} else {
-		o.more = append(o.more, p)
-	}
+	o.list = append(o.list, p)
 	return p.id
 }
 
-// remove removes the phase with id and returns it. It moves the last phase
-// into the hole: order is by id, restored by all.
-func (o *openPhases) remove(id uint32) (openPhase, bool) {
-	for i := 0; i < o.n; i++ {
-		if o.small[i].id == id {
-			p := o.small[i]
-			if k := len(o.more); k > 0 {
-				o.small[i] = o.more[k-1]
-				o.more = o.more[:k-1]
-			} else {
-				o.n--
-				o.small[i] = o.small[o.n]
-				o.small[o.n] = openPhase{}
-			}
-			return p, true
+// find returns the open phase id, or nil. The pointer is valid until the
+// set changes.
+func (o *openPhases) find(id uint32) *openPhase {
+	for i := range o.list {
+		if o.list[i].id == id {
+			return &o.list[i]
 		}
 	}
-	for i, m := range o.more {
-		if m.id == id {
-			o.more = slices.Delete(o.more, i, i+1)
-			return m, true
+	return nil
+}
+
+// remove removes the phase id and returns it.
+func (o *openPhases) remove(id uint32) (openPhase, bool) {
+	for i := range o.list {
+		if o.list[i].id == id {
+			p := o.list[i]
+			o.list = slices.Delete(o.list, i, i+1)
+			return p, true
 		}
 	}
 	return openPhase{}, false
 }
 
-// all returns the open phases in start order.
-func (o *openPhases) all() []openPhase {
-	out := make([]openPhase, 0, o.n+len(o.more))
-	out = append(out, o.small[:o.n]...)
-	out = append(out, o.more...)
-	slices.SortFunc(out, func(a, b openPhase) int { return int(a.id) - int(b.id) })
-	return out
-}
-
-// removeUnder removes and returns, in start order, the phases that hang
-// under the live phase id, and those under them.
-func (o *openPhases) removeUnder(id uint32) []openPhase {
-	if o.n == 0 {
-		return nil
-	}
+// takeUnder ends, at at, the phases under the live phase id and those under
+// them: it removes and returns, in start order, those whose span has
+// started, and marks those still starting to end at at (their starter ends
+// them).
+func (o *openPhases) takeUnder(id uint32, at time.Time) []openPhase {
 	var out []openPhase
-	parents := []uint32{id}
-	for _, p := range o.all() {
-		for _, q := range parents {
-			if p.parentLive == q {
-				out = append(out, p)
-				parents = append(parents, p.id)
-				break
-			}
+	parents := [4]uint32{id}
+	under := parents[:1]
+	for i := 0; i < len(o.list); {
+		p := &o.list[i]
+		if !slices.Contains(under, p.parentLive) {
+			i++
+			continue
 		}
-	}
-	for _, p := range out {
-		o.remove(p.id)
+		under = append(under, p.id)
+		if p.starting {
+			p.endAt = at
+			i++
+			continue
+		}
+		out = append(out, *p)
+		o.list = slices.Delete(o.list, i, i+1)
 	}
 	return out
 }
 
-// drain empties the set and returns its phases in start order.
-func (o *openPhases) drain() []openPhase {
-	if o.n == 0 && len(o.more) == 0 {
-		return nil
+// takeAll ends every open phase at at, as takeUnder does.
+func (o *openPhases) takeAll(at time.Time) []openPhase {
+	var out []openPhase
+	for i := 0; i < len(o.list); {
+		p := &o.list[i]
+		if p.starting {
+			p.endAt = at
+			i++
+			continue
+		}
+		out = append(out, *p)
+		o.list = slices.Delete(o.list, i, i+1)
 	}
-	out := o.all()
-	*o = openPhases{next: o.next}
 	return out
+}
+
+// latestStart returns the latest start of an open phase, or the zero time
+// when none is open.
+func (o *openPhases) latestStart() time.Time {
+	var t time.Time
+	for i := range o.list {
+		t = later(t, o.list[i].start)
+	}
+	return t
 }

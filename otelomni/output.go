@@ -26,35 +26,35 @@ import (
 // start (spans.ErrEndBeforeStart): outputs are marked in their order, each
 // with a t no earlier than the one before (mark a request's outputs from
 // the goroutine that emits them). The outputs of a diffusion stage are its
-// per-output phases instead ([Request.StartOutputPhase]).
+// per-output phases instead ([Request.StartPhase] with attrs.OutputIndexKey).
 func (r *Request) MarkOutput(final bool, t time.Time) error {
 	if !r.recording() {
 		return nil
 	}
 	r.mu.Lock()
-	if r.ended.Load() {
+	if r.ended {
 		r.mu.Unlock()
 		r.in.stats.misused("an output marked on a request that had already ended")
 		return ErrRequestEnded
 	}
-	if r.outputs > maxIndex {
+	if n := r.outputs; n > maxIndex {
 		r.mu.Unlock()
-		return r.in.outOfRange("output index", int64(r.outputs), 0, maxIndex, "no span emitted", ErrInvalidPhase)
+		return r.in.outOfRange("output index", int64(n), 0, maxIndex, "no span emitted", ErrInvalidPhase)
 	}
 	// Read under the lock: an output marked on another goroutine at the
 	// same time is either before this one or after it.
 	start := r.lastOutput
 	if start.IsZero() {
-		start = r.scopeStart()
+		start = r.start
 	}
-	out := spans.Output{Index: r.outputs, Final: final}
+	out := output{index: r.outputs, final: final}
 	iv := spans.Between(start, t)
-	if err := intervalError(0, out.Index, -1, iv); err != nil {
+	if err := intervalError(0, out.index, -1, iv); err != nil {
 		r.mu.Unlock()
 		r.in.stats.reject(err)
 		return err
 	}
-	r.claimOutputLocked(out.Index, iv)
+	r.claimOutputLocked(out.index, iv)
 	r.mu.Unlock()
 	r.emitOutput(out, iv)
 	return nil
@@ -69,19 +69,26 @@ func (r *Request) claimOutputLocked(i int, iv spans.Interval) {
 	r.lastEnd = later(r.lastEnd, iv.End())
 }
 
-func (r *Request) emitOutput(out spans.Output, iv spans.Interval) {
+// output is one output of a request: its index, from 0, and whether it
+// finishes the stage.
+type output struct {
+	index int
+	final bool
+}
+
+func (r *Request) emitOutput(out output, iv spans.Interval) {
 	ctx := r.ctx
 	if r.span != nil {
 		kv := make([]attribute.KeyValue, 0, 3)
 		if r.tbl.hasModel {
 			kv = append(kv, omniattr.RequestModel(r.tbl.model))
 		}
-		kv = append(kv, omniattr.OutputIndex(out.Index), omniattr.OutputFinal(out.Final))
+		kv = append(kv, omniattr.OutputIndex(out.index), omniattr.OutputFinal(out.final))
 		var span trace.Span
 		ctx, span = r.tracer.Start(r.ctx, spans.OutputSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 		span.End(trace.WithTimestamp(iv.End()))
 	}
-	if out.Index == 0 {
+	if out.index == 0 {
 		r.firstOutput(ctx, iv.End())
 	}
 }
@@ -89,10 +96,17 @@ func (r *Request) emitOutput(out spans.Output, iv spans.Interval) {
 // firstOutput records the time from the scope's start to its first output,
 // once per scope whichever path reports that output.
 func (r *Request) firstOutput(ctx context.Context, at time.Time) {
-	if r.met == nil || !r.firstOut.CompareAndSwap(false, true) {
+	if r.met == nil {
 		return
 	}
-	d := at.Sub(r.scopeStart())
+	r.mu.Lock()
+	first := !r.firstOut
+	r.firstOut = true
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	d := at.Sub(r.start)
 	if d < 0 {
 		r.in.stats.reject(&scopeError{id: r.id, what: fmt.Sprintf("first output at %v, before its start; not recorded", at)})
 		return

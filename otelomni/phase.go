@@ -6,126 +6,234 @@ package otelomni
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
 
-// The starts of a live phase: StartPhase and the calls like it hand the
-// phase to the tree's rules (admitLive, in rules.go), start its span and
-// return its ActivePhase (active.go).
+// The starts of a live phase: Request.StartPhase and ActivePhase.StartPhase
+// hand the phase to the tree's rules (admitLiveLocked, in rules.go), start
+// its span and return its ActivePhase (active.go).
 
-// StartPhase starts phase p now, under its parent in the tree: kv_recv,
-// forward and vae_decode under exec (once exec has started; without an exec
-// they hang under the request), the other phases directly under the request
-// (or stage) span. ctx is the caller's context: the phase's
-// [ActivePhase.Context] derives from it. kv adds attributes of the
-// caller's own; one whose key otelomni sets itself (the phase, step and
-// output keys, a request's or stage's identity, a batch's id and size)
-// starts nothing and is counted in Stats.Misuse: give an output with
-// [Request.StartOutputPhase], a step with [Request.StartStep], a batch with
-// [Instrumenter.StartBatch]. A phase never started makes no span; a phase
-// still open when the request ends is ended with it.
+// StartPhase starts phase p now, as a child of the request's (or stage's)
+// span: queue_wait, preprocess, exec, output_ready_wait, postprocess, and
+// the LLM stage's phases. The phase's [ActivePhase.Context] is ctx holding
+// the phase's span: ctx gives the values and deadline of your call, its
+// parent is the request's span whatever span ctx holds. The parts of exec
+// (kv_recv, forward, vae_decode) are started from exec itself
+// ([ActivePhase.StartPhase]); only a request with no exec takes them here,
+// under its own span.
 //
-// Each phase is measured once per request: a second exec is refused
-// (counted in Stats.Conflicts), as is a part of exec started after exec
-// ended. The outputs of a streaming request use [Request.StartOutputPhase],
-// denoise steps [Request.StartStep], transfers [Request.StartReceive], and
-// an LLM stage [Request.MarkLLM]; a phase this call does not take starts
-// nothing and is counted in Stats.Misuse.
+// kv adds attributes of the caller's own. For a per-output phase
+// (output_ready_wait and postprocess of a request that yields several
+// outputs), attrs.OutputIndexKey (an int from 0 to 2^31-1) and
+// attrs.OutputFinalKey (a bool) say which output it is of; an index of
+// another type or out of range starts nothing and is counted in
+// Stats.Misuse. An attribute whose key otelomni sets itself (omni.phase,
+// a request's or stage's identity, a batch's id and size, the output keys
+// on a phase that is not per-output) is left out, the phase started
+// without it, and counted in Stats.Misuse.
+//
+// Each phase is measured once per request (per output for a per-output
+// phase): a second exec is refused (counted in Stats.Conflicts). A phase
+// started after its request ended is refused too (Stats.Misuse). A phase
+// never started makes no span; a phase still open when the request ends is
+// ended with it, at the same moment. A refused phase's ActivePhase records
+// nothing, and the span its Context holds does not record.
 func (r *Request) StartPhase(ctx context.Context, p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	// Written out so that it inlines: a disabled phase costs a nil check.
 	if r == nil || r.in == nil {
 		return ActivePhase{ctx: ctx}
 	}
-	return r.startLive(ctx, p, -1, false, -1, kv)
-}
-
-// StartOutputPhase starts a per-output phase (output-ready wait or
-// postprocess) of output out of a streaming request, with
-// omni.output.index and omni.output.final.
-func (r *Request) StartOutputPhase(ctx context.Context, p spans.Phase, out spans.Output, kv ...attribute.KeyValue) ActivePhase {
-	if r == nil || r.in == nil {
-		return ActivePhase{ctx: ctx}
-	}
-	if !p.PerOutput() {
-		r.in.stats.misused(fmt.Sprintf("StartOutputPhase(%v): not a per-output phase", p))
-		return ActivePhase{ctx: ctx}
-	}
-	if badIndex(out.Index) {
-		_ = r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
-		return ActivePhase{ctx: ctx}
-	}
-	return r.startLive(ctx, p, out.Index, out.Final, -1, kv)
-}
-
-// StartStep starts the span of denoise step i (from 0 to 2^31-1) under
-// forward. It does nothing unless per-step spans are on (WithDenoiseSteps).
-// An i out of range starts nothing and is counted in Stats.Misuse.
-func (r *Request) StartStep(ctx context.Context, i int) ActivePhase {
-	if r == nil || r.in == nil {
-		return ActivePhase{ctx: ctx}
-	}
-	if badIndex(i) {
-		_ = r.in.outOfRange("denoise step", int64(i), 0, maxIndex, "no span emitted", nil)
-		return ActivePhase{ctx: ctx}
-	}
-	if !r.in.cfg.denoiseSteps {
-		return ActivePhase{ctx: ctx}
-	}
-	return r.startLive(ctx, spans.DenoiseStep, -1, false, i, nil)
-}
-
-// startLive starts live phase p (output, step) now, when the tree's rules
-// admit it (admitLive), and returns its ActivePhase; a phase refused is
-// counted (refuse) and starts nothing.
-func (r *Request) startLive(ctx context.Context, p spans.Phase, output int, final bool, step int, kv []attribute.KeyValue) ActivePhase {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !plan.Valid(p) || (p == spans.DenoiseStep) != (step >= 0) || plan.ParentOf(p) == plan.UnderTransfer || plan.IsLLM(p) {
-		r.in.stats.misused(fmt.Sprintf("StartPhase(%v): not a phase this call takes (denoise steps: StartStep; transfer parts: StartReceive; LLM phases: MarkLLM)", p))
+	return r.startLive(ctx, 0, p, kv)
+}
+
+// StartPhase starts phase p now as a part of a, and returns it: kv_recv,
+// forward and vae_decode of an exec, and denoise_step of a forward (or of
+// an exec with no forward). A denoise step names its step with
+// attrs.StepKey (an int from 0 to 2^31-1); steps make spans only with
+// [WithDenoiseSteps]. The part's Context derives from a's. A part of a
+// phase that has ended, or that p is not a part of, starts nothing
+// (counted in Stats.Conflicts and Stats.Misuse); kv is taken as by
+// [Request.StartPhase]. The part ends when it is ended, or with a, at the
+// same moment, whichever comes first.
+func (a ActivePhase) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
+	if a.r == nil {
+		return ActivePhase{ctx: a.ctx}
+	}
+	return a.r.startLive(a.ctx, a.id, p, kv)
+}
+
+// liveArgs is what a live phase's attributes say of it: its output and
+// step (-1 when none), and the caller's attributes left.
+type liveArgs struct {
+	output, step int
+	final        bool
+	kv           []attribute.KeyValue
+}
+
+// liveArgsOf reads p's output or step from kv, and drops what otelomni sets
+// itself. It returns an error, counted, when the output or step is not one
+// p can take.
+func (r *Request) liveArgsOf(call string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
+	a := liveArgs{output: -1, step: -1}
+	if len(kv) == 0 {
+		if p == spans.DenoiseStep {
+			return a, r.misuse(call, "a denoise step needs its step (attrs.StepKey)")
+		}
+		return a, nil
+	}
+	var idx, fin, step *attribute.Value
+	for i := range kv {
+		switch kv[i].Key {
+		case attrs.OutputIndexKey:
+			idx = &kv[i].Value
+		case attrs.OutputFinalKey:
+			fin = &kv[i].Value
+		case attrs.StepKey:
+			step = &kv[i].Value
+		}
+	}
+	if p == spans.DenoiseStep {
+		if step == nil {
+			return a, r.misuse(call, "a denoise step needs its step (attrs.StepKey)")
+		}
+		n, ok := indexOf(*step)
+		if !ok {
+			return a, r.in.outOfRange("denoise step", int64Of(*step), 0, maxIndex, "no span emitted", ErrInvalidPhase)
+		}
+		a.step = n
+	}
+	if p.PerOutput() && idx != nil {
+		n, ok := indexOf(*idx)
+		if !ok {
+			return a, r.in.outOfRange("output index", int64Of(*idx), 0, maxIndex, "no span emitted", ErrInvalidPhase)
+		}
+		a.output = n
+		if fin != nil && fin.Type() == attribute.BOOL {
+			a.final = fin.AsBool()
+		}
+	}
+	a.kv = r.in.callerKVsReading(call, kv, a.output >= 0, a.step >= 0)
+	return a, nil
+}
+
+// indexOf returns an int attribute value in the range of an index.
+func indexOf(v attribute.Value) (int, bool) {
+	if v.Type() != attribute.INT64 {
+		return 0, false
+	}
+	n := v.AsInt64()
+	return int(n), n >= 0 && n <= maxIndex
+}
+
+// int64Of is v as an int for an error message, or -1.
+func int64Of(v attribute.Value) int64 {
+	if v.Type() == attribute.INT64 {
+		return v.AsInt64()
+	}
+	return -1
+}
+
+// misuse counts a call that does nothing, and returns why as an error
+// matching ErrInvalidPhase.
+func (r *Request) misuse(call, why string) error {
+	err := fmt.Errorf("%w: %s: %s", ErrInvalidPhase, call, why)
+	r.in.stats.misused(err.Error())
+	return err
+}
+
+// startLive starts live phase p now under the live phase parentID (0: under
+// the request), when the tree's rules admit it, and returns its
+// ActivePhase. A phase refused is counted and starts nothing.
+func (r *Request) startLive(ctx context.Context, parentID uint32, p spans.Phase, kv []attribute.KeyValue) ActivePhase {
+	call := "StartPhase(" + p.String() + ")"
+	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
+		_ = r.misuse(call, "not a phase a live call takes (a transfer's parts: RecordTransfer)")
+		return refused(ctx)
+	}
+	args, err := r.liveArgsOf(call, p, kv)
+	if err != nil {
+		return refused(ctx)
+	}
+	if p == spans.DenoiseStep && !r.in.cfg.denoiseSteps {
 		return ActivePhase{ctx: ctx}
 	}
-	if len(kv) > 0 && r.in.reserved("StartPhase("+p.String()+")", kv) != nil {
-		return ActivePhase{ctx: ctx}
+	r.mu.Lock()
+	start, pctx, err := r.admitLiveLocked(parentID, p, args.output, args.step)
+	if err != nil {
+		r.mu.Unlock()
+		r.refuse(err)
+		return refused(ctx)
 	}
-	parent, parentLive, refused := r.admitLive(p, output, step)
-	if refused != nil {
-		r.refuse(refused)
-		return ActivePhase{ctx: ctx}
+	o := openPhase{phase: p, output: int32(args.output), parentLive: parentID, start: start, ctx: ctx, spanCtx: pctx, starting: r.span != nil}
+	id := r.open.add(o)
+	if asParent := r.parentPhaseOf(p); asParent != nil {
+		*asParent = parentPhase{set: true, live: id, start: start, ctx: pctx}
+		if r.span != nil {
+			asParent.ctx = nil // until its span has started
+		}
+	}
+	r.mu.Unlock()
+	if r.span == nil {
+		return ActivePhase{r: r, id: id, ctx: ctx}
 	}
 	started := false
 	defer func() {
 		if !started {
-			// tracer.Start panicked (a span processor's OnStart): undo the
-			// counts, so that no End waits for this start forever.
-			r.startedUnder(parentLive)
-			r.startDone()
+			// tracer.Start panicked (a span processor's OnStart): the
+			// phase is no longer open.
+			r.mu.Lock()
+			r.open.remove(id)
+			r.mu.Unlock()
 		}
 	}()
-
-	o := openPhase{phase: p, output: int32(output), parentLive: parentLive, ctx: parent}
-	if r.span != nil {
-		o.ctx, o.span = r.tracer.Start(parent, p.SpanName(), r.phaseOptions(p, output, final, step, kv)...)
-	}
-	// otelomni's own reading of the start, taken after the span started,
-	// so no earlier than the span's own: a part recorded inside it that
-	// starts no earlier than this lies inside the exported span too. It is
-	// also the measurement's start.
-	o.start = time.Now()
-
-	r.mu.Lock()
-	o.id = r.open.add(o)
-	if asParent := r.parentPhaseOf(p); asParent != nil {
-		*asParent = parentPhase{set: true, ctx: o.ctx, span: o.span, start: o.start, live: o.id}
-	}
-	r.mu.Unlock()
+	sctx, span := r.tracer.Start(pctx, p.SpanName(), r.phaseOptions(p, &args, start)...)
 	started = true
-	r.startedUnder(parentLive)
-	r.startDone()
-	return ActivePhase{r: r, id: o.id, span: o.span, ctx: ctx}
+	return r.started(id, ctx, sctx, span)
+}
+
+// refused is the ActivePhase of a phase refused: its Context is ctx with a
+// span that does not record (of the same trace), so that nothing recorded
+// under it is taken for the phase's.
+func refused(ctx context.Context) ActivePhase {
+	sc := trace.SpanContextFromContext(ctx)
+	if trace.SpanFromContext(ctx).IsRecording() {
+		ctx = trace.ContextWithSpanContext(ctx, sc)
+	}
+	return ActivePhase{ctx: ctx}
+}
+
+// started makes the phase id, whose span has just started, open: or ends
+// it at once, where its parent or request ended meanwhile. The parts
+// recorded inside it meanwhile are emitted now, under it.
+func (r *Request) started(id uint32, ctx, sctx context.Context, span trace.Span) ActivePhase {
+	r.mu.Lock()
+	o := r.open.find(id)
+	var deferred []deferredPart
+	if pp := r.parentPhaseOf(o.phase); pp != nil && pp.set && pp.ctx == nil {
+		// An exec or forward: the parts recorded while its span started
+		// hang under it now.
+		pp.ctx = sctx
+		deferred, pp.pending = pp.pending, nil
+	}
+	if !o.endAt.IsZero() {
+		done, _ := r.open.remove(id)
+		r.mu.Unlock()
+		done.span, done.spanCtx = span, sctx
+		r.emitDeferred(sctx, deferred)
+		r.finish(&done, done.endAt, nil)
+		return ActivePhase{ctx: ctx, span: span}
+	}
+	o.span, o.spanCtx, o.starting = span, sctx, false
+	r.mu.Unlock()
+	r.emitDeferred(sctx, deferred)
+	return ActivePhase{r: r, id: id, span: span, ctx: ctx}
 }

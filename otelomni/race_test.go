@@ -14,6 +14,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -208,7 +209,7 @@ var raceCases = []raceCase{
 		t0 := time.Now()
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r", Start: t0})
 		exec := req.StartPhase(ctx, spans.Exec)
-		fwd := req.StartPhase(ctx, spans.Forward)
+		fwd := exec.StartPhase(spans.Forward)
 		racePhases(req, ctx, t0, log, func() { req.End(nil) }, exec, fwd)
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.RequestSpanName, 1) }
 	}},
@@ -217,7 +218,7 @@ var raceCases = []raceCase{
 		t0 := time.Now()
 		sctx, st := in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Start: t0})
 		exec := st.StartPhase(sctx, spans.Exec)
-		fwd := st.StartPhase(sctx, spans.Forward)
+		fwd := exec.StartPhase(spans.Forward)
 		racePhases(st, sctx, t0, log, func() { st.End(nil) }, exec, fwd)
 		req.End(nil)
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.StageSpanName, 1) }
@@ -244,6 +245,35 @@ var raceCases = []raceCase{
 		req.End(nil)
 		return nil
 	}},
+	{"Request.End vs a stage of this process starting, recording and ending", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
+		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r"})
+		var ended error
+		together(func() { req.End(nil) }, func() {
+			sctx, st := in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Type: attrs.StageDiffusion})
+			exec := st.StartPhase(sctx, spans.Exec)
+			exec.StartPhase(spans.Forward).End(nil)
+			_ = st.RecordPhase(spans.QueueWait, spans.Between(time.Now(), time.Now()), nil)
+			exec.End(nil)
+			ended = st.EndAt(time.Now(), nil)
+		})
+		return func(ss []sdktrace.ReadOnlySpan) error {
+			if ended != nil && !errors.Is(ended, otelomni.ErrRequestEnded) {
+				return fmt.Errorf("the stage's EndAt: %v", ended)
+			}
+			return exactly(ss, spans.RequestSpanName, 1)
+		}
+	}},
+	{"exec.End vs the End of a part already ending", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
+		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r"})
+		exec := req.StartPhase(ctx, spans.Exec)
+		fwd := exec.StartPhase(spans.Forward)
+		step := fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0))
+		together(func() { exec.End(nil) }, func() { fwd.End(nil) }, func() { step.End(nil) }, func() { exec.StartPhase(spans.VAEDecode).End(nil) })
+		req.End(nil)
+		return func(ss []sdktrace.ReadOnlySpan) error {
+			return errors.Join(exactly(ss, spans.Forward.SpanName(), 1), exactly(ss, spans.DenoiseStep.SpanName(), 1))
+		}
+	}},
 	{"Engine.End vs its steps", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
 		t0 := time.Now()
 		e := in.StartEngine(bg, otelomni.EngineInfo{Model: "m", Start: t0})
@@ -265,9 +295,9 @@ func racePhases(req *otelomni.Request, ctx context.Context, t0 time.Time, log *s
 			p.End(nil)
 		},
 		func() {
-			req.StartStep(ctx, 0).End(nil)
+			fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
 			fwd.End(nil)
-			req.StartPhase(ctx, spans.VAEDecode).End(nil)
+			exec.StartPhase(spans.VAEDecode).End(nil)
 			exec.End(nil)
 		},
 		func() {
@@ -276,7 +306,7 @@ func racePhases(req *otelomni.Request, ctx context.Context, t0 time.Time, log *s
 			_ = req.MarkOutput(true, time.Now())
 		},
 		func() {
-			o := req.StartOutputPhase(ctx, spans.OutputReadyWait, spans.Output{Index: 0})
+			o := req.StartPhase(ctx, spans.OutputReadyWait, attrs.OutputIndexKey.Int(0))
 			log.InfoContext(o.Context(), "waiting")
 			o.End(nil)
 			p := req.StartPhase(ctx, spans.Postprocess)
@@ -288,8 +318,7 @@ func racePhases(req *otelomni.Request, ctx context.Context, t0 time.Time, log *s
 			_ = req.Record(&spans.DiffusionRecord{KVRecv: spans.Between(time.Now(), time.Now())})
 		},
 		func() {
-			_ = req.MarkLLM(otelomni.LLMQueued, time.Now())
-			_ = req.MarkLLM(otelomni.LLMScheduled, time.Now())
+			_ = req.RecordPhase(spans.LLMQueue, spans.Between(t0, time.Now()), nil)
 			req.SetStepsRun(1)
 			log.WarnContext(ctx, "late")
 		},

@@ -43,15 +43,15 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		errs bool
 	}{
 		{"StartOutputPhase index", func(_ *otelomni.Instrumenter, ctx context.Context, req *otelomni.Request, v int) error {
-			req.StartOutputPhase(ctx, spans.Postprocess, spans.Output{Index: v}).End(nil)
+			req.StartPhase(ctx, spans.Postprocess, attrs.OutputIndexKey.Int(v)).End(nil)
 			return nil
 		}, spans.Postprocess.SpanName(), attrs.OutputIndexKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
 		{"RecordOutputPhase index", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
-			return req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: v}, iv(), nil)
+			return req.RecordPhase(spans.Postprocess, iv(), nil, attrs.OutputIndexKey.Int(v))
 		}, spans.Postprocess.SpanName(), attrs.OutputIndexKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
 		{"StartStep index", func(_ *otelomni.Instrumenter, ctx context.Context, req *otelomni.Request, v int) error {
 			f := req.StartPhase(ctx, spans.Forward)
-			req.StartStep(ctx, v).End(nil)
+			f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(v)).End(nil)
 			f.End(nil)
 			return nil
 		}, spans.DenoiseStep.SpanName(), attrs.StepKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
@@ -114,9 +114,6 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		}, spans.TransferSpanName, attrs.TransferToStageKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
 		{"TransferRecord.Bytes", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			return req.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: int64(v), RxDecode: iv()})
-		}, spans.TransferSpanName, attrs.TransferBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, true},
-		{"the header's bytes, through Receive", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
-			return req.StartReceive(otelomni.StartSend(0, "shm").Done(int64(v))).End()
 		}, spans.TransferSpanName, attrs.TransferBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, true},
 		{"LoadInfo.WeightBytes", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})

@@ -6,8 +6,8 @@ package otelomni
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -50,59 +50,43 @@ func (r *Request) recordDiffusion(rec *spans.DiffusionRecord, batch *batchRef) e
 	return errors.Join(err, r.recordPlanned(ps, recordOpts{reconstructed: rec.Reconstructed, batch: batch, stepsRun: steps}))
 }
 
-// RecordPhase records one phase measured elsewhere (the scheduler's queue
-// wait, say) as a span with the interval's own times, under its parent in
-// the tree as for [Request.StartPhase]. A non-nil failed marks the phase
-// failed (status Error and error.type), as [ActivePhase.End] does on the
-// live path; nil records a phase that succeeded. An unmeasured interval
-// makes no span and no error; a bad one makes no span and returns a
-// [*spans.PhaseError] (see [Request.Record] for what is bad). kv adds
-// attributes of the caller's own; one whose key otelomni sets itself makes
-// no span and returns an error, as for [Request.StartPhase]. A phase this
-// call does not take (a denoise step, which a record's DenoiseSteps hold; a
-// transfer part: [Request.RecordTransfer]) makes no span and returns
-// [ErrInvalidPhase]. An output-ready wait or postprocess recorded here
-// belongs to the request's single output; the outputs of a streaming
-// request use [Request.RecordOutputPhase].
+// RecordPhase records phase p with its measured interval iv, for an
+// engine that timed the phase itself: the same span as on the live path,
+// with iv's own times. A zero iv (not measured) records nothing. failed,
+// when not nil, marks the phase failed, as [ActivePhase.End] does. kv is
+// taken as by [Request.StartPhase]: attrs.OutputIndexKey and
+// attrs.OutputFinalKey name the output of a per-output phase, and
+// attrs.StepKey the step of a denoise step (recorded only with
+// [WithDenoiseSteps]).
+//
+// The phase hangs under its parent in the tree, as recorded or live so
+// far: a part of exec under the request's exec when one was measured (and
+// iv must lie inside it; one still open ends no earlier than iv), else
+// under the request. It returns a [*spans.PhaseError] naming the phase for
+// a bad interval, a phase measured twice, or one outside its parent; an
+// error matching [ErrInvalidPhase] for a phase this call does not take
+// (a transfer's parts: [Request.RecordTransfer]); [ErrRequestEnded] after
+// the request ended. Nothing is recorded then, and the refusal is counted.
 func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv ...attribute.KeyValue) error {
-	return r.recordOne(p, -1, false, iv, failed, kv)
-}
-
-// RecordOutputPhase records a per-output phase (output-ready wait or
-// postprocess) of output out of a streaming request, with
-// omni.output.index and omni.output.final; failed as for
-// [Request.RecordPhase].
-func (r *Request) RecordOutputPhase(p spans.Phase, out spans.Output, iv spans.Interval, failed error, kv ...attribute.KeyValue) error {
-	if r.recording() && !p.PerOutput() {
-		r.in.stats.misused(fmt.Sprintf("RecordOutputPhase(%v): not a per-output phase", p))
-		return ErrInvalidPhase
-	}
-	if r.recording() && badIndex(out.Index) {
-		return r.in.outOfRange("output index", int64(out.Index), 0, maxIndex, "no span emitted", ErrInvalidPhase)
-	}
-	return r.recordOne(p, out.Index, out.Final, iv, failed, kv)
-}
-
-func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Interval, fail error, kv []attribute.KeyValue) error {
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	if !plan.Valid(p) || p == spans.DenoiseStep || plan.ParentOf(p) == plan.UnderTransfer {
-		// A denoise step needs its index (DiffusionRecord.DenoiseSteps), a
-		// transfer part its transfer (RecordTransfer).
-		r.in.stats.misused(fmt.Sprintf("RecordPhase(%v): not a phase this call takes (denoise steps: a record; transfer parts: RecordTransfer)", p))
-		return ErrInvalidPhase
+	call := "RecordPhase(" + p.String() + ")"
+	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
+		return r.misuse(call, "not a phase this call takes (a transfer's parts: RecordTransfer)")
 	}
-	if err := r.rejectInterval(p, output, -1, iv); err != nil {
+	args, err := r.liveArgsOf(call, p, kv)
+	if err != nil {
 		return err
 	}
-	if len(kv) > 0 {
-		if err := r.in.reserved("RecordPhase("+p.String()+")", kv); err != nil {
-			return err
-		}
+	if p == spans.DenoiseStep && !r.in.cfg.denoiseSteps {
+		return nil
 	}
-	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: output, Final: final, Step: -1, Err: fail}}
-	return r.recordPlanned(ps[:], recordOpts{kv: kv})
+	if err := r.rejectInterval(p, args.output, args.step, iv); err != nil {
+		return err
+	}
+	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: args.output, Final: args.final, Step: args.step, Err: failed}}
+	return r.recordPlanned(ps[:], recordOpts{kv: args.kv})
 }
 
 // accepted is one planned span that passed the tree's checks, with where
@@ -110,6 +94,9 @@ func (r *Request) recordOne(p spans.Phase, output int, final bool, iv spans.Inte
 type accepted struct {
 	ps *plan.Span
 	place
+	// waitIndex is its index among its parent's pending parts, when it
+	// waits.
+	waitIndex int
 }
 
 // batchNests are the indices, in a batch of accepted spans, of its exec and
@@ -146,14 +133,14 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 	var bad []error
 	batch := batchNests{-1, -1}
 	r.mu.Lock()
-	if r.ended.Load() {
+	if r.ended {
 		r.mu.Unlock()
 		r.in.stats.misused("a measurement was recorded on a request that had already ended")
 		return ErrRequestEnded
 	}
 	for i := range planned {
 		ps := &planned[i]
-		at, err := r.fitLocked(ps.Phase, ps.Output, ps.Step, ps.Interval(), false, batch, fitted)
+		at, err := r.fitLocked(ps.Phase, ps.Output, ps.Step, ps.Interval(), batch, fitted)
 		if err != nil {
 			bad = append(bad, err)
 			continue
@@ -164,6 +151,33 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 		r.lastEnd = later(r.lastEnd, ps.End)
 		fitted = append(fitted, accepted{ps: ps, place: at})
 	}
+	// A phase under a live parent whose span is still starting waits for
+	// it, with the phases recorded under it in this batch: the goroutine
+	// starting the parent emits them under its span.
+	var waiting []bool
+	for i := range fitted {
+		a := &fitted[i]
+		w := a.wait
+		if a.in >= 0 && waiting != nil && waiting[a.in] {
+			w = fitted[a.in].wait
+			a.wait = w
+		}
+		if w == nil {
+			continue
+		}
+		if waiting == nil {
+			waiting = make([]bool, len(fitted))
+		}
+		waiting[i] = true
+		in := -1
+		if a.in >= 0 {
+			in = fitted[a.in].waitIndex
+		}
+		a.waitIndex = len(w.pending)
+		do := o
+		do.kv = slices.Clone(o.kv) // held past the call: the caller may reuse its slice
+		w.pending = append(w.pending, deferredPart{ps: *a.ps, in: in, o: do})
+	}
 	r.mu.Unlock()
 	for _, e := range bad {
 		r.in.stats.conflict(e)
@@ -173,6 +187,10 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 	ctxs := ctxBuf[:0]
 	for i := range fitted {
 		a := &fitted[i]
+		if a.wait != nil {
+			ctxs = append(ctxs, nil)
+			continue
+		}
 		parent := a.ctx
 		if a.in >= 0 {
 			parent = ctxs[a.in]
@@ -184,7 +202,7 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 	if batch.exec >= 0 || batch.forward >= 0 {
 		r.mu.Lock()
 		for _, p := range [...]spans.Phase{spans.Exec, spans.Forward} {
-			if i := *batch.of(p); i >= 0 {
+			if i := *batch.of(p); i >= 0 && fitted[i].wait == nil {
 				if asParent := r.parentPhaseOf(p); !asParent.set {
 					*asParent = parentPhase{set: true, closed: true, ctx: ctxs[i], start: fitted[i].ps.Start, end: fitted[i].ps.End}
 				}
@@ -193,6 +211,33 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 		r.mu.Unlock()
 	}
 	return errors.Join(bad...)
+}
+
+// deferredPart is a recorded phase waiting for the span of the live exec
+// or forward it hangs under to start: under that span (in < 0), or under
+// the phase at index in of the same wait.
+type deferredPart struct {
+	ps plan.Span
+	in int
+	o  recordOpts
+}
+
+// emitDeferred emits the parts that waited for the span in ctx.
+func (r *Request) emitDeferred(ctx context.Context, parts []deferredPart) {
+	if len(parts) == 0 {
+		return
+	}
+	ctxs := make([]context.Context, 0, len(parts))
+	for i := range parts {
+		d := &parts[i]
+		parent := ctx
+		if d.in >= 0 {
+			parent = ctxs[d.in]
+		}
+		c := r.emit(parent, &d.ps, d.o)
+		ctxs = append(ctxs, c)
+		r.observe(c, d.ps.Phase, d.ps.Start, d.ps.End, d.ps.Output)
+	}
 }
 
 // emit starts and ends the span of one recorded phase under parent, with

@@ -7,9 +7,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,7 +22,19 @@ import (
 
 // A Request, the span of one request or stage: its start (startRequest,
 // startStage), the attributes known later (SetAttributes, SetUsage,
-// SetStepsRun) and its end (End, EndAt), which ends the phases still open.
+// SetStepsRun) and its end (End, EndAt), which ends the phases and the
+// local stages still open.
+//
+// How the tree stays whole, whatever calls race: every time otelomni gives
+// a span of a request is read from the request's clock while holding the
+// request's lock (a local stage's, with its request's lock too), and is
+// given to the span (trace.WithTimestamp) and to the histogram alike. The
+// order in which the lock is taken is then the order of the times, so a
+// child that ends first ends no later than its parent, and a parent that
+// ends first ends its open children at its own end. No span is started or
+// ended under the lock (span processors run outside it): a child whose
+// span is still starting when its parent ends is marked to end at the
+// parent's end, and the goroutine starting it ends it there.
 
 // scopeKind tells a request from a stage: they end into different
 // histograms.
@@ -59,77 +71,67 @@ type Request struct {
 	id      string // bounded, for errors and logs
 	stageID int
 	steps   int
-	// stepsRun is the steps actually run, when told (under mu).
-	stepsRun int
-	// start is the scope's start: given, or read when it started.
+	// start is the span's start: given, or read from clk when it started.
 	start time.Time
+	clk   clock
 	// startsLater: start was given later than the time it was started,
 	// so live phases check the clock against it (only then).
 	startsLater bool
+	// up is the request of this process that a stage hangs under, nil
+	// for a request or a stage under a remote one: the stage ends no later
+	// than it.
+	up *Request
 
-	// ended is set once, under mu; read without it too.
-	ended atomic.Bool
-	// starting counts live phases being started or ended outside mu, and
-	// links to a batch being made; an End waits for them on cond, so that
-	// no phase starts or ends after its request ended, and no link is
-	// made one way only.
-	starting atomic.Int32
-	// seen marks the phases measured, each once per request.
-	seen atomic.Uint32
-	// liveEnd is the latest end of a live phase that ended on its own, in
-	// Unix nanoseconds: an end given to the request (EndAt) is no earlier.
-	// An end now needs no such check: it comes after theirs.
-	liveEnd atomic.Int64
-
-	mu   sync.Mutex
-	cond *sync.Cond
-	// childrenStarting counts live phases being started under a live exec or
-	// forward; its end waits for them on cond.
-	childrenStarting int
-	// claimed marks the per-output phases and steps measured.
+	mu sync.Mutex
+	// ended is set once; endedAt is the end it was given. starting says
+	// its span is still starting (a stage under a local request): the
+	// goroutine starting it ends it, at endedAt, when it ended meanwhile.
+	ended, starting bool
+	endedAt         time.Time
+	// stepsRun is the steps actually run, when told.
+	stepsRun int
+	// seen marks the phases measured once per request; claimed the
+	// per-output phases and steps measured.
+	seen          uint32
 	claimed       map[claimKey]bool
 	exec, forward parentPhase
 	open          openPhases
-	// lastEnd is the latest end among recorded phases: the request ends no
-	// earlier.
-	lastEnd time.Time
-	// llm is made at the first LLM event: most requests never have one.
-	llm        *llmState
+	// lastEnd is the latest end of a phase recorded or ended, and of an
+	// output: the request ends no earlier.
+	lastEnd    time.Time
 	outputs    int
 	lastOutput time.Time
-	firstOut   atomic.Bool
+	firstOut   bool
+	// stages are the stages of this process started under this request
+	// and not ended: they end no later than it.
+	stages []*Request
 }
 
 // parentPhase is a phase that other phases hang under: exec, or forward.
 type parentPhase struct {
 	set, closed bool
-	ctx         context.Context
-	// span is the live phase's span, which knows its own times; nil for a
-	// recorded phase, whose start and end are kept.
-	span       trace.Span
+	// ctx holds its span: the parent context of its parts. It is nil while
+	// a live phase's span is starting: the parts recorded meanwhile wait in
+	// pending for it.
+	ctx context.Context
+	// start and end are its interval; end is zero while it is open.
 	start, end time.Time
-	// live is the id of its open live phase, 0 when it was recorded.
+	// live is the id of its open live phase, 0 when it was recorded or has
+	// ended.
 	live uint32
 	// lastChild is the latest end of a part recorded inside it while it
 	// was open: it ends no earlier.
 	lastChild time.Time
-	// ending is when a live phase was closed: its span ends no earlier.
-	ending time.Time
 	// batch is the batch a live exec joined, nil when none.
 	batch *batchRef
+	// pending are the parts recorded inside it while its span was
+	// starting, emitted by the goroutine that starts it.
+	pending []deferredPart
 }
 
-// interval returns the parent phase's start and end, as otelomni read them; the
-// end is zero while it is open. A live phase's start was read after its
-// span started, and its end (ending) before its span ended: the interval
-// lies inside the exported span's.
-func (n *parentPhase) interval() (time.Time, time.Time) {
-	end := n.end
-	if n.closed && end.IsZero() {
-		end = n.ending
-	}
-	return n.start, end
-}
+// interval returns the parent phase's start and end; the end is zero while
+// it is open.
+func (n *parentPhase) interval() (time.Time, time.Time) { return n.start, n.end }
 
 // noRequest is what Start returns when nothing is recorded. It is never
 // written to.
@@ -182,9 +184,14 @@ func (a *startArgs) options(kind trace.SpanStartOption, n int, extra []attribute
 func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (context.Context, *Request) {
 	stage := in.stageInfo(&info.Stage, info.Stage.Type != "")
 	model, id := in.str(info.Model), in.str(info.ID)
-	start := in.startTime(info.Start, id)
 	modality := in.str(info.Modality)
 	tbl := in.table(model, stage.Type, metricModality(modality))
+	clk := newClock()
+	start := in.startTime(info.Start, id)
+	given := !start.IsZero()
+	if !given {
+		start = clk.base
+	}
 
 	var span trace.Span
 	if in.tracer != nil {
@@ -211,7 +218,31 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 		ctx, span = in.tracer.Start(ctx, spans.RequestSpanName, a.options(kind, n, extra, start, link...)...)
 		startPool.Put(a)
 	}
-	return in.newRequest(ctx, ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start)
+	r := in.newRequest(ctx, span, tbl, kindRequest, id, stage.ID, info.NumInferenceSteps, start, given, clk)
+	if r == noRequest {
+		return ctx, r
+	}
+	r.parent = ctx
+	if r.span != nil {
+		// A stage of this process started under it finds it here, and
+		// ends inside it.
+		ctx = context.WithValue(ctx, requestKey{}, r)
+	}
+	r.ctx = ctx
+	return ctx, r
+}
+
+// requestKey is the context key of the local request a context's span is.
+type requestKey struct{}
+
+// localRequest returns the request of this process whose span ctx holds,
+// or nil: a stage started under it ends inside it.
+func localRequest(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	if r == nil || r.span == nil || trace.SpanFromContext(ctx) != r.span {
+		return nil
+	}
+	return r
 }
 
 func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (context.Context, *Request) {
@@ -223,7 +254,34 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 	if !start.IsZero() {
 		start = in.startTime(start, "stage "+strconv.Itoa(info.ID))
 	}
+	given := !start.IsZero()
 	tbl := in.table(in.str(info.Model), stage.Type, "")
+	clk := newClock()
+
+	// Under a request of this process: registered with it first, so that
+	// the request's end ends the stage too, at the same moment.
+	up := localRequest(ctx)
+	var placeholder *Request
+	if up != nil {
+		up.mu.Lock()
+		if up.ended {
+			up.mu.Unlock()
+			in.stats.misused("a stage started under a request that had already ended")
+			return ctx, noRequest
+		}
+		clk = clock{base: up.clk.now()}
+		placeholder = &Request{in: in, up: up, starting: true}
+		up.stages = append(up.stages, placeholder)
+		up.mu.Unlock()
+	}
+	switch {
+	case !given:
+		start = clk.base
+	case up != nil && start.Before(up.start):
+		// A stage of this process starts no earlier than its request.
+		in.stats.clampedEnd(fmt.Sprintf("%s: given a start before its request's; started there", stageName(info.ID, stage.Name)))
+		start = up.start
+	}
 
 	sctx := ctx
 	var span trace.Span
@@ -237,16 +295,60 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 		sctx, span = in.tracer.Start(ctx, spans.StageSpanName, a.options(kind, n, nil, start)...)
 		startPool.Put(a)
 	}
-	sctx, r := in.newRequest(sctx, ctx, span, tbl, kindStage, "", stage.ID, 0, start)
-	if r != noRequest {
-		r.id = "stage " + strconv.Itoa(info.ID) + " " + stage.Name
+	if placeholder == nil {
+		r := in.newRequest(sctx, span, tbl, kindStage, "", stage.ID, 0, start, given, clk)
+		if r != noRequest {
+			r.ctx, r.parent, r.id = sctx, ctx, stageName(info.ID, stage.Name)
+		}
+		return sctx, r
+	}
+	return up.startedStage(placeholder, sctx, ctx, span, tbl, stageName(info.ID, stage.Name), stage.ID, start, given, clk)
+}
+
+// stageName names a stage in errors and logs.
+func stageName(id int, name string) string { return "stage " + strconv.Itoa(id) + " " + name }
+
+// startedStage fills in stage r, registered under request up before its
+// span started: it records nothing when its span does not record and the
+// histograms are off; it is ended at once, at up's end, when up ended
+// while its span was starting.
+func (up *Request) startedStage(r *Request, sctx, parent context.Context, span trace.Span, tbl *modelTable, name string, stageID int, start time.Time, given bool, clk clock) (context.Context, *Request) {
+	made := up.in.newRequest(sctx, span, tbl, kindStage, name, stageID, 0, start, given, clk)
+	up.mu.Lock()
+	r.mu.Lock()
+	if made == noRequest {
+		r.ended = true
+		r.mu.Unlock()
+		up.removeStageLocked(r)
+		up.mu.Unlock()
+		return sctx, noRequest
+	}
+	ended, at := r.ended, r.endedAt
+	r.tracer, r.span, r.ctx, r.parent, r.tbl, r.met = made.tracer, made.span, sctx, parent, tbl, made.met
+	r.kind, r.id, r.stageID, r.start, r.clk, r.startsLater = kindStage, name, stageID, start, clk, made.startsLater
+	r.starting = false
+	r.mu.Unlock()
+	up.mu.Unlock()
+	if ended {
+		// Its request ended while its span started: it ends there.
+		if r.span != nil {
+			endSpanAt(r.span, at)
+		}
+		r.observeScope(at, nil)
 	}
 	return sctx, r
 }
 
+// removeStageLocked forgets stage s, ended; up.mu is held.
+func (up *Request) removeStageLocked(s *Request) {
+	if i := slices.Index(up.stages, s); i >= 0 {
+		up.stages = slices.Delete(up.stages, i, i+1)
+	}
+}
+
 // newRequest returns the Request of a span just started, or noRequest when
 // it records nothing: the span is not sampled and the histograms are off.
-func (in *Instrumenter) newRequest(ctx, parent context.Context, span trace.Span, tbl *modelTable, kind scopeKind, id string, stageID, steps int, start time.Time) (context.Context, *Request) {
+func (in *Instrumenter) newRequest(ctx context.Context, span trace.Span, tbl *modelTable, kind scopeKind, id string, stageID, steps int, start time.Time, given bool, clk clock) *Request {
 	if span != nil && !span.IsRecording() {
 		span = nil
 	}
@@ -255,26 +357,14 @@ func (in *Instrumenter) newRequest(ctx, parent context.Context, span trace.Span,
 		met = nil
 	}
 	if span == nil && met == nil {
-		return ctx, noRequest
+		return noRequest
 	}
-	later := false
-	if start.IsZero() {
-		// The span started just before: this reading is no earlier than
-		// its own start, so a phase that starts no earlier lies inside.
-		start = time.Now()
-	} else {
-		later = start.After(time.Now())
-	}
-	r := &Request{in: in, span: span, ctx: ctx, tbl: tbl, met: met, kind: kind, id: id, startsLater: later,
-		stageID: stageID, steps: steps, start: start}
+	r := &Request{in: in, span: span, ctx: ctx, parent: ctx, tbl: tbl, met: met, kind: kind, id: id,
+		stageID: stageID, steps: steps, start: start, clk: clk, startsLater: given && start.After(clk.base)}
 	if span != nil {
 		r.tracer = in.tracer
 	}
-	r.parent = ctx
-	if kind == kindStage {
-		r.parent = parent
-	}
-	return ctx, r
+	return r
 }
 
 // startTime returns a given start, or the zero time (now) when none was
@@ -287,8 +377,8 @@ func (in *Instrumenter) startTime(t time.Time, id string) time.Time {
 	return time.Time{}
 }
 
-// table returns the attribute table of a model and stage type, counting a
-// model the histograms record as "_OTHER".
+// table returns the attribute table of a model, stage type and modality,
+// counting a model the histograms record as "_OTHER".
 func (in *Instrumenter) table(model, stageType, modality string) *modelTable {
 	t, other := in.models.get(model, stageType, modality)
 	if other {
@@ -304,8 +394,10 @@ func (e *scopeError) Error() string { return "otelomni: " + e.id + ": " + e.what
 
 // SetAttributes records kv on the request (or stage) span, such as counts
 // known only at the end. Strings are bounded like every string otelomni
-// records. An attribute whose key otelomni sets itself is left out and
-// counted in Stats.Misuse, as for RequestInfo.Attributes.
+// records. An attribute whose key otelomni sets itself (the request's or
+// stage's identity, given at its start so that samplers see it; the phase,
+// step and output keys) is left out and counted in Stats.Misuse, as for
+// RequestInfo.Attributes.
 func (r *Request) SetAttributes(kv ...attribute.KeyValue) {
 	if !r.recording() || r.span == nil {
 		return
@@ -364,10 +456,13 @@ func (r *Request) SetStepsRun(n int) {
 
 // End ends the request (or stage) span now. A non-nil err marks it failed:
 // status Error with err's message, and error.type (see ErrClientAbort and
-// friends; other errors carry their own type). Phases still open are ended
-// first, at the same moment. When a phase recorded with its own times ends
-// later than now, the span ends there instead, so that no child outlives
-// it (counted in Stats.ClampedEnds). Ending twice does nothing more.
+// friends; other errors carry their own type). The phases still open, and
+// the stages of this process started under it, end with it, at the same
+// moment. When a phase recorded with its own times ends later than now,
+// the span ends there instead, so that no child outlives it (counted in
+// Stats.ClampedEnds). Ending twice does nothing more. End never waits for
+// another goroutine: a phase whose span is starting on another goroutine
+// is ended there, at this end.
 func (r *Request) End(err error) {
 	if r.recording() {
 		_ = r.end(time.Time{}, err)
@@ -377,9 +472,9 @@ func (r *Request) End(err error) {
 // EndAt ends the request (or stage) span at t, for timing handed over after
 // the fact. A zero t, or one a span cannot carry, is refused: the span ends
 // as End would, and EndAt returns an error. A t before the start of the
-// request or of a phase it holds, or before the end of a recorded phase,
-// would make the tree inconsistent: the span then ends at the latest of
-// those, and EndAt returns an error.
+// request or of a phase it holds, or before the end of a phase, would make
+// the tree inconsistent: the span then ends at the latest of those, and
+// EndAt returns an error.
 func (r *Request) EndAt(t time.Time, err error) error {
 	if !r.recording() {
 		return nil
@@ -395,94 +490,138 @@ func (r *Request) EndAt(t time.Time, err error) error {
 	return r.end(t, err)
 }
 
+// closing is a request or stage closed under its lock, to be ended once
+// the lock is released: its open phases and its span, at at.
+type closing struct {
+	r    *Request
+	at   time.Time
+	err  error
+	kids []openPhase
+	// starting: its span is still starting; the goroutine starting it ends
+	// it.
+	starting bool
+}
+
+// closeLocked marks r ended at at and takes its open phases; r.mu is held.
+func (r *Request) closeLocked(at time.Time, err error) closing {
+	r.ended, r.endedAt = true, at
+	return closing{r: r, at: at, err: err, kids: r.open.takeAll(at), starting: r.starting}
+}
+
+// finish ends what close took: the phases (latest started first), then the
+// span, and records the duration.
+func (c *closing) finish() {
+	r := c.r
+	for i := len(c.kids) - 1; i >= 0; i-- {
+		r.finish(&c.kids[i], c.at, nil)
+	}
+	if c.starting {
+		return
+	}
+	if r.span != nil {
+		r.endSpan(r.span, c.at, c.err)
+	}
+	r.observeScope(c.at, c.err)
+}
+
 func (r *Request) end(at time.Time, err error) error {
+	up := r.up
+	if up != nil {
+		up.mu.Lock()
+	}
 	r.mu.Lock()
-	if r.ended.Load() {
+	if r.ended {
 		r.mu.Unlock()
+		if up != nil {
+			up.mu.Unlock()
+		}
 		r.in.stats.misused("a request or stage was ended twice")
 		return ErrRequestEnded
 	}
-	r.ended.Store(true)
-	for r.starting.Load() > 0 {
-		// A live phase is starting on another goroutine: end after it,
-		// so that it does not start after its request ended.
-		if r.cond == nil {
-			r.cond = sync.NewCond(&r.mu)
-		}
-		r.cond.Wait()
+	stages := r.stages
+	r.stages = nil
+	for _, s := range stages {
+		s.mu.Lock()
 	}
-	open := r.open.drain()
-	floor := r.lastEnd
+	// Read with every lock held: nothing of this request or its stages
+	// can start or end at a later time than this one before it ends.
+	now := r.clk.now()
+	t, bad := r.endTimeLocked(at, now, stages)
+	var ended []closing
+	for _, s := range stages {
+		if !s.ended {
+			ended = append(ended, s.closeLocked(t, nil))
+		}
+		s.mu.Unlock()
+	}
+	self := r.closeLocked(t, err)
 	r.mu.Unlock()
-
-	var bad error
-	var now time.Time
-	if at.IsZero() {
-		// A start given from another clock may lie in the future, and a
-		// recorded phase may end later than now: the span ends no earlier.
-		if start := r.scopeStart(); !floor.IsZero() || !r.start.IsZero() || r.span == nil {
-			now = time.Now()
-			if start.After(now) {
-				floor = later(floor, start)
-			}
-			if floor.After(now) {
-				at = floor
-				r.in.stats.clampedEnd(fmt.Sprintf("%s: ended before a phase it holds ended; ended at that phase's end", r.id))
-			}
-		}
-	} else {
-		if n := r.liveEnd.Load(); n != 0 {
-			floor = later(floor, time.Unix(0, n))
-		}
-		floor = later(floor, r.scopeStart())
-		for i := range open {
-			floor = later(floor, open[i].start)
-		}
-		if at.Before(floor) {
-			bad = &scopeError{id: r.id, what: fmt.Sprintf("EndAt(%v) is before its start or a phase it holds (%v); ended there", at, floor)}
-			r.in.stats.clampedEnd(bad.Error())
-			at = floor
-		}
+	if up != nil {
+		// Its request ends no earlier than it.
+		up.lastEnd = later(up.lastEnd, t)
+		up.removeStageLocked(r)
+		up.mu.Unlock()
 	}
-	// Children end before their parents: latest started first.
-	for i := len(open) - 1; i >= 0; i-- {
-		r.finish(&open[i], at, nil)
+	for i := range ended {
+		ended[i].finish()
 	}
-	if r.span != nil {
-		r.endSpan(r.span, at, err)
-	}
-	r.observeScope(at, now, err)
+	self.finish()
 	return bad
 }
 
-// observeScope records the request's (or stage's) duration.
-func (r *Request) observeScope(at, now time.Time, err error) {
+// endTimeLocked returns the time r ends at: at, or now when at is zero, no
+// earlier than what it holds; the error says why a given end was moved.
+// r.mu and the stages' locks are held.
+func (r *Request) endTimeLocked(at, now time.Time, stages []*Request) (time.Time, error) {
+	floor := r.lastEnd
+	if r.startsLater || !at.IsZero() {
+		floor = later(floor, r.start)
+	}
+	if !at.IsZero() {
+		floor = later(floor, r.open.latestStart())
+	}
+	for _, s := range stages {
+		floor = later(later(floor, s.lastEnd), s.open.latestStart())
+		if s.startsLater || !at.IsZero() {
+			floor = later(floor, s.start)
+		}
+	}
+	if at.IsZero() {
+		if floor.After(now) {
+			r.in.stats.clampedEnd(fmt.Sprintf("%s: ended before a phase it holds ended, or before its given start; ended there", r.id))
+			return floor, nil
+		}
+		return now, nil
+	}
+	if at.Before(floor) {
+		bad := &scopeError{id: r.id, what: fmt.Sprintf("EndAt(%v) is before its start or a phase it holds (%v); ended there", at, floor)}
+		r.in.stats.clampedEnd(bad.Error())
+		return floor, bad
+	}
+	return at, nil
+}
+
+// observeScope records the request's (or stage's) duration, from its
+// start to end.
+func (r *Request) observeScope(end time.Time, err error) {
 	if r.met == nil {
 		return
 	}
-	start, end := r.start, at
-	if end.IsZero() {
-		end = now
-		if end.IsZero() {
-			end = time.Now()
-		}
-	}
-	d := end.Sub(start)
+	d := end.Sub(r.start)
 	if d < 0 {
 		return
 	}
-	ctx := r.ctx
 	if r.kind == kindStage {
 		opts := r.tbl.rec.scope
 		if err != nil {
 			opts = r.tbl.rec.failedStage(r.in.errorType(err))
 		}
-		r.met.stage.Record(ctx, seconds(d), opts...)
+		r.met.stage.Record(r.ctx, seconds(d), opts...)
 		return
 	}
 	opts := r.tbl.rec.request
 	if err != nil {
 		opts = r.tbl.rec.failedRequest(r.in.errorType(err))
 	}
-	r.met.request.Float64Histogram.Record(ctx, seconds(d), opts...)
+	r.met.request.Float64Histogram.Record(r.ctx, seconds(d), opts...)
 }

@@ -58,8 +58,9 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 			} else {
 				req.StartPhase(ctx, spans.Preprocess).End(nil)
 				exec := req.StartPhase(ctx, spans.Exec)
-				for _, p := range []spans.Phase{spans.QueueWait, spans.KVRecv, spans.Forward, spans.VAEDecode} {
-					req.StartPhase(ctx, p).End(nil)
+				req.StartPhase(ctx, spans.QueueWait).End(nil)
+				for _, p := range []spans.Phase{spans.KVRecv, spans.Forward, spans.VAEDecode} {
+					exec.StartPhase(p).End(nil)
 				}
 				exec.End(nil)
 				req.StartPhase(context.Background(), spans.OutputReadyWait).End(nil)
@@ -245,10 +246,10 @@ func TestAsyncThenSyncOutputMakesExactlyOneWait(t *testing.T) {
 		r := newRecorded(t)
 		_, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "stream"})
 		exec := req.StartPhase(context.Background(), spans.Exec)
-		req.StartOutputPhase(context.Background(), spans.OutputReadyWait, spans.Output{Index: 0}).End(nil)
-		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 0}).End(nil)
+		req.StartPhase(context.Background(), spans.OutputReadyWait, attrs.OutputIndexKey.Int(0)).End(nil)
+		req.StartPhase(context.Background(), spans.Postprocess, attrs.OutputIndexKey.Int(0)).End(nil)
 		exec.End(nil)
-		req.StartOutputPhase(context.Background(), spans.Postprocess, spans.Output{Index: 1, Final: true}).End(nil)
+		req.StartPhase(context.Background(), spans.Postprocess, attrs.OutputIndexKey.Int(1), attrs.OutputFinalKey.Bool(true)).End(nil)
 		req.End(nil)
 		check(t, r.rec.Ended())
 	})

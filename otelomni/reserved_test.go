@@ -16,15 +16,16 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// TestAttributesOtelomniSetsItselfAreRefused: an attribute whose key
-// otelomni sets from a call's own arguments (the phase, the output, the
-// step, the request's and stage's identity, a transfer's stages) is not a
-// caller's to give. A phase given one starts or records nothing and the
-// call says so (an error where it returns one, Stats.Misuse always); on a
-// span's SetAttributes or an Info's Attributes the attribute is left out,
-// the others kept, and counted. Outputs are given with StartOutputPhase.
-func TestAttributesOtelomniSetsItselfAreRefused(t *testing.T) {
-	r := newRecorded(t)
+// TestAttributesOtelomniSetsItselfAreLeftOut: an attribute whose key
+// otelomni sets from a call's own arguments (the phase, the request's and
+// stage's identity, a transfer's stages, a batch's id and size) is not a
+// caller's to give: it is left out, the phase or span made without it,
+// the caller's other attributes kept, and each counted in Stats.Misuse. A
+// phase's output and step keys are the exception: a per-output phase reads
+// its output from them, a denoise step its step, and the span carries what
+// was read; on any other phase, or on SetAttributes, they are left out too.
+func TestAttributesOtelomniSetsItselfAreLeftOut(t *testing.T) {
+	r := newRecorded(t, otelomni.WithDenoiseSteps(true))
 	t0 := time.Now()
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Start: t0,
 		Attributes: []attribute.KeyValue{omniattr.RequestID("spoofed"), attribute.String("tenant", "a")}})
@@ -34,36 +35,56 @@ func TestAttributesOtelomniSetsItselfAreRefused(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		iv := spans.Between(t0.Add(time.Duration(i)*time.Millisecond), t0.Add(time.Duration(i+1)*time.Millisecond))
-		if err := req.RecordPhase(spans.Postprocess, iv, nil, omniattr.OutputIndex(i)); err == nil {
-			t.Errorf("RecordPhase with omni.output.index %d returned nil", i)
+		if err := req.RecordPhase(spans.Postprocess, iv, nil, omniattr.OutputIndex(i), omniattr.OutputFinal(i == 2)); err != nil {
+			t.Errorf("RecordPhase of output %d: %v", i, err)
 		}
-		ph := req.StartPhase(ctx, spans.OutputReadyWait, omniattr.OutputIndex(i), omniattr.OutputFinal(i == 2))
-		ph.End(nil)
+		req.StartPhase(ctx, spans.OutputReadyWait, omniattr.OutputIndex(i), omniattr.OutputFinal(i == 2)).End(nil)
 	}
 	for _, kv := range []attribute.KeyValue{omniattr.Phase("exec"), omniattr.Step(3), omniattr.StageID(7), omniattr.TransferFromStage(1)} {
-		req.StartPhase(ctx, spans.Preprocess, kv).End(nil)
+		req.StartPhase(ctx, spans.Preprocess, kv, attribute.String("kernel", "k")).End(nil) // the first is kept, the rest measured twice
 	}
 	exec := req.StartPhase(ctx, spans.Exec)
 	exec.SetAttributes(omniattr.OutputFinal(true), omniattr.BatchSize(4), attribute.String("kernel", "flash"))
+	exec.StartPhase(spans.Forward, omniattr.OutputIndex(1)).End(nil)
 	exec.End(nil)
 	req.SetAttributes(omniattr.StageName("spoofed"), attribute.Int("kept", 1))
-	if got, want := r.in.Stats().Misuse-misuse, uint64(3+3+4+2+1); got != want {
-		t.Errorf("Misuse counted %d refusals, want %d", got, want)
-	}
-	// The phases given properly are still recorded.
-	if err := req.RecordOutputPhase(spans.Postprocess, spans.Output{Index: 0}, spans.Between(t0, t0.Add(time.Millisecond)), nil); err != nil {
-		t.Fatal(err)
+	// 4 on the preprocess starts, 2 on exec, 1 on forward, 1 on the request.
+	if got, want := r.in.Stats().Misuse-misuse, uint64(4+2+1+1); got != want {
+		t.Errorf("Misuse counted %d attributes left out, want %d", got, want)
 	}
 	req.End(nil)
 
-	got := byName(r.rec.Ended())
-	if n := len(got[spans.OutputReadyWait.SpanName()]) + len(got[spans.Preprocess.SpanName()]); n != 0 {
-		t.Errorf("%d phases made with an attribute otelomni sets itself", n)
+	ended := r.rec.Ended()
+	got := byName(ended)
+	for _, name := range []string{spans.Postprocess.SpanName(), spans.OutputReadyWait.SpanName()} {
+		if len(got[name]) != 3 {
+			t.Errorf("%d %s spans, want one per output", len(got[name]), name)
+			continue
+		}
+		for i, s := range got[name] {
+			idx, _ := attr(s, attrs.OutputIndexKey)
+			fin, _ := attr(s, attrs.OutputFinalKey)
+			if idx.AsInt64() != int64(i) || fin.AsBool() != (i == 2) {
+				t.Errorf("%s %d carries output %d final %v", name, i, idx.AsInt64(), fin.AsBool())
+			}
+		}
 	}
-	if n := len(got[spans.Postprocess.SpanName()]); n != 1 {
-		t.Errorf("%d postprocess spans, want the one of RecordOutputPhase", n)
+	pre := one(t, ended, spans.Preprocess.SpanName())
+	if v, _ := attr(pre, attrs.PhaseKey); v.AsString() != "preprocess" {
+		t.Errorf("preprocess carries omni.phase %q", v.AsString())
 	}
-	request := one(t, r.rec.Ended(), spans.RequestSpanName)
+	for _, k := range []attribute.Key{attrs.StepKey, attrs.StageIDKey, attrs.TransferFromStageKey} {
+		if _, ok := attr(pre, k); ok {
+			t.Errorf("preprocess carries %s", k)
+		}
+	}
+	if v, _ := attr(pre, "kernel"); v.AsString() != "k" {
+		t.Error("preprocess lost the caller's own attribute")
+	}
+	if _, ok := attr(one(t, ended, spans.Forward.SpanName()), attrs.OutputIndexKey); ok {
+		t.Error("forward, not a per-output phase, carries omni.output.index")
+	}
+	request := one(t, ended, spans.RequestSpanName)
 	if v, _ := attr(request, attrs.RequestIDKey); v.AsString() != "r" {
 		t.Errorf("omni.request.id %q, want the RequestInfo's", v.AsString())
 	}
@@ -75,7 +96,7 @@ func TestAttributesOtelomniSetsItselfAreRefused(t *testing.T) {
 			t.Errorf("the caller's own attribute %s was lost", k)
 		}
 	}
-	ex := one(t, r.rec.Ended(), spans.Exec.SpanName())
+	ex := one(t, ended, spans.Exec.SpanName())
 	if _, ok := attr(ex, attrs.OutputFinalKey); ok {
 		t.Error("exec carries omni.output.final")
 	}

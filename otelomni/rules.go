@@ -20,20 +20,19 @@ import (
 //   - in order and in range: an interval ends no earlier than it starts,
 //     and both its ends are times a span can carry (intervalError);
 //   - inside its parent: a phase lies inside the span it hangs under, the
-//     request's (or stage's) span, exec or forward (fitLocked,
-//     liveBeforeScope);
+//     request's (or stage's) span, exec or forward (admitLiveLocked,
+//     fitLocked);
 //   - measured once: a phase once per request, a per-output phase once per
-//     output, a denoise step once per step (claimOnce, fitLocked);
+//     output, a denoise step once per step (markMeasuredLocked);
 //   - before its request's end: a live phase starts only while its request
-//     is open, and the request's End waits for the starts and ends in
-//     flight, as an exec's or forward's end waits for the parts starting
-//     under it (admitLive, startDone, startedUnder).
+//     and its parent are open, and ends no later than they do (see
+//     request.go: every time is read under the request's lock).
 //
 // A phase that breaks one makes no span; a bad interval is counted in
 // Stats.RejectedIntervals, a phase outside its parent or measured twice in
 // Stats.Conflicts (countBad, refuse), a live phase started after its
-// request ended in Stats.Misuse (refuse). An engine step is held to its
-// engine's start the same way (engineBeforeStart).
+// request ended, or by a call that does not take it, in Stats.Misuse
+// (refuse).
 //
 // A record's own parts are also checked against the record's own exec and
 // forward when it is planned (plan.Diffusion), with the same plan.Within.
@@ -104,107 +103,90 @@ func flatten(err error) []error {
 	return []error{err}
 }
 
-// refuse counts a live phase that admitLive refused: one started after its
-// request ended in Stats.Misuse, one that breaks a rule in Stats.Conflicts.
+// refuse counts a live phase that admitLiveLocked refused: one started
+// after its request ended, or by a call that does not take it, in
+// Stats.Misuse; one that breaks a rule in Stats.Conflicts.
 func (r *Request) refuse(err error) {
-	if err == errStartedAfterEnd {
+	if err == errStartedAfterEnd || errors.Is(err, ErrInvalidPhase) {
 		r.in.stats.misused(err.Error())
 		return
 	}
 	r.in.stats.conflict(err)
 }
 
-// admitLive decides whether a live phase may start, and under which span,
-// by the tree's rules (fitLocked). It counts the start (starting), so that
-// an End on another goroutine waits for it; a phase that hangs directly
-// under the request needs no lock for that. It returns why the phase is
-// refused, or nil.
-func (r *Request) admitLive(p spans.Phase, output, step int) (context.Context, uint32, error) {
-	if err := r.liveBeforeScope(p, output, step); err != nil {
-		return nil, 0, err
-	}
-	if plan.ParentOf(p) == plan.Scope && onceBit(p, output, step) != 0 {
-		r.starting.Add(1)
-		if r.ended.Load() {
-			r.startDone()
-			return nil, 0, errStartedAfterEnd
-		}
-		if err := r.claimOnce(p, output, step); err != nil {
-			r.startDone()
-			return nil, 0, err
-		}
-		return r.ctx, 0, nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ended.Load() {
-		return nil, 0, errStartedAfterEnd
-	}
-	at, err := r.fitLocked(p, output, step, spans.Interval{}, true, batchNests{-1, -1}, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if at.live != 0 {
-		r.childrenStarting++
-	}
-	r.starting.Add(1)
-	return at.ctx, at.live, nil
+// errNotAPart: a phase given to a call that does not start it.
+func notAPart(p spans.Phase, why string) error {
+	return fmt.Errorf("%w: StartPhase(%v): %s", ErrInvalidPhase, p, why)
 }
 
-// liveBeforeScope returns a [*spans.PhaseError] when live phase p (output,
-// step), starting now, would start before its request, or nil: only a
-// request given a start later than the time it was started reads the clock
-// for that.
-func (r *Request) liveBeforeScope(p spans.Phase, output, step int) error {
-	if r.startsLater && r.start.After(time.Now()) {
-		return &spans.PhaseError{Phase: p, Output: output, Step: step, Err: errBeforeScopeStart}
+// admitLiveLocked decides whether live phase p (output, step) may start now
+// under the live phase parentID (0: the request), by the tree's rules, and
+// marks it measured. It returns the phase's start, read now, and the
+// context of the span it hangs under; or why it is refused. r.mu is held.
+func (r *Request) admitLiveLocked(parentID uint32, p spans.Phase, output, step int) (time.Time, context.Context, error) {
+	if r.ended {
+		return time.Time{}, nil, errStartedAfterEnd
+	}
+	fail := func(err error) (time.Time, context.Context, error) {
+		return time.Time{}, nil, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: err}
+	}
+	pctx := r.ctx
+	if parentID != 0 {
+		par := r.open.find(parentID)
+		if par == nil {
+			return fail(errParentEnded)
+		}
+		switch {
+		case par.phase == spans.Exec && (p == spans.KVRecv || p == spans.Forward || p == spans.VAEDecode):
+		case par.phase == spans.Exec && p == spans.DenoiseStep && !r.forward.set:
+		case par.phase == spans.Forward && p == spans.DenoiseStep:
+		default:
+			return time.Time{}, nil, notAPart(p, "not a part of "+par.phase.String())
+		}
+		pctx = par.spanCtx
+	} else {
+		for _, pp := range parentsOf(p) {
+			parent := r.parentPhaseOf(pp)
+			switch {
+			case !parent.set:
+				continue
+			case parent.live != 0:
+				return time.Time{}, nil, notAPart(p, "a part of the open "+pp.String()+": start it from it (ActivePhase.StartPhase)")
+			default:
+				return fail(errParentEnded)
+			}
+		}
+	}
+	start := r.clk.now()
+	if r.startsLater && start.Before(r.start) {
+		return fail(errBeforeScopeStart)
+	}
+	if !r.markMeasuredLocked(p, output, step) {
+		return fail(spans.ErrDuplicatePhase)
+	}
+	return start, pctx, nil
+}
+
+// parentsOf returns the phases p hangs under when they were measured,
+// nearest first.
+func parentsOf(p spans.Phase) []spans.Phase {
+	switch plan.ParentOf(p) {
+	case plan.UnderForward:
+		return underForward[:]
+	case plan.UnderExec:
+		return underExec[:]
 	}
 	return nil
 }
 
-// startDone ends a start counted in starting, waking an End that waits.
-func (r *Request) startDone() {
-	if r.starting.Add(-1) == 0 && r.ended.Load() {
-		r.mu.Lock()
-		if r.cond != nil {
-			r.cond.Broadcast()
-		}
-		r.mu.Unlock()
-	}
-}
-
-// startedUnder ends a start under the live exec or forward parentLive, counted
-// in childrenStarting: that exec or forward's end waits for it, so that no part
-// outlives it.
-func (r *Request) startedUnder(parentLive uint32) {
-	if parentLive == 0 {
-		return
-	}
-	r.mu.Lock()
-	r.childrenStarting--
-	if r.childrenStarting == 0 && r.cond != nil {
-		r.cond.Broadcast()
-	}
-	r.mu.Unlock()
-}
-
-// engineBeforeStart returns why an engine step named name, starting now,
-// makes no span, or nil: it would start before the engine, given a start
-// later than now.
-func engineBeforeStart(name string, start time.Time) error {
-	if start.After(time.Now()) {
-		return &stepError{name: name, err: errBeforeScopeStart}
-	}
-	return nil
-}
-
-// place is where a phase's span hangs: under ctx, or, when in >= 0, under
-// the span of the phase at index in of the same batch of recorded phases.
+// place is where a recorded phase's span hangs: under ctx, or, when in >=
+// 0, under the span of the phase at index in of the same batch of recorded
+// phases, or, when wait is set, under a live exec or forward whose span is
+// still starting: the phase waits in its pending parts.
 type place struct {
-	ctx context.Context
-	in  int
-	// live is the id of the open live exec or forward it hangs under, or 0.
-	live uint32
+	ctx  context.Context
+	in   int
+	wait *parentPhase
 }
 
 // underForward and underExec are the phases a part hangs under, nearest
@@ -215,30 +197,22 @@ var (
 	underExec    = [...]spans.Phase{spans.Exec}
 )
 
-// fitLocked decides where phase p (output, step) hangs, checks that it lies
-// inside that parent and has not been measured yet, and marks it measured.
-// It returns a [*spans.PhaseError] when it does not fit; the phase is then
-// left unmarked.
+// fitLocked decides where recorded phase p (output, step), whose interval
+// is iv, hangs, checks that it lies inside that parent and has not been
+// measured yet, and marks it measured. It returns a [*spans.PhaseError]
+// when it does not fit; the phase is then left unmarked. r.mu is held.
 //
-// live says the phase starts now on the live path, its end not yet known;
-// iv is then the zero Interval, which the error carries. Under an exec or
-// forward still open it fits, and ends with that parent, at the same
-// moment, if it is still open then: its end is clamped to the parent's,
-// since both are read from the clock. Under one that has ended it is
-// refused (errParentEnded): it would start after its parent's end.
-//
-// A recorded phase (live false) has both its times already, given by the
-// caller: it fits only when iv lies inside its parent's interval, or inside
-// the span of its parent in the same batch (fitted, batch); no time a caller
+// It fits only when iv lies inside its parent's interval, or inside the
+// span of its parent in the same batch (fitted, batch); no time a caller
 // gives is moved. One recorded inside a live parent still open makes that
-// parent end no earlier (lastChild). A recorded phase already measured is
-// refused as a duplicate before its interval is looked at, so that a
-// record given twice is reported as given twice.
-func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, live bool, batch batchNests, fitted []accepted) (place, error) {
+// parent end no earlier (lastChild). A phase already measured is refused
+// as a duplicate before its interval is looked at, so that a record given
+// twice is reported as given twice.
+func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, batch batchNests, fitted []accepted) (place, error) {
 	fail := func(err error) (place, error) {
 		return place{}, &spans.PhaseError{Phase: p, Output: output, Step: step, Interval: iv, Err: err}
 	}
-	if once := onceBit(p, output, step); !live && once != 0 && r.seen.Load()&once != 0 {
+	if once := onceBit(p, output, step); once != 0 && r.seen&once != 0 {
 		return fail(spans.ErrDuplicatePhase)
 	}
 	// claim marks the phase measured, last: a phase refused for its
@@ -249,14 +223,7 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 		}
 		return at, nil
 	}
-	var parents []spans.Phase
-	switch plan.ParentOf(p) {
-	case plan.UnderForward:
-		parents = underForward[:]
-	case plan.UnderExec:
-		parents = underExec[:]
-	}
-	for _, pp := range parents {
+	for _, pp := range parentsOf(p) {
 		if i := *batch.of(pp); i >= 0 {
 			// Its parent is in the same batch.
 			if q := fitted[i].ps; !plan.Within(iv, q.Start, q.End) {
@@ -268,36 +235,24 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 		if !parent.set {
 			continue
 		}
-		if live {
-			if parent.closed {
-				return fail(errParentEnded)
-			}
-			return claim(place{ctx: parent.ctx, in: -1, live: parent.live})
-		}
 		start, end := parent.interval()
 		if !plan.Within(iv, start, end) {
 			return fail(spans.ErrOutsideParent)
 		}
-		at, err := claim(place{ctx: parent.ctx, in: -1})
+		at := place{ctx: parent.ctx, in: -1}
+		if parent.ctx == nil {
+			at.wait = parent
+		}
+		at, err := claim(at)
 		if err == nil && !parent.closed {
 			parent.lastChild = later(parent.lastChild, iv.End())
 		}
 		return at, err
 	}
-	if !live && iv.Start().Before(r.scopeStart()) {
+	if iv.Start().Before(r.start) {
 		return fail(spans.ErrOutsideParent)
 	}
 	return claim(place{ctx: r.ctx, in: -1})
-}
-
-// claimOnce marks phase p, measured once per request and hanging under the
-// request, measured, without the lock; it returns a [*spans.PhaseError]
-// when it already was.
-func (r *Request) claimOnce(p spans.Phase, output, step int) error {
-	if r.markOnce(onceBit(p, output, step)) {
-		return nil
-	}
-	return &spans.PhaseError{Phase: p, Output: output, Step: step, Err: spans.ErrDuplicatePhase}
 }
 
 // claimKey is one output's per-output phase, or one denoise step.
@@ -311,7 +266,11 @@ type claimKey struct {
 // whether it was not already.
 func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) bool {
 	if once := onceBit(p, output, step); once != 0 {
-		return r.markOnce(once)
+		if r.seen&once != 0 {
+			return false
+		}
+		r.seen |= once
+		return true
 	}
 	k := claimKey{p, output}
 	if step >= 0 {
@@ -327,20 +286,6 @@ func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) bool {
 	return true
 }
 
-// markOnce marks phase bits once as measured, and reports whether they were
-// not already.
-func (r *Request) markOnce(once uint32) bool {
-	for {
-		seen := r.seen.Load()
-		if seen&once != 0 {
-			return false
-		}
-		if r.seen.CompareAndSwap(seen, seen|once) {
-			return true
-		}
-	}
-}
-
 // onceBit returns the bit of a phase that is measured once per request,
 // or 0 for one measured per output or per step.
 func onceBit(p spans.Phase, output, step int) uint32 {
@@ -349,10 +294,6 @@ func onceBit(p spans.Phase, output, step int) uint32 {
 	}
 	return 1 << p
 }
-
-// scopeStart returns the request's (or stage's) start: the one given, or
-// otelomni's reading just after its span started.
-func (r *Request) scopeStart() time.Time { return r.start }
 
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {

@@ -201,42 +201,45 @@ func TestUnsampledContextStillPropagates(t *testing.T) {
 	}
 }
 
-func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
-	base := time.Now()
+// TestLLMPhasesAreRecordedUnderTheStage: an LLM stage records each phase
+// whose two ends it saw, with the engine's own times, under its stage
+// span; a phase with an end not seen is not recorded, and makes no span.
+func TestLLMPhasesAreRecordedUnderTheStage(t *testing.T) {
 	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
 	cases := []struct {
-		name   string
-		events []struct {
-			e otelomni.LLMEvent
-			t time.Time
-		}
-		want map[spans.Phase]time.Duration
+		name string
+		// queued, scheduled, first, last: a zero time was not seen.
+		events [4]time.Time
+		want   map[spans.Phase]time.Duration
 	}{
-		{"all seen", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond, plan.LLMDecode: 250 * time.Millisecond}},
-		{"queued never seen: only decode", evs(otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{plan.LLMDecode: 250 * time.Millisecond}},
-		{"re-schedule after preemption keeps the prefill start",
-			evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMPreempted, ms(20), otelomni.LLMScheduled, ms(30),
-				otelomni.LLMFirstToken, ms(50), otelomni.LLMLastToken, ms(300)),
-			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond, plan.LLMDecode: 250 * time.Millisecond}},
-		{"still decoding at the end", evs(otelomni.LLMQueued, ms(0), otelomni.LLMScheduled, ms(5), otelomni.LLMFirstToken, ms(50)),
-			map[spans.Phase]time.Duration{plan.LLMQueue: 5 * time.Millisecond, plan.LLMPrefill: 45 * time.Millisecond}},
+		{"all seen", [4]time.Time{ms(0), ms(5), ms(50), ms(300)},
+			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond, spans.LLMDecode: 250 * time.Millisecond}},
+		{"queued and scheduled never seen: only decode", [4]time.Time{{}, {}, ms(50), ms(300)},
+			map[spans.Phase]time.Duration{spans.LLMDecode: 250 * time.Millisecond}},
+		{"still decoding at the end", [4]time.Time{ms(0), ms(5), ms(50), {}},
+			map[spans.Phase]time.Duration{spans.LLMQueue: 5 * time.Millisecond, spans.LLMPrefill: 45 * time.Millisecond}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRecorded(t)
 			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm", Start: base})
 			_, st := r.in.StartStage(ctx, otelomni.StageInfo{Name: "thinker", Type: attrs.StageLLM, Start: base})
-			for _, e := range tc.events {
-				if err := st.MarkLLM(e.e, e.t); err != nil {
+			e := tc.events
+			for _, ph := range []struct {
+				p          spans.Phase
+				start, end time.Time
+			}{{spans.LLMQueue, e[0], e[1]}, {spans.LLMPrefill, e[1], e[2]}, {spans.LLMDecode, e[2], e[3]}} {
+				if ph.start.IsZero() || ph.end.IsZero() {
+					continue // an end not seen: not measured
+				}
+				if err := st.RecordPhase(ph.p, spans.Between(ph.start, ph.end), nil); err != nil {
 					t.Fatal(err)
 				}
 			}
-			st.End(nil)
-			req.End(nil)
+			st.EndAt(ms(400), nil)
+			req.EndAt(ms(400), nil)
 			got := byName(r.rec.Ended())
-			for _, p := range []spans.Phase{plan.LLMQueue, plan.LLMPrefill, plan.LLMDecode} {
+			for _, p := range []spans.Phase{spans.LLMQueue, spans.LLMPrefill, spans.LLMDecode} {
 				d, want := tc.want[p]
 				ss := got[p.SpanName()]
 				if !want {
@@ -257,94 +260,72 @@ func TestLLMPhasesOnlyWhenBothEndsSeen(t *testing.T) {
 	}
 }
 
-type llmEv = struct {
-	e otelomni.LLMEvent
-	t time.Time
-}
-
-func evs(args ...any) []llmEv {
-	var out []llmEv
-	for i := 0; i < len(args); i += 2 {
-		out = append(out, llmEv{args[i].(otelomni.LLMEvent), args[i+1].(time.Time)})
-	}
-	return out
-}
-
-func TestLLMEventsRejectBadInput(t *testing.T) {
+func TestLLMPhasesRejectBadInput(t *testing.T) {
 	r := newRecorded(t)
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "llm"})
 	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM})
 	now := time.Now()
-	if err := st.MarkLLM(otelomni.LLMQueued, time.Time{}); !errors.Is(err, spans.ErrZeroTime) {
+	if err := st.RecordPhase(spans.LLMQueue, spans.Between(time.Time{}, now), nil); !errors.Is(err, spans.ErrZeroTime) {
 		t.Errorf("zero time: %v", err)
 	}
-	_ = st.MarkLLM(otelomni.LLMFirstToken, now)
-	if err := st.MarkLLM(otelomni.LLMLastToken, now.Add(-time.Second)); !errors.Is(err, spans.ErrEndBeforeStart) {
+	if err := st.RecordPhase(spans.LLMDecode, spans.Between(now, now.Add(-time.Second)), nil); !errors.Is(err, spans.ErrEndBeforeStart) {
 		t.Errorf("last token before first: %v", err)
 	}
 	st.End(nil)
 	req.End(nil)
-	if n := len(byName(r.rec.Ended())[plan.LLMDecode.SpanName()]); n != 0 {
+	if n := len(byName(r.rec.Ended())[spans.LLMDecode.SpanName()]); n != 0 {
 		t.Errorf("a negative decode made %d spans", n)
+	}
+	if s := r.in.Stats(); s.RejectedIntervals != 2 {
+		t.Errorf("RejectedIntervals = %d, want 2", s.RejectedIntervals)
 	}
 }
 
-func TestLLMEventsWithTheEnginesTimes(t *testing.T) {
-	r := newRecorded(t)
-	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{Start: base, ID: "llm"})
-	_, st := r.in.StartStage(ctx, otelomni.StageInfo{Type: attrs.StageLLM, Start: base})
-	// No queued event: llm.queue is not measured.
-	for _, e := range []struct {
-		ev otelomni.LLMEvent
-		t  time.Time
-	}{{otelomni.LLMScheduled, at(5)}, {otelomni.LLMFirstToken, at(50)}, {otelomni.LLMLastToken, at(300)}} {
-		if err := st.MarkLLM(e.ev, e.t); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.End(nil)
-	req.End(nil)
-	got := byName(r.rec.Ended())
-	if len(got[plan.LLMQueue.SpanName()]) != 0 || len(got[plan.LLMPrefill.SpanName()]) != 1 || len(got[plan.LLMDecode.SpanName()]) != 1 {
-		t.Fatalf("spans %v", names(r.rec.Ended()))
-	}
-	if d := got[plan.LLMDecode.SpanName()][0]; !d.StartTime().Equal(at(50)) || !d.EndTime().Equal(at(300)) {
-		t.Errorf("decode %v to %v, want the events' times", d.StartTime(), d.EndTime())
-	}
+// sentAt is what a sending stage tells the receiving one of a hand-over:
+// its wall-clock times of sending, read once each.
+type sentAt struct{ start, end time.Time }
+
+func send(d time.Duration) sentAt {
+	start := time.Now()
+	time.Sleep(d)
+	return sentAt{start, start.Add(time.Since(start))}
 }
 
 func TestTransferAcrossProcesses(t *testing.T) {
 	cases := []struct {
-		name    string
-		header  func(h spans.TransferHeader) spans.TransferHeader
+		name string
+		// record builds the receiving stage's record from the sender's
+		// times (on its own wall clock) and the receipt.
+		record  func(tx sentAt, rxStart, rxEnd time.Time) spans.TransferRecord
 		parts   []spans.Phase
 		skewed  uint64
 		wantErr bool
 	}{
-		{"all parts", func(h spans.TransferHeader) spans.TransferHeader { return h },
-			[]spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}, 0, false},
-		{"connector reports no send times: no tx, no in flight", func(h spans.TransferHeader) spans.TransferHeader {
-			h.TxStart, h.TxEnd = 0, 0
-			return h
+		{"all parts", func(tx sentAt, rxStart, rxEnd time.Time) spans.TransferRecord {
+			return spans.TransferRecord{Tx: spans.Between(tx.start.Round(0), tx.end.Round(0)),
+				InFlight: spans.Between(tx.end.Round(0), rxStart), RxDecode: spans.Between(rxStart, rxEnd)}
+		}, []spans.Phase{plan.TransferTx, plan.TransferInFlight, plan.TransferRxDecode}, 0, false},
+		{"connector reports no send times: no tx, no in flight", func(_ sentAt, rxStart, rxEnd time.Time) spans.TransferRecord {
+			return spans.TransferRecord{RxDecode: spans.Between(rxStart, rxEnd)}
 		}, []spans.Phase{plan.TransferRxDecode}, 0, false},
-		{"sender's clock 10s ahead: in flight left out and counted", func(h spans.TransferHeader) spans.TransferHeader {
-			h.TxStart += int64(10 * time.Second)
-			h.TxEnd += int64(10 * time.Second)
-			return h
+		{"sender's clock 10s ahead: in flight left out and counted", func(tx sentAt, rxStart, rxEnd time.Time) spans.TransferRecord {
+			ahead := func(t time.Time) time.Time { return t.Round(0).Add(10 * time.Second) }
+			return spans.TransferRecord{Tx: spans.Between(ahead(tx.start), ahead(tx.end)),
+				InFlight: spans.Between(ahead(tx.end), rxStart), RxDecode: spans.Between(rxStart, rxEnd)}
 		}, []spans.Phase{plan.TransferTx, plan.TransferRxDecode}, 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTwoProcesses(t)
 			ctx, req := p.gw.in.Start(context.Background(), otelomni.RequestInfo{ID: "img-1"})
-			send := otelomni.StartSend(0, "mooncake")
-			time.Sleep(2 * time.Millisecond)
-			hdr := tc.header(send.Done(8 << 20))
+			tx := send(2 * time.Millisecond)
 			time.Sleep(time.Millisecond)
 			_, st := p.st.in.StartStage(p.handOver(ctx), otelomni.StageInfo{ID: 1, Name: "dit", Type: attrs.StageDiffusion})
-			rx := st.StartReceive(hdr)
+			rxStart := time.Now()
 			time.Sleep(time.Millisecond)
-			if err := rx.End(); (err != nil) != tc.wantErr {
+			rec := tc.record(tx, rxStart, time.Now())
+			rec.FromStage, rec.ToStage, rec.Bytes, rec.Connector = 0, 1, 8<<20, "mooncake"
+			if err := st.RecordTransfer(rec); (err != nil) != tc.wantErr {
 				t.Fatalf("err %v", err)
 			}
 			st.End(nil)
@@ -452,10 +433,10 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 		n := testing.AllocsPerRun(100, func() {
 			ctx, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 1, Type: attrs.StageLLM})
 			_ = ctx
-			_ = st.MarkLLM(otelomni.LLMQueued, time.Now())
+			_ = st.RecordPhase(spans.LLMQueue, spans.Between(base, base), nil)
 			st.StartPhase(context.Background(), spans.Exec).End(nil)
 			_ = st.MarkOutput(false, time.Now())
-			_ = st.StartReceive(spans.TransferHeader{}).End()
+			_ = st.RecordTransfer(spans.TransferRecord{RxDecode: spans.Between(base, base)})
 			st.End(nil)
 		})
 		if n != 0 {
@@ -468,5 +449,5 @@ func TestDisabledStageAllocatesNothing(t *testing.T) {
 	_ = nilStage.RecordTransfer(spans.TransferRecord{})
 	var zero otelomni.Request
 	_ = zero.MarkOutput(true, time.Now())
-	_ = zero.MarkLLM(otelomni.LLMFirstToken, time.Now())
+	_ = zero.RecordPhase(spans.LLMPrefill, spans.Between(base, base), nil)
 }

@@ -28,11 +28,11 @@ func (in *Instrumenter) strMax(s string, max int) string {
 
 // reservedKeys are the keys otelomni sets from a call's own arguments: the
 // phase, step and output of a phase span, the identity of a request or
-// stage, a transfer's stages, a batch's id and size. A caller gives them
-// through those arguments (StartOutputPhase, StartStep, RequestInfo,
-// StageInfo, StartBatch), never as an attribute: a phase span given
-// omni.output.index would be one more plain phase, refused as a duplicate
-// from the second output on.
+// stage (given at its start, so that samplers see it), a transfer's
+// stages, a batch's id and size. A caller gives them through those
+// arguments (RequestInfo, StageInfo, StartBatch), or, for a phase's output
+// and step, as the attributes of the phase's start, which otelomni reads
+// (liveArgsOf); anywhere else, such an attribute is left out.
 var reservedKeys = map[attribute.Key]bool{
 	attrs.PhaseKey: true, attrs.StepKey: true, attrs.OutputIndexKey: true, attrs.OutputFinalKey: true,
 	attrs.RequestIDKey: true, attrs.StageIDKey: true, attrs.StageTypeKey: true, attrs.StageNameKey: true,
@@ -41,38 +41,37 @@ var reservedKeys = map[attribute.Key]bool{
 }
 
 // reservedError reports an attribute a caller gave whose key otelomni sets
-// itself.
+// itself: left out.
 type reservedError struct {
 	call string
 	key  attribute.Key
 }
 
 func (e *reservedError) Error() string {
-	return fmt.Sprintf("otelomni: %s was given the attribute %s, which otelomni sets itself from the call's arguments; %s",
-		e.call, sanitize.String(string(e.key), maxKeyBytes), "left out")
-}
-
-// reserved returns the error of the first attribute of kv whose key
-// otelomni sets itself, counted in Stats.Misuse, or nil.
-func (in *Instrumenter) reserved(call string, kv []attribute.KeyValue) error {
-	for i := range kv {
-		if reservedKeys[kv[i].Key] {
-			err := &reservedError{call: call, key: kv[i].Key}
-			in.stats.misused(err.Error())
-			return err
-		}
-	}
-	return nil
+	return fmt.Sprintf("otelomni: %s was given the attribute %s, which otelomni sets itself from the call's arguments; the attribute was left out",
+		e.call, sanitize.String(string(e.key), maxKeyBytes))
 }
 
 // callerKVs returns kv as kvs does, without the attributes whose key
 // otelomni sets itself, each counted in Stats.Misuse.
 func (in *Instrumenter) callerKVs(call string, kv []attribute.KeyValue) []attribute.KeyValue {
+	return in.callerKVsReading(call, kv, false, false)
+}
+
+// callerKVsReading is callerKVs for a phase's start, which read the output
+// keys (output) or the step key (step) from kv: those are left out
+// without a word, otelomni setting them from what it read.
+func (in *Instrumenter) callerKVsReading(call string, kv []attribute.KeyValue, output, step bool) []attribute.KeyValue {
+	read := func(k attribute.Key) bool {
+		return output && (k == attrs.OutputIndexKey || k == attrs.OutputFinalKey) || step && k == attrs.StepKey
+	}
 	n := 0
 	for i := range kv {
 		if reservedKeys[kv[i].Key] {
 			n++
-			in.stats.misused((&reservedError{call: call, key: kv[i].Key}).Error())
+			if !read(kv[i].Key) {
+				in.stats.misused((&reservedError{call: call, key: kv[i].Key}).Error())
+			}
 		}
 	}
 	if n == 0 {

@@ -6,7 +6,6 @@ package otelomni
 import (
 	"errors"
 	"math"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -15,60 +14,6 @@ import (
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/spans"
 )
-
-// Sender measures the sending side of a hand-over between stages. Start it
-// just before serialising with [StartSend], and put what [Sender.Done]
-// returns in the stage message.
-type Sender struct {
-	from      int
-	connector string
-	start     time.Time
-}
-
-// StartSend starts measuring a send from stage from over connector.
-func StartSend(from int, connector string) Sender {
-	return Sender{from: from, connector: connector, start: time.Now()}
-}
-
-// Done returns the header to put in the stage message. The end is the start
-// plus the monotonic elapsed time, so the send never measures negative.
-func (s Sender) Done(bytes int64) spans.TransferHeader {
-	h := spans.TransferHeader{FromStage: s.from, Connector: s.connector, Bytes: bytes}
-	if !s.start.IsZero() {
-		end := s.start.Add(time.Since(s.start))
-		h.TxStart, h.TxEnd = s.start.UnixNano(), end.UnixNano()
-	}
-	return h
-}
-
-// Receive measures the receiving side of a hand-over: from
-// [Request.StartReceive] to [Receive.End] is the receive-and-decode time.
-type Receive struct {
-	r     *Request
-	hdr   spans.TransferHeader
-	start time.Time
-}
-
-// StartReceive starts receiving, at this stage, the payload that hdr (from
-// the stage message) describes.
-func (r *Request) StartReceive(hdr spans.TransferHeader) Receive {
-	if !r.recording() {
-		return Receive{}
-	}
-	return Receive{r: r, hdr: hdr, start: time.Now()}
-}
-
-// End ends the receipt and makes the transfer's spans: omni.transfer under
-// the request span, with its measured parts (tx and in flight from the
-// header, rx decode measured here) as children. See
-// [Request.RecordTransfer].
-func (x Receive) End() error {
-	if x.r == nil {
-		return nil
-	}
-	rec := plan.TransferOf(x.hdr, x.r.stageID, spans.Between(x.start, time.Now()))
-	return x.r.RecordTransfer(rec)
-}
 
 // RecordTransfer makes the spans of one hand-over into this stage:
 // omni.transfer, a child of the request span, from its earliest measured
@@ -119,7 +64,7 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 		return errors.Join(bad...)
 	}
 	r.mu.Lock()
-	ended := r.ended.Load()
+	ended := r.ended
 	r.mu.Unlock()
 	if ended {
 		r.in.stats.misused("a transfer recorded on a request that had already ended")

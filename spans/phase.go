@@ -7,11 +7,9 @@ import "strconv"
 
 // Phase identifies one measured phase of a request. The zero Phase is not a
 // phase. Phases are listed in the order of the span tree: the diffusion
-// phases below, then the LLM stage's (omni.llm.queue, omni.llm.prefill,
-// omni.llm.decode, which otelomni's MarkLLM records) and the parts of a
-// hand-over between stages (omni.transfer.tx, omni.transfer.in_flight,
-// omni.transfer.rx_decode, which its transfer calls record). [Phases] lists
-// them all.
+// phases, then the LLM stage's. The parts of a hand-over between stages
+// (omni.transfer.tx, omni.transfer.in_flight, omni.transfer.rx_decode) are
+// phases too, made from a [TransferRecord] only.
 type Phase uint8
 
 // The diffusion phases, in tree order.
@@ -45,13 +43,22 @@ const (
 	Postprocess
 )
 
-// The phases of an LLM stage and of a hand-over, in tree order after the
-// diffusion phases. No public call takes them as an argument.
+// The phases of an LLM stage, in tree order after the diffusion phases,
+// each measured only when both its ends were seen.
 const (
-	llmQueue Phase = iota + Postprocess + 1
-	llmPrefill
-	llmDecode
-	transferTx
+	// LLMQueue runs from the request entering the stage's queue to the
+	// scheduler first running it.
+	LLMQueue Phase = iota + Postprocess + 1
+	// LLMPrefill runs from the first schedule to the first output token;
+	// a re-schedule after a preemption does not move its start.
+	LLMPrefill
+	// LLMDecode runs from the first output token to the last.
+	LLMDecode
+)
+
+// The parts of a hand-over, after the LLM phases.
+const (
+	transferTx Phase = iota + LLMDecode + 1
 	transferInFlight
 	transferRxDecode
 	// numPhases is one more than the largest phase.
@@ -74,9 +81,9 @@ var catalogue = [numPhases]phaseInfo{
 	VAEDecode:        {"vae_decode", "omni.diffusion.vae_decode", false},
 	OutputReadyWait:  {"output_ready_wait", "omni.diffusion.output_ready_wait", true},
 	Postprocess:      {"postprocess", "omni.diffusion.postprocess", true},
-	llmQueue:         {"llm.queue", "omni.llm.queue", false},
-	llmPrefill:       {"llm.prefill", "omni.llm.prefill", false},
-	llmDecode:        {"llm.decode", "omni.llm.decode", false},
+	LLMQueue:         {"llm.queue", "omni.llm.queue", false},
+	LLMPrefill:       {"llm.prefill", "omni.llm.prefill", false},
+	LLMDecode:        {"llm.decode", "omni.llm.decode", false},
 	transferTx:       {"transfer.tx", "omni.transfer.tx", false},
 	transferInFlight: {"transfer.in_flight", "omni.transfer.in_flight", false},
 	transferRxDecode: {"transfer.rx_decode", "omni.transfer.rx_decode", false},

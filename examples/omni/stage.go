@@ -139,9 +139,9 @@ func (s *stageServer) serve(m pipeline.Message) {
 		ID: s.st.ID, Name: s.st.Name, Type: s.st.Type, ReplicaID: s.st.Name + "-0", Model: s.st.Model,
 	})
 	if m.Transfer != nil {
-		rx := st.StartReceive(*m.Transfer)
+		rxStart := time.Now()
 		sleep(1, 3) // receive and decode the payload
-		_ = rx.End()
+		_ = st.RecordTransfer(m.Transfer.Record(s.st.ID, rxStart, time.Now()))
 	}
 	if s.fail(st, m) {
 		return
@@ -149,17 +149,24 @@ func (s *stageServer) serve(m pipeline.Message) {
 
 	switch s.st.Type {
 	case attrs.StageLLM:
+		// The scheduler's events, each a time: a phase is recorded when
+		// both its ends were seen.
+		var queued, scheduled time.Time
 		if !(m.Special == pipeline.NoQueuedEvent && s.st.Name == "talker") {
-			_ = st.MarkLLM(otelomni.LLMQueued, time.Now())
+			queued = time.Now()
 			sleep(2, 10)
 			s.hold(m, atQueue)
-			_ = st.MarkLLM(otelomni.LLMScheduled, time.Now())
+			scheduled = time.Now()
+			_ = st.RecordPhase(spans.LLMQueue, spans.Between(queued, scheduled), nil)
 		}
 		sleep(15, 35)
-		_ = st.MarkLLM(otelomni.LLMFirstToken, time.Now())
+		first := time.Now()
+		if !scheduled.IsZero() {
+			_ = st.RecordPhase(spans.LLMPrefill, spans.Between(scheduled, first), nil)
+		}
 		sleep(40, 90)
 		s.hold(m, atDecode)
-		_ = st.MarkLLM(otelomni.LLMLastToken, time.Now())
+		_ = st.RecordPhase(spans.LLMDecode, spans.Between(first, time.Now()), nil)
 		st.SetUsage(200+rng.IntN(400), 64+rng.IntN(192))
 	case attrs.StageDiffusion:
 		exec := st.StartPhase(sctx, spans.Exec)
@@ -170,12 +177,12 @@ func (s *stageServer) serve(m pipeline.Message) {
 		kv := time.Now()
 		sleep(3, 8)
 		_ = st.RecordPhase(spans.KVRecv, spans.Between(kv, time.Now()), nil)
-		fwd := st.StartPhase(sctx, spans.Forward)
+		fwd := exec.StartPhase(spans.Forward)
 		sleep(40, 60)
 		dieHere(s.st.Name)
 		sleep(40, 60)
 		fwd.End(nil)
-		vae := st.StartPhase(sctx, spans.VAEDecode)
+		vae := exec.StartPhase(spans.VAEDecode)
 		sleep(10, 25)
 		vae.End(nil)
 		exec.End(nil)
@@ -192,15 +199,17 @@ func (s *stageServer) serve(m pipeline.Message) {
 
 	reply := pipeline.Message{Type: "result", ID: m.ID, Pipeline: m.Pipeline, Special: m.Special}
 	if !s.last {
-		send := otelomni.StartSend(s.st.ID, s.st.Connector)
+		txStart := time.Now()
 		sleep(1, 4) // serialise and send
 		size := int64(2<<20 + rng.IntN(1<<20))
 		if s.st.Connector == "mooncake" {
 			size = int64(48<<20 + rng.IntN(16<<20)) // a KV cache
 		}
-		h := send.Done(size)
-		if m.Special == pipeline.NoTxTimes {
-			h.TxStart, h.TxEnd = 0, 0
+		h := pipeline.Transfer{FromStage: s.st.ID, Connector: s.st.Connector, Bytes: size}
+		if m.Special != pipeline.NoTxTimes {
+			// Sent on: the sender's wall clock, read once per edge.
+			h.TxStart = txStart.UnixNano()
+			h.TxEnd = txStart.Add(time.Since(txStart)).UnixNano()
 		}
 		reply.Transfer = &h
 	}

@@ -18,13 +18,17 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// The phases of an LLM stage and the parts of a hand-over, which package
-// spans names but does not export: no public call takes them.
+// The phases of an LLM stage, as package spans names them, and the parts
+// of a hand-over, which it does not export: only a transfer record makes
+// them.
 const (
-	LLMQueue spans.Phase = spans.Postprocess + 1 + iota
-	LLMPrefill
-	LLMDecode
-	TransferTx
+	LLMQueue   = spans.LLMQueue
+	LLMPrefill = spans.LLMPrefill
+	LLMDecode  = spans.LLMDecode
+)
+
+const (
+	TransferTx spans.Phase = spans.LLMDecode + 1 + iota
 	TransferInFlight
 	TransferRxDecode
 )

@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -55,8 +56,8 @@ func TestWaterfallOfThousandsOfOutputsStaysShortAndAStageIsShown(t *testing.T) {
 	// A stage in its own process: its span is the local root.
 	_, st := in.StartStage(context.Background(), otelomni.StageInfo{ID: 2, Name: "code2wav", Start: t0})
 	for i := 0; i < 5000; i++ {
-		_ = st.RecordOutputPhase(spans.Postprocess, spans.Output{Index: i, Final: i == 4999},
-			spans.Between(t0.Add(time.Duration(i)*time.Microsecond), t0.Add(time.Duration(i+1)*time.Microsecond)), nil)
+		_ = st.RecordPhase(spans.Postprocess, spans.Between(t0.Add(time.Duration(i)*time.Microsecond), t0.Add(time.Duration(i+1)*time.Microsecond)), nil,
+			attrs.OutputIndexKey.Int(i), attrs.OutputFinalKey.Bool(i == 4999))
 	}
 	st.End(nil)
 	var out bytes.Buffer

@@ -98,10 +98,9 @@ func (p *Producer) Start(r Synthetic) (traceID string, end func() error, err err
 		prefill := t0.Add(r.Queue)
 		decode := prefill.Add(t1.Sub(prefill) / 4)
 		errs = append(errs,
-			st.MarkLLM(otelomni.LLMQueued, t0),
-			st.MarkLLM(otelomni.LLMScheduled, prefill),
-			st.MarkLLM(otelomni.LLMFirstToken, decode),
-			st.MarkLLM(otelomni.LLMLastToken, t1),
+			st.RecordPhase(spans.LLMQueue, spans.Between(t0, prefill), nil),
+			st.RecordPhase(spans.LLMPrefill, spans.Between(prefill, decode), nil),
+			st.RecordPhase(spans.LLMDecode, spans.Between(decode, t1), nil),
 			st.EndAt(t1, nil))
 	}
 	id := trace.SpanContextFromContext(ctx).TraceID().String()

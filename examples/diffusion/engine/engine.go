@@ -121,10 +121,9 @@ func (e *Engine) Serve(ctx context.Context, id string, s Scenario, seed uint64) 
 	return err
 }
 
-// within runs fn inside phase p of req: the phase starts before fn, and
-// ends when fn returns, failed with fn's error.
-func within(req *otelomni.Request, ctx context.Context, p spans.Phase, fn func(context.Context) error) error {
-	ph := req.StartPhase(ctx, p)
+// within runs fn inside phase ph, just started: the phase ends when fn
+// returns, failed with fn's error.
+func within(ph otelomni.ActivePhase, fn func(context.Context) error) error {
 	err := fn(ph.Context())
 	ph.End(err)
 	return err
@@ -133,7 +132,7 @@ func within(req *otelomni.Request, ctx context.Context, p spans.Phase, fn func(c
 func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, rng *rand.Rand) error {
 	if s.Preprocessor {
 		// The model's pre-processor: decode and resize the input image.
-		if err := within(req, ctx, spans.Preprocess, e.cpu(rng, 6, 14)); err != nil {
+		if err := within(req.StartPhase(ctx, spans.Preprocess), e.cpu(rng, 6, 14)); err != nil {
 			return err
 		}
 	}
@@ -149,7 +148,7 @@ func (e *Engine) serve(ctx context.Context, req *otelomni.Request, s Scenario, r
 		exec.End(err)
 		return err
 	}
-	err = e.run(ctx, req, s, rng)
+	err = e.run(exec, req, s, rng)
 	release()
 	if err != nil {
 		exec.End(err)
@@ -205,7 +204,8 @@ func (e *Engine) admit(ctx context.Context, req *otelomni.Request, s Scenario) (
 // run is the worker: receive upstream KV, run the denoising loop, decode
 // latents. With the profiler off, forward and VAE decode still run but are
 // not measured, so they make no span.
-func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng *rand.Rand) error {
+func (e *Engine) run(exec otelomni.ActivePhase, req *otelomni.Request, s Scenario, rng *rand.Rand) error {
+	ctx := exec.Context()
 	if s.UpstreamKV {
 		start := time.Now()
 		e.sleep(rng, 4, 9)
@@ -215,12 +215,15 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 	if s.Modality == attrs.ModalityVideo {
 		perStep = 12
 	}
-	denoise := func(ctx context.Context) error {
+	// denoise runs the steps, each a part of the phase loop: forward when
+	// the profiler measures it, else exec.
+	denoise := func(loop otelomni.ActivePhase) error {
+		ctx := loop.Context()
 		// Requests of one model that get here together run as one batch.
 		leave := e.batches.join(req, s.Model)
 		defer leave()
 		for i := 0; i < s.Steps; i++ {
-			step := req.StartStep(ctx, i)
+			step := loop.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(i))
 			e.sleep(rng, perStep*0.9, perStep*1.1)
 			step.End(nil)
 			if s.Fail && i == s.Steps/2 {
@@ -234,15 +237,16 @@ func (e *Engine) run(ctx context.Context, req *otelomni.Request, s Scenario, rng
 	}
 	decode := e.sleepFn(rng, 15, 40)
 	if !s.Profiler {
-		if err := denoise(ctx); err != nil {
+		if err := denoise(exec); err != nil {
 			return err
 		}
 		return decode(ctx)
 	}
-	if err := within(req, ctx, spans.Forward, denoise); err != nil {
+	fwd := exec.StartPhase(spans.Forward)
+	if err := within(fwd, func(context.Context) error { return denoise(fwd) }); err != nil {
 		return err
 	}
-	return within(req, ctx, spans.VAEDecode, decode)
+	return within(exec.StartPhase(spans.VAEDecode), decode)
 }
 
 // output hands one output back: wait for an asynchronous copy, then
@@ -252,7 +256,7 @@ func (e *Engine) output(ctx context.Context, req *otelomni.Request, rng *rand.Ra
 	// A streaming request's phases say which output they belong to.
 	start := func(p spans.Phase) otelomni.ActivePhase {
 		if streaming {
-			return req.StartOutputPhase(ctx, p, spans.Output{Index: i, Final: final})
+			return req.StartPhase(ctx, p, attrs.OutputIndexKey.Int(i), attrs.OutputFinalKey.Bool(final))
 		}
 		return req.StartPhase(ctx, p)
 	}

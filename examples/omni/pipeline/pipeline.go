@@ -8,6 +8,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -51,12 +52,41 @@ type Message struct {
 	// Trace carries the request span's context to the next stage.
 	Trace propagation.MapCarrier `json:"trace,omitempty"`
 	// Transfer describes the hand-over from the previous stage.
-	Transfer *spans.TransferHeader `json:"transfer,omitempty"`
-	Special  Special               `json:"special,omitempty"`
-	Chunks   int                   `json:"chunks,omitempty"`
-	Error    string                `json:"error,omitempty"`
+	Transfer *Transfer `json:"transfer,omitempty"`
+	Special  Special   `json:"special,omitempty"`
+	Chunks   int       `json:"chunks,omitempty"`
+	Error    string    `json:"error,omitempty"`
 	// OTLP holds spans as OTLP/JSON ("spans" messages).
 	OTLP json.RawMessage `json:"otlp,omitempty"`
+}
+
+// Transfer is what a sending stage says of a hand-over in the message it
+// sends: who sent it, how, how big, and its own wall-clock times of
+// sending, so that the receiving stage records the whole transfer.
+type Transfer struct {
+	FromStage int    `json:"from_stage"`
+	Connector string `json:"connector,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	// TxStart and TxEnd are Unix nanoseconds on the sender's wall clock;
+	// 0 when not measured (a connector that reports no send times).
+	TxStart int64 `json:"tx_start_unix_nano,omitempty"`
+	TxEnd   int64 `json:"tx_end_unix_nano,omitempty"`
+}
+
+// Record is the transfer as stage to received it: the sender's send
+// (tx), the time in flight from the end of sending to rxStart (computed
+// across two hosts' clocks), and the receipt and decoding from rxStart to
+// rxEnd. A part whose times were not measured is left unmeasured.
+func (t Transfer) Record(to int, rxStart, rxEnd time.Time) spans.TransferRecord {
+	rec := spans.TransferRecord{FromStage: t.FromStage, ToStage: to, Bytes: t.Bytes, Connector: t.Connector,
+		RxDecode: spans.Between(rxStart, rxEnd)}
+	if t.TxStart != 0 && t.TxEnd != 0 {
+		rec.Tx = spans.Between(time.Unix(0, t.TxStart), time.Unix(0, t.TxEnd))
+	}
+	if t.TxEnd != 0 {
+		rec.InFlight = spans.Between(time.Unix(0, t.TxEnd), rxStart)
+	}
+	return rec
 }
 
 // Special marks the requests that show a missing measurement.
