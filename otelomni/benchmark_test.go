@@ -6,8 +6,6 @@ package otelomni_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -492,26 +490,6 @@ func BenchmarkBatch(b *testing.B) {
 				batchedRequests(in, reqs, execs, batched)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/size, "ns/request")
-		})
-	}
-}
-
-// BenchmarkLogHandler reports the cost of one log record through
-// NewLogHandler, beside the same record through the handler it wraps.
-func BenchmarkLogHandler(b *testing.B) {
-	tp := benchProvider(b)
-	ctx, span := tp.Tracer("bench").Start(context.Background(), "phase")
-	defer span.End()
-	for name, h := range map[string]slog.Handler{
-		"plain":    slog.NewJSONHandler(io.Discard, nil),
-		"otelomni": otelomni.NewLogHandler(slog.NewJSONHandler(io.Discard, nil)),
-	} {
-		b.Run(name, func(b *testing.B) {
-			log := slog.New(h)
-			b.ReportAllocs()
-			for b.Loop() {
-				log.InfoContext(ctx, "denoising step", "step", 17)
-			}
 		})
 	}
 }

@@ -21,12 +21,14 @@ const (
 	// when WithContentCapture is given 0: enough to recognise a prompt, too
 	// short to carry a document.
 	defaultContentCaptureBytes = 256
-	// defaultValueLimit bounds, in bytes, every string otelomni records:
-	// request ids, model, stage and replica names, connectors, error
-	// messages and the string values of attributes handed to it. 1 KiB
-	// keeps every real id and name whole and bounds what a hostile client
-	// can make an engine hold: see WithValueLimit.
-	defaultValueLimit = 1024
+	// valueLimit bounds, in bytes, every string otelomni records: request
+	// ids, model, stage and replica names, connectors, error messages and
+	// the string values of attributes handed to it, each cut at a UTF-8
+	// boundary and copied, so that a cut value never keeps a large
+	// original alive. 1 KiB keeps every real id and name whole and bounds
+	// what a hostile client can make an engine hold; the SDK's span limits
+	// (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT) may cut further on export.
+	valueLimit = 1024
 	// defaultMetricModelLimit is the number of distinct models the
 	// histograms keep a series for; see WithMetricModelLimit.
 	defaultMetricModelLimit = 64
@@ -53,7 +55,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{valueMax: defaultValueLimit, modelLimit: defaultMetricModelLimit, providerName: defaultProviderName}
+	c := config{valueMax: valueLimit, modelLimit: defaultMetricModelLimit, providerName: defaultProviderName}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -143,21 +145,6 @@ func WithContentCapture(maxBytes int) Option {
 			maxBytes = defaultContentCaptureBytes
 		}
 		c.contentMax = maxBytes
-	})
-}
-
-// WithValueLimit bounds every string otelomni records (ids, names, error
-// messages, string attribute values) to n bytes, cut at a UTF-8 boundary and
-// copied, so that a cut value never keeps a large original alive. Invalid
-// UTF-8 is always replaced, whatever the limit: one invalid byte would make
-// an OTLP exporter refuse the whole batch it is in. The default, and what n
-// of 0 or less keeps, is 1024 bytes: every real id and name stays whole,
-// and a hostile client cannot make the engine hold more per value.
-func WithValueLimit(n int) Option {
-	return optionFunc(func(c *config) {
-		if n > 0 {
-			c.valueMax = n
-		}
 	})
 }
 

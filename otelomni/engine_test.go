@@ -4,15 +4,10 @@
 package otelomni_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -232,82 +227,6 @@ func TestStepsRunGiveExecItsMeanStep(t *testing.T) {
 	}
 	if v, _ := attr(one(t, ss, spans.RequestSpanName), attrs.StepsRunKey); v.AsInt64() != 28 {
 		t.Errorf("steps run %d, want 28", v.AsInt64())
-	}
-}
-
-func TestALogHandlerWithoutANextWritesToStandardError(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := os.Stderr
-	os.Stderr = pw
-	h := otelomni.NewLogHandler(nil)
-	os.Stderr = stderr
-	r := newRecorded(t)
-	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "nil-next"})
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				t.Fatalf("panic: %v", v)
-			}
-		}()
-		log := slog.New(h).WithGroup("g").With("k", "v")
-		log.InfoContext(ctx, "logged")
-		_ = h.Enabled(ctx, slog.LevelInfo)
-	}()
-	req.End(nil)
-	pw.Close()
-	out, _ := io.ReadAll(pr)
-	traceID := one(t, r.rec.Ended(), spans.RequestSpanName).SpanContext().TraceID().String()
-	if !strings.Contains(string(out), "msg=logged") || !strings.Contains(string(out), "trace_id="+traceID) {
-		t.Errorf("standard error got %q, want the record with its trace id", out)
-	}
-}
-
-func TestLogRecordsCarryTheirPhasesTraceAndSpan(t *testing.T) {
-	r := newRecorded(t)
-	var out bytes.Buffer
-	log := slog.New(otelomni.NewLogHandler(slog.NewJSONHandler(&out, nil)))
-	grouped := log.WithGroup("engine").With("replica", "dit-0")
-
-	log.Info("starting") // outside any request
-	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "logged"})
-	ph := req.StartPhase(ctx, spans.Preprocess)
-	log.InfoContext(ph.Context(), "resizing")
-	grouped.InfoContext(ph.Context(), "in a group")
-	ph.End(nil)
-	exec := req.StartPhase(ctx, spans.Exec)
-	log.WarnContext(exec.Context(), "slow step")
-	exec.End(nil)
-	req.End(nil)
-	log.InfoContext(context.Background(), "idle")
-
-	ss := r.rec.Ended()
-	pre, ex := one(t, ss, spans.Preprocess.SpanName()), one(t, ss, spans.Exec.SpanName())
-	traceID := pre.SpanContext().TraceID().String()
-	want := map[string]string{"starting": "", "resizing": pre.SpanContext().SpanID().String(),
-		"in a group": pre.SpanContext().SpanID().String(), "slow step": ex.SpanContext().SpanID().String(), "idle": ""}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("%d records, want %d:\n%s", len(lines), len(want), out.String())
-	}
-	for _, l := range lines {
-		for msg, span := range want {
-			if !strings.Contains(l, `"msg":"`+msg+`"`) {
-				continue
-			}
-			hasTrace := strings.Contains(l, `"trace_id":"`+traceID+`"`)
-			if span == "" && strings.Contains(l, "trace_id") {
-				t.Errorf("a record outside any request carries ids: %s", l)
-			}
-			if span != "" && (!hasTrace || !strings.Contains(l, `"span_id":"`+span+`"`)) {
-				t.Errorf("record %q lacks its request's trace id or its phase's span id: %s", msg, l)
-			}
-		}
-	}
-	if !strings.Contains(out.String(), `"trace_id":"`+traceID+`","span_id":"`+pre.SpanContext().SpanID().String()+`","engine":{"replica":"dit-0"`) {
-		t.Errorf("in a group, the ids belong at the top level:\n%s", out.String())
 	}
 }
 

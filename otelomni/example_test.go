@@ -6,8 +6,6 @@ package otelomni_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"strings"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -134,32 +132,4 @@ func ExampleInstrumenter_StartBatch() {
 	// omni.batch             links: 2
 	// omni.diffusion.exec    links: 1
 	// omni.diffusion.exec    links: 1
-}
-
-// Logs that carry the trace: a record logged inside a phase has the
-// request's trace id and the phase's span id.
-func ExampleNewLogHandler() {
-	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider()))
-	var out strings.Builder
-	log := slog.New(otelomni.NewLogHandler(slog.NewTextHandler(&out, &slog.HandlerOptions{
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{} // a fixed output for the example
-			}
-			return a
-		},
-	})))
-	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "chatcmpl-1"})
-	fwd := req.StartPhase(ctx, spans.Forward)
-	log.WarnContext(fwd.Context(), "slow step", "step", 17)
-	fwd.End(nil)
-	req.End(nil)
-	log.Info("idle") // outside any request: no ids
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		msg, ids, _ := strings.Cut(line, " trace_id=")
-		fmt.Printf("%s  [ids: %v]\n", msg, ids != "")
-	}
-	// Output:
-	// level=WARN msg="slow step" step=17  [ids: true]
-	// level=INFO msg=idle  [ids: false]
 }

@@ -344,7 +344,7 @@ func TestRacesOfEndsKeepTheTreeAndTheLinks(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	in := otelomni.New(otelomni.WithTracerProvider(tp), otelomni.WithDenoiseSteps(true))
-	log := slog.New(otelomni.NewLogHandler(slog.DiscardHandler))
+	log := slog.New(slog.DiscardHandler)
 	broken, rounds := make([]int, len(raceCases)), make([]int, len(raceCases))
 	first := make([]string, len(raceCases))
 	for round := range raceRounds {

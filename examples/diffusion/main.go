@@ -153,7 +153,7 @@ func run(out io.Writer, cfg config) (result, error) {
 	// of the request they happened in; with OTEL_LOGS_EXPORTER set, every
 	// record is exported over OTLP beside the traces too, through the
 	// OpenTelemetry slog bridge and the logger provider Setup installed.
-	logs := slog.NewMultiHandler(otelomni.NewLogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	logs := slog.NewMultiHandler(withTraceIDs{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})},
 		otelslog.NewHandler("omni-diffusion-demo", otelslog.WithVersion(otelomni.Version)))
 	eng := engine.New(engine.Config{Instrumenter: in, Slots: cfg.slots, TimeScale: cfg.scale, Logger: slog.New(logs)})
 	eng.Start(ctx, engine.Models())

@@ -196,8 +196,8 @@ func docsInventory() []docEntry {
 		{key: "docs/multi-stage.md#finding-the-slowest-hand-over/1", contains: "omni.transfer", check: checkTraceQL, after: "docs/multi-stage.md#multi-stage-pipelines/1"},
 
 		// docs/omnitrace.md
-		{key: "docs/omnitrace.md#omnitrace/1", contains: "go build -o omnitrace", cmds: []docCmd{
-			{prefix: "go build -o omnitrace ./omnitrace", run: runBuildOmnitrace},
+		{key: "docs/omnitrace.md#omnitrace/1", contains: "go build -o bin/omnitrace", cmds: []docCmd{
+			{prefix: "go build -o bin/omnitrace ./omnitrace", run: runBuildOmnitrace},
 		}},
 		{key: omnitraceImportKey, contains: "omnitrace import", cmds: []docCmd{
 			{prefix: "omnitrace import vllm.log  ", run: runImportConsole},

@@ -33,9 +33,10 @@ type Config struct {
 	// others of its model (default 8 ms, scaled); a negative window runs
 	// every request alone.
 	BatchWindow time.Duration
-	// Logger is what the engine logs through; records logged inside a
-	// request carry its trace and phase (otelomni.NewLogHandler). nil
-	// logs nothing.
+	// Logger is what the engine logs through, with the context of the
+	// request's phase: a handler that reads the span from the context
+	// (the OpenTelemetry slog bridge, or the demo's own) ties each record
+	// to its trace and phase. nil logs nothing.
 	Logger *slog.Logger
 }
 
