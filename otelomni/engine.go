@@ -249,9 +249,9 @@ func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {
 		return EnginePhase{}
 	}
 	start := e.clk.now()
-	if start.Before(e.start) {
+	if err := stepBeforeEngine(name, start, e.start); err != nil {
 		e.mu.Unlock()
-		e.in.stats.conflict(&stepError{name: name, err: errBeforeScopeStart})
+		e.in.stats.conflict(err)
 		return EnginePhase{}
 	}
 	e.next++

@@ -167,6 +167,16 @@ func (r *Request) admitLiveLocked(parentID uint32, p spans.Phase, output, step i
 	return start, pctx, nil
 }
 
+// stepBeforeEngine returns why an engine step named name, starting at
+// start, makes no span, or nil: it would start before its engine, given a
+// start later than now.
+func stepBeforeEngine(name string, start, engineStart time.Time) error {
+	if start.Before(engineStart) {
+		return &stepError{name: name, err: errBeforeScopeStart}
+	}
+	return nil
+}
+
 // parentsOf returns the phases p hangs under when they were measured,
 // nearest first.
 func parentsOf(p spans.Phase) []spans.Phase {

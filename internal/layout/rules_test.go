@@ -21,7 +21,7 @@ const ruleFile = "rules.go"
 
 // ruleChecks returns, for one Go file, a description of each place it
 // checks a tree rule: a call of the checks themselves (plan.Within,
-// plan.Check, an Interval's Validate, markOnce, markMeasuredLocked), or a
+// plan.Check, an Interval's Validate, markMeasuredLocked), or a
 // use of the error of a broken rule (to report it, or to count it).
 func ruleChecks(t *testing.T, name string, src []byte) []string {
 	t.Helper()
@@ -36,7 +36,7 @@ func ruleChecks(t *testing.T, name string, src []byte) []string {
 	}
 	checks := map[string]bool{
 		"plan.Within": true, "plan.Check": true, "Validate": true,
-		"markOnce": true, "markMeasuredLocked": true,
+		"markMeasuredLocked": true,
 	}
 	var found []string
 	at := func(n ast.Node, what string) {
@@ -47,7 +47,7 @@ func ruleChecks(t *testing.T, name string, src []byte) []string {
 		switch n := n.(type) {
 		case *ast.CallExpr:
 			if fn, ok := n.Fun.(*ast.SelectorExpr); ok && !checks[exprName(fn)] && checks[fn.Sel.Name] {
-				// A method: r.markOnce, iv.Validate.
+				// A method: r.markMeasuredLocked, iv.Validate.
 				at(n, fn.Sel.Name)
 			} else if checks[exprName(n.Fun)] {
 				at(n, exprName(n.Fun))
@@ -114,7 +114,7 @@ func TestTreeRulesAreCheckedInRulesGoOnly(t *testing.T) {
 	}
 	// Each check the test looks for is made in rules.go: a check renamed
 	// there would otherwise pass unseen everywhere.
-	for _, want := range []string{"plan.Within", "plan.Check", "markOnce", "markMeasuredLocked",
+	for _, want := range []string{"plan.Within", "plan.Check", "markMeasuredLocked",
 		"spans.ErrDuplicatePhase", "spans.ErrOutsideParent", "errParentEnded", "errBeforeScopeStart"} {
 		if !containsSuffix(inRules, ": "+want) {
 			t.Errorf("otelomni/%s makes no %s: the test looks for a check that is not there", ruleFile, want)
@@ -130,7 +130,6 @@ func f(r *Request, iv spans.Interval) error {
 	_ = plan.Within(iv, a, b)
 	_ = plan.Check(p, 0, -1, iv)
 	_ = iv.Validate()
-	_ = r.markOnce(1)
 	_ = r.markMeasuredLocked(p, -1, -1)
 	_ = &spans.PhaseError{Phase: p, Err: spans.ErrDuplicatePhase}
 	_ = errors.Is(err, spans.ErrOutsideParent)
@@ -144,7 +143,7 @@ func f(r *Request, iv spans.Interval) error {
 }
 `
 	found := ruleChecks(t, "x.go", []byte(src))
-	want := []string{"plan.Within", "plan.Check", "Validate", "markOnce", "markMeasuredLocked",
+	want := []string{"plan.Within", "plan.Check", "Validate", "markMeasuredLocked",
 		"spans.ErrDuplicatePhase", "spans.ErrOutsideParent", "errParentEnded", "errBeforeScopeStart",
 		"errBeforeScopeStart"}
 	if len(found) != len(want) {
