@@ -16,11 +16,11 @@ import (
 // RequestInfo describes a request when its span starts. Every field is
 // optional except ID; a field left at its zero value is not recorded, except
 // GuidanceScale, whose 0 is a real value and which is therefore a pointer.
-// Strings are client input: each is recorded as valid UTF-8 and bounded (see
-// WithValueLimit).
+// Strings are client input: each is recorded as valid UTF-8 and bounded to
+// 1024 bytes.
 type RequestInfo struct {
-	// ID is the request id, recorded exactly as given (within the value
-	// limit) and never parsed.
+	// ID is the request id, recorded exactly as given (within 1024 bytes)
+	// and never parsed.
 	ID string
 	// Model is the requested model, such as "Qwen/Qwen-Image".
 	Model string
@@ -48,9 +48,10 @@ type RequestInfo struct {
 	// since they would start before their request.
 	Start time.Time
 	// Attributes are recorded on the request span as well, at its start;
-	// one whose key otelomni sets itself (omni.request.id, the stage's
-	// keys, the phase and output keys) is left out and counted in
-	// Stats.Misuse: give those through the fields above.
+	// one whose key otelomni sets itself (omni.request.id,
+	// omni.output.modality, the stage's keys, the phase and output keys) is
+	// left out and counted in Stats.Misuse: give those through the fields
+	// above.
 	Attributes []attribute.KeyValue
 	// Prompt is the request's text prompt. It is recorded only when the
 	// instrumenter was made WithContentCapture, and then cut short.
