@@ -48,6 +48,10 @@ func docsInventory() []docEntry {
 		}},
 		{key: "README.md#use/1", contains: "func handle(", goex: &goExample{given: readmeUseGiven, run: runReadmeUse}},
 
+		// docs/attributes.md
+		{key: "docs/attributes.md#attributes-of-your-own/1", contains: "attrs.OutputIndexKey.Int(i)", goex: &goExample{
+			given: outputAttrsGiven, outcome: []string{"TestAttributesOtelomniSetsItselfAreLeftOut", "TestIntsOutOfTheirRangeAreRefusedAndCounted"}}},
+
 		// docs/engine.md
 		{key: "docs/engine.md#the-engines-start/1", contains: "in.StartEngine", goex: &goExample{record: true, given: engineStartGiven, run: runEngineStart}},
 		{key: "docs/engine.md#the-engines-start/2", contains: "omni.engine.start", checkedBy: "docs/engine.md#the-engines-start/1"},
@@ -58,8 +62,7 @@ func docsInventory() []docEntry {
 		{key: "docs/engine.md#batches-and-their-links/2", contains: "runForwardPass()", goex: &goExample{record: true, given: batchLiveGiven, run: runBatchLive}},
 		{key: "docs/engine.md#batches-and-their-links/3", contains: "rb.Record(reqA, recA)", goex: &goExample{record: true, given: batchRecordGiven, run: runBatchRecord}},
 		{key: "docs/engine.md#batches-and-their-links/4", contains: "omni.batch", check: checkTraceQL, after: "docs/engine.md#batches-and-their-links/2"},
-		{key: "docs/engine.md#logs-that-carry-the-trace/1", contains: "slow step", goex: &goExample{record: true, given: logGiven, run: runLog}},
-		{key: "docs/engine.md#logs-that-carry-the-trace/2", contains: "otelslog.NewHandler", goex: &goExample{
+		{key: "docs/engine.md#logs-that-carry-the-trace/1", contains: "otelslog.NewHandler", goex: &goExample{
 			outcome: []string{"TestLogsCarryTheirTraceAndAreExportedOnlyWhenAsked"}}},
 
 		// docs/fleet.md
@@ -618,33 +621,6 @@ func runBatchRecord(t *testing.T, s *docSession, bin string) {
 	}
 }
 
-const logGiven = `
-import (
-	"context"
-
-	"github.com/otelomni/otelomni/otelomni"
-)
-
-var ctx, req = in.Start(context.Background(), otelomni.RequestInfo{ID: "docs-log"})
-
-func docAfter() { req.End(nil) }
-`
-
-// runLog: the record logged inside forward carries the request's trace id
-// and forward's span id.
-func runLog(t *testing.T, s *docSession, bin string) {
-	errOut, ss := runRecorded(t, s, bin)
-	fwd := find(ss, "omni.diffusion.forward")
-	if fwd == nil {
-		t.Fatalf("no forward span: %v", spanNames(ss))
-	}
-	logged := lines(errOut, `msg="slow step"`)
-	if len(logged) != 1 || !strings.Contains(logged[0], "step=17") ||
-		!strings.Contains(logged[0], "trace_id="+fwd.TraceID) || !strings.Contains(logged[0], "span_id="+fwd.SpanID) {
-		t.Errorf("logged %q; want trace_id=%s span_id=%s (forward's)", errOut, fwd.TraceID, fwd.SpanID)
-	}
-}
-
 // ---------------------------------------------------------------------------
 // docs/metrics.md: a View for exponential histograms.
 
@@ -702,10 +678,31 @@ func runView(t *testing.T, s *docSession, bin string) {
 }
 
 // ---------------------------------------------------------------------------
+// docs/attributes.md: a phase's output and step.
+
+const outputAttrsGiven = `
+import (
+	"context"
+
+	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/spans"
+)
+
+var (
+	ctx, req = otelomni.New().Start(context.Background(), otelomni.RequestInfo{ID: "docs-outputs"})
+	fwd      = req.StartPhase(ctx, spans.Forward)
+	i, s     = 0, 0
+	last     = true
+)
+`
+
+// ---------------------------------------------------------------------------
 // docs/multi-stage.md: a stage process.
 
 const stageGiven = `
 import (
+	"time"
+
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/otelomni/otelomni/otelomni"
@@ -717,10 +714,22 @@ var in = otelomni.New()
 type StageMessage struct {
 	ID       string
 	Trace    propagation.MapCarrier
-	Transfer *spans.TransferHeader
+	Transfer *Sent
+}
+
+// Sent is what a sending stage says of its hand-over.
+type Sent struct {
+	From       int
+	Bytes      int64
+	Start, End time.Time
 }
 
 type payload struct{}
+
+func schedulerTimes(string) (queued, scheduled, first, last time.Time) {
+	t := time.Now()
+	return t, t.Add(time.Millisecond), t.Add(2 * time.Millisecond), t.Add(3 * time.Millisecond)
+}
 
 func send(StageMessage)                   {}
 func lastStageAnswer(string) error        { return nil }
