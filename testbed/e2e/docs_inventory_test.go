@@ -706,7 +706,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/otelomni/otelomni/otelomni"
-	"github.com/otelomni/otelomni/spans"
 )
 
 var in = otelomni.New()

@@ -58,7 +58,7 @@ func otRun(t *testing.T, s *docSession, c string) (stdout, stderr string) {
 func otFile(t *testing.T, s *docSession, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	omnitracePath(t, s)
-	c := exec.CommandContext(s.ctx, filepath.Join(s.ws.clone, "omnitrace"), args...)
+	c := exec.CommandContext(s.ctx, filepath.Join(s.ws.clone, "bin", "omnitrace"), args...)
 	c.Dir = s.ws.clone
 	c.Env = docEnv()
 	var out, errb strings.Builder
