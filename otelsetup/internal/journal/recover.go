@@ -109,33 +109,68 @@ func Recover(ctx context.Context, dir string, exp sdktrace.SpanExporter) (Report
 	if exp == nil {
 		return rep, errors.New("journal: Recover needs an exporter")
 	}
-	ents, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if err != nil {
 		return rep, fmt.Errorf("journal: reading %s: %w", dir, err)
 	}
-	var errs []error
-	for _, e := range ents {
-		name := e.Name()
-		isJournal := strings.HasSuffix(name, suffix)
-		if !isJournal && !isTempName(name) {
-			continue
+	defer d.Close()
+	var errs fileErrors
+	for {
+		// A few names at a time: a directory of a million files costs no
+		// more memory than one of ten.
+		names, err := d.Readdirnames(256)
+		for _, name := range names {
+			isJournal := strings.HasSuffix(name, suffix)
+			if !isJournal && !isTempName(name) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				errs.add(err)
+				return rep, errs.err()
+			}
+			path := filepath.Join(dir, name)
+			if isJournal {
+				errs.add(recoverFile(ctx, path, exp, &rep))
+			} else {
+				errs.add(removeUnfinished(path, &rep))
+			}
 		}
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			break
-		}
-		path := filepath.Join(dir, name)
-		var err error
-		if isJournal {
-			err = recoverFile(ctx, path, exp, &rep)
-		} else {
-			err = removeUnfinished(path, &rep)
+		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
+			return rep, errs.err()
 		}
 		if err != nil {
-			errs = append(errs, err)
+			errs.add(fmt.Errorf("journal: reading %s: %w", dir, err))
+			return rep, errs.err()
 		}
 	}
-	return rep, errors.Join(errs...)
+}
+
+// maxFileErrors bounds the errors Recover names: each file's error
+// holds its path.
+const maxFileErrors = 16
+
+// fileErrors are the first maxFileErrors errors of a Recover, and a
+// count of the others.
+type fileErrors struct {
+	errs []error
+	more int
+}
+
+func (f *fileErrors) add(err error) {
+	switch {
+	case err == nil:
+	case len(f.errs) < maxFileErrors:
+		f.errs = append(f.errs, err)
+	default:
+		f.more++
+	}
+}
+
+func (f *fileErrors) err() error {
+	if f.more > 0 {
+		return errors.Join(append(f.errs, fmt.Errorf("journal: and %d more errors", f.more))...)
+	}
+	return errors.Join(f.errs...)
 }
 
 // openDead opens the file at path, which ReadDir found, for recovery:
