@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -22,7 +24,7 @@ import (
 // Exit statuses of recover (docs/omnitrace.md).
 const (
 	recoverOK      = 0 // every dead process's journal exported and removed
-	recoverPartial = 1 // an export failed, or something was skipped or unreadable
+	recoverPartial = 1 // an export failed, spans were rejected or refused, or something was skipped or unreadable
 	recoverUsage   = 2
 	recoverLive    = 3 // only journals of processes still running are left
 )
@@ -66,26 +68,46 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// by default would lose them.
 		return usageFail("name where the spans go: -out FILE, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER")
 	}
+	otel.SetErrorHandler(recoverErrors(stderr))
 	rep, rerr := otelsetup.Recover(ctx, dir, exp)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverShutdown)
 	defer cancel()
 	serr := exp.Shutdown(sctx)
 	fmt.Fprintf(stdout, "recovered %d spans to %s: %d as they ended, %d open at the death (ended then, status Error, error.type=process_died); %d journal files read, %d removed\n",
 		rep.Ended+rep.Open, dest, rep.Ended, rep.Open, rep.Files, rep.Removed)
-	fmt.Fprintf(stdout, "skipped: %d torn stretches, %d corrupt records, %d unreadable files (another format version or a damaged header, left in place)\n",
-		rep.Torn, rep.Corrupt, rep.Unreadable)
+	fmt.Fprintf(stdout, "of them: %d accepted, %d rejected by the collector (its reason on stderr), %d refused (times OTLP cannot carry); %d in batches that failed to export (left in the journal for the next recover)\n",
+		rep.Exported, rep.Rejected, rep.Refused, rep.Failed)
+	fmt.Fprintf(stdout, "skipped: %d torn stretches, %d corrupt records, %d unreadable files (left in place, named on stderr); %d unfinished files of processes that died making their journal (removed)\n",
+		rep.Torn, rep.Corrupt, rep.Unreadable, rep.Unfinished)
 	fmt.Fprintf(stdout, "left: %d journals of processes still running\n", rep.Live)
 	if err := errors.Join(rerr, serr); err != nil {
 		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 4096))
 		return recoverPartial
 	}
 	switch {
-	case rep.Torn+rep.Corrupt+rep.Unreadable > 0:
+	case rep.Torn+rep.Corrupt+rep.Unreadable+rep.Rejected+rep.Refused+rep.Failed > 0:
 		return recoverPartial
 	case rep.Live > 0:
 		return recoverLive
 	}
 	return recoverOK
+}
+
+// recoverErrors writes what the exporters and otelsetup log (a
+// collector's reason for rejecting spans, an export that failed) to w, at
+// most maxSDKErrors of them.
+func recoverErrors(w io.Writer) otel.ErrorHandler {
+	var mu sync.Mutex
+	n := 0
+	return otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n++; n <= maxSDKErrors {
+			fmt.Fprintf(w, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 512))
+		} else if n == maxSDKErrors+1 {
+			fmt.Fprintln(w, "omnitrace recover: more export errors not shown")
+		}
+	})
 }
 
 // recoverExporter is import's choice of exporter: an OTLP/JSON file with
@@ -99,7 +121,12 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		if err != nil {
 			return nil, "", err
 		}
-		return newFileExporter(f), out, nil
+		e, err := newFileExporter(ctx, f)
+		if err != nil {
+			_ = f.Close()
+			return nil, "", err
+		}
+		return e, out, nil
 	case envNamesExporter():
 		e, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
