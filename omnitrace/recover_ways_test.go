@@ -81,7 +81,9 @@ func TestRecoverChildRichEngine(t *testing.T) {
 	})
 	ctx := trace.ContextWithRemoteSpanContext(context.Background(), remote)
 	ctx, root := tr.Start(ctx, "root", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
-		trace.WithAttributes(everyType("")...), trace.WithLinks(trace.Link{SpanContext: remote, Attributes: everyType("link.")}))
+		trace.WithAttributes(everyType("")...), trace.WithLinks(trace.Link{SpanContext: remote, Attributes: everyType("link.")}),
+		// Strings an OTLP exporter refuses a whole batch for, nested.
+		trace.WithAttributes(attribute.Slice("bad.slice", attribute.StringValue("bad \xff")), attribute.Map("bad.map", attribute.String("k\xfe", "v"))))
 	root.AddEvent("an event", trace.WithTimestamp(start.Add(time.Millisecond)), trace.WithAttributes(everyType("event.")...))
 	for i, k := range []trace.SpanKind{trace.SpanKindClient, trace.SpanKindProducer, trace.SpanKindConsumer, trace.SpanKindInternal} {
 		_, c := other.Start(ctx, fmt.Sprint("child ", i), trace.WithSpanKind(k), trace.WithTimestamp(start.Add(time.Duration(i)*time.Second)))
@@ -426,6 +428,11 @@ func TestEveryWayOutDeliversTheSameSpans(t *testing.T) {
 			t.Errorf("%s: span %s of service %q, want the dead engine's", ways[0], a.span.Name(), v.Str())
 		}
 		if a.span.Name() == "root" {
+			bad, _ := a.span.Attributes().Get("bad.slice")
+			badMap, _ := a.span.Attributes().Get("bad.map")
+			if bad.AsString() != "[\"bad \uFFFD\"]" || badMap.AsString() != "{\"k\uFFFD\":\"v\"}" {
+				t.Errorf("%s: nested strings that are not valid UTF-8 arrived as %s and %s, want them repaired", ways[0], bad.AsString(), badMap.AsString())
+			}
 			wantValueTypes(t, ways[0], "span", a.span.Attributes(), "")
 			wantValueTypes(t, ways[0], "event", a.span.Events().At(0).Attributes(), "event.")
 			wantValueTypes(t, ways[0], "link", a.span.Links().At(0).Attributes(), "link.")
