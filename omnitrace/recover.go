@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"sync"
 	"time"
@@ -68,7 +69,10 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// by default would lose them.
 		return usageFail("name where the spans go: -out FILE, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER")
 	}
-	otel.SetErrorHandler(recoverErrors(stderr))
+	errs := &recoverLog{w: stderr}
+	defer errs.close()
+	otel.SetErrorHandler(errs)
+	stderr = errs
 	rep, rerr := otelsetup.Recover(ctx, dir, exp)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverShutdown)
 	defer cancel()
@@ -93,21 +97,41 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return recoverOK
 }
 
-// recoverErrors writes what the exporters and otelsetup log (a
-// collector's reason for rejecting spans, an export that failed) to w, at
-// most maxSDKErrors of them.
-func recoverErrors(w io.Writer) otel.ErrorHandler {
-	var mu sync.Mutex
-	n := 0
-	return otel.ErrorHandlerFunc(func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if n++; n <= maxSDKErrors {
-			fmt.Fprintf(w, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 512))
-		} else if n == maxSDKErrors+1 {
-			fmt.Fprintln(w, "omnitrace recover: more export errors not shown")
-		}
-	})
+// recoverLog is recover's stderr, and the OpenTelemetry error handler
+// while it runs: what the exporters and otelsetup log (a collector's
+// reason for rejecting spans, an export that failed), at most
+// maxSDKErrors of them, one write at a time. Once closed, the handler
+// logs as OpenTelemetry's default does.
+type recoverLog struct {
+	mu     sync.Mutex
+	w      io.Writer
+	n      int
+	closed bool
+}
+
+func (l *recoverLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *recoverLog) Handle(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.n++; {
+	case l.closed:
+		log.Print(err)
+	case l.n <= maxSDKErrors:
+		fmt.Fprintf(l.w, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 512))
+	case l.n == maxSDKErrors+1:
+		fmt.Fprintln(l.w, "omnitrace recover: more export errors not shown")
+	}
+}
+
+func (l *recoverLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
 }
 
 // recoverExporter is import's choice of exporter: an OTLP/JSON file with
