@@ -6,18 +6,21 @@ package otelsetup
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelomni/otelomni/otelsetup/internal/journal"
 )
@@ -198,3 +201,75 @@ func TestAnUnreadableJournalStopsNoOtherRecovery(t *testing.T) {
 		t.Errorf("logged %q, nothing naming the unreadable journal", msgs())
 	}
 }
+
+// rejectingExporter takes every batch and rejects one span of each, as a
+// collector's partial success reads.
+type rejectingExporter struct{}
+
+func (rejectingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	return fmt.Errorf("traces export: %w", errors.New("OTLP partial success: too old (1 spans rejected)"))
+}
+func (rejectingExporter) Shutdown(context.Context) error { return nil }
+
+// TestRecoveryCountsAddUpWhileRead: ExportStats reads the recovery's
+// counts while batches are exported, accepted, rejected in part, refused
+// or failed: every read adds up to at most what was given, and never goes
+// down; at the end they add up exactly. 100 000 batches.
+func TestRecoveryCountsAddUpWhileRead(t *testing.T) {
+	rounds := 100_000
+	if testing.Short() {
+		rounds = 10_000
+	}
+	exps := []sdktrace.SpanExporter{&countingExporter{}, rejectingExporter{}, &failingExporter{}}
+	r := newRecoveryExporter(&rotating{exps: exps}, 64)
+	good := tracetest.SpanStub{StartTime: time.Unix(100, 0), EndTime: time.Unix(101, 0)}.Snapshot()
+	bad := tracetest.SpanStub{StartTime: time.Unix(100, 0), EndTime: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}.Snapshot()
+	batch := []sdktrace.ReadOnlySpan{good, good, bad}
+	done := make(chan struct{})
+	var given atomic.Uint64
+	go func() {
+		defer close(done)
+		for range rounds {
+			given.Add(uint64(len(batch)))
+			_ = r.ExportSpans(context.Background(), batch)
+		}
+	}()
+	var last uint64
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		c := r.counts()
+		sum := c.exported + c.rejected + c.refused + c.failed
+		if sum < last || sum > given.Load() {
+			t.Fatalf("counts %+v add up to %d: the last read %d, %d given", c, sum, last, given.Load())
+		}
+		last = sum
+	}
+	c := r.counts()
+	if c.exported+c.rejected+c.refused+c.failed != uint64(3*rounds) || c.refused == 0 || c.rejected == 0 || c.failed == 0 {
+		t.Errorf("counts %+v, want %d spans in all, some of each", c, 3*rounds)
+	}
+}
+
+// failingExporter fails every batch.
+type failingExporter struct{}
+
+func (*failingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	return errors.New("connection refused")
+}
+func (*failingExporter) Shutdown(context.Context) error { return nil }
+
+// rotating sends each batch to the next of its exporters in turn.
+type rotating struct {
+	exps []sdktrace.SpanExporter
+	i    int
+}
+
+func (r *rotating) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
+	r.i++
+	return r.exps[r.i%len(r.exps)].ExportSpans(ctx, ss)
+}
+func (*rotating) Shutdown(context.Context) error { return nil }

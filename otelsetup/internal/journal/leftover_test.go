@@ -256,3 +256,54 @@ func TestKillsAtRandomPointsLeaveNothingBehind(t *testing.T) {
 	}
 	t.Logf("%d rounds; the last Recover: %+v", rounds, rep)
 }
+
+// TestOpenRacesRecover: journals opened and closed (with and without a
+// name while prepared) while Recover runs over the same directory in a
+// loop: every Open succeeds, Recover never takes a file being made, and
+// the directory ends empty.
+func TestOpenRacesRecover(t *testing.T) {
+	rounds := 1000
+	if raceEnabled || testing.Short() {
+		rounds = 200
+	}
+	dir := t.TempDir()
+	done := make(chan struct{})
+	var openErr error
+	go func() {
+		defer close(done)
+		for i := range rounds {
+			opts := []Option{WithSize(minSize)}
+			if i%2 == 0 {
+				opts = append(opts, withNamedTemp())
+			}
+			j, err := Open(dir, opts...)
+			if err != nil {
+				openErr = err
+				return
+			}
+			if err := j.Close(); err != nil {
+				openErr = err
+				return
+			}
+		}
+	}()
+	passes := 0
+	for running := true; running; passes++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		rep, err := Recover(context.Background(), dir, &memExporter{})
+		if err != nil || rep.Unreadable != 0 || rep.Unfinished != 0 || rep.Files != 0 {
+			t.Fatalf("Recover beside journals being made: %+v, %v", rep, err)
+		}
+	}
+	if openErr != nil {
+		t.Fatal(openErr)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d files left", len(left))
+	}
+	t.Logf("%d journals opened and closed beside %d recoveries", rounds, passes)
+}
