@@ -126,13 +126,13 @@ func TestNestedStringsAreRepaired(t *testing.T) {
 	}
 	got := sanitize.KeyValue(in, 16, 8)
 	if !sanitize.KeyValueOK(got, 16, 8) {
-		t.Errorf("KeyValue left a nested string to repair: %s", got.Value.Emit())
+		t.Errorf("KeyValue left a nested string to repair: %s", got.Value.String())
 	}
 	want := attribute.Slice("s", attribute.StringValue("bad "+sanitize.Replacement), attribute.MapValue(
 		attribute.String("k"+sanitize.Replacement, "v"), attribute.StringSlice("ss", []string{"ok", sanitize.Replacement}),
 		attribute.Slice("deeper", attribute.StringValue("long str"))), attribute.IntValue(1))
-	if got.Value.Emit() != want.Value.Emit() {
-		t.Errorf("repaired to %s, want %s", got.Value.Emit(), want.Value.Emit())
+	if got.Value.String() != want.Value.String() {
+		t.Errorf("repaired to %s, want %s", got.Value.String(), want.Value.String())
 	}
 	if in.Value.AsSlice()[0].AsString() != "bad \xff" {
 		t.Error("the caller's value was written to")
