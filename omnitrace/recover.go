@@ -11,6 +11,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,6 +159,9 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		}
 		if autoexport.IsNoneSpanExporter(e) {
 			return nil, "", nil
+		}
+		if k := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); k != "" && k != "otlp" {
+			return e, sanitize.Display(k, 64), nil // console
 		}
 		return e, describeExporter(), nil
 	}
