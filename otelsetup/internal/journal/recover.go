@@ -44,7 +44,8 @@ const BatchSize = 512
 type Report struct {
 	// Files: journals of dead processes read.
 	Files int
-	// Removed: of those, the files removed, every span they held exported.
+	// Removed: of those, the files removed, exp done with every span they
+	// held.
 	Removed int
 	// Live: journals whose process still runs (the caller's own among
 	// them), and files a live process is making its journal in, left
