@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,13 +22,20 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelsetup"
 )
 
-const richChildEnv = "OMNITRACE_RECOVER_RICH_CHILD"
+const (
+	richChildEnv = "OMNITRACE_RECOVER_RICH_CHILD"
+	// richLiveEnv names the directory the rich child writes what its live
+	// path sent in.
+	richLiveEnv = "OMNITRACE_RECOVER_RICH_LIVE"
+)
 
 // everyType is an attribute of each type the API has (and so the journal
 // records), nested ones among them.
@@ -65,7 +73,15 @@ func TestRecoverChildRichEngine(t *testing.T) {
 		t.Skip("run by the recover tests as a child")
 	}
 	time.AfterFunc(time.Minute, func() { os.Exit(3) })
-	tel, err := otelsetup.Setup(setupopt.With(context.Background(), setupopt.Options{SpanExporter: hung{}}), otelsetup.WithoutGlobal(),
+	live, err := os.Create(filepath.Join(os.Getenv(richLiveEnv), "live.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otlp, err := newFileExporter(context.Background(), live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := otelsetup.Setup(setupopt.With(context.Background(), setupopt.Options{SpanExporter: downAfterSending{otlp}}), otelsetup.WithoutGlobal(),
 		otelsetup.WithFallbackExporter(nil), otelsetup.WithJournal(dir), otelsetup.WithServiceName("rich-engine"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,17 +117,34 @@ func TestRecoverChildRichEngine(t *testing.T) {
 	_ = open
 	root.SetStatus(codes.Error, "root failed")
 	root.End(trace.WithTimestamp(start.Add(time.Hour)))
+	// The ended spans go out live, and fail: they stay in the journal.
+	_ = tel.ForceFlush(context.Background())
 	fmt.Println("R")
 	select {}
 }
 
+// downAfterSending writes each batch as the SDK's OTLP exporter sends it,
+// and then fails, as a collector that went down before it answered: the
+// spans stay in the journal, and the file shows what the live path sent.
+type downAfterSending struct{ otlp sdktrace.SpanExporter }
+
+func (d downAfterSending) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
+	if err := d.otlp.ExportSpans(ctx, ss); err != nil {
+		return err
+	}
+	return errors.New("the collector went away before it answered")
+}
+
+func (d downAfterSending) Shutdown(ctx context.Context) error { return d.otlp.Shutdown(ctx) }
+
 // richJournal runs TestRecoverChildRichEngine on a new directory, kills it
-// once ready, and returns the directory.
-func richJournal(t *testing.T) string {
+// once ready, and returns the directory and the file of what its live
+// path sent.
+func richJournal(t *testing.T) (dir, live string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir, liveDir := t.TempDir(), t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestRecoverChildRichEngine$")
-	cmd.Env = []string{richChildEnv + "=" + dir, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{richChildEnv + "=" + dir, richLiveEnv + "=" + liveDir, "PATH=" + os.Getenv("PATH")}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +167,7 @@ func richJournal(t *testing.T) string {
 	if n := len(journalFiles(t, dir)); n != 1 {
 		t.Fatalf("%d journal files after the kill, want 1", n)
 	}
-	return dir
+	return dir, filepath.Join(liveDir, "live.json")
 }
 
 // richSpans is what TestRecoverChildRichEngine journals that OTLP can
@@ -295,13 +328,26 @@ func wantValueTypes(t *testing.T, way, what string, m pcommon.Map, prefix string
 	}
 }
 
+// wantRootTypes checks the attributes of the rich child's root span, its
+// event's and its link's.
+func wantRootTypes(t *testing.T, way string, root ptrace.Span) {
+	t.Helper()
+	wantValueTypes(t, way, "span", root.Attributes(), "")
+	if root.Events().Len() != 1 || root.Links().Len() != 1 {
+		t.Errorf("%s: the root span arrived with %d events and %d links, want 1 and 1", way, root.Events().Len(), root.Links().Len())
+		return
+	}
+	wantValueTypes(t, way, "event", root.Events().At(0).Attributes(), "event.")
+	wantValueTypes(t, way, "link", root.Links().At(0).Attributes(), "link.")
+}
+
 // TestRecoverOutWritesWhatTheOTLPExporterSends: recover -out writes each
 // attribute type as the OTLP exporter sends it (bytes as bytes, slices as
 // arrays, maps as key-value lists, an empty value as empty) and refuses,
 // and counts, a span whose end OTLP cannot carry, as the other ways out do.
 func TestRecoverOutWritesWhatTheOTLPExporterSends(t *testing.T) {
 	clearEnv(t)
-	dir := richJournal(t)
+	dir, _ := richJournal(t)
 	out := filepath.Join(t.TempDir(), "out.json")
 	code, stdout, stderr := runCmd(t, "", "recover", "-out", out, dir)
 	got := bySpanID(t, "-out", readOut(t, out))
@@ -316,9 +362,7 @@ func TestRecoverOutWritesWhatTheOTLPExporterSends(t *testing.T) {
 		case "ends in the year 3000":
 			t.Errorf("a span that ends in the year 3000 was written, ending %v", a.span.EndTimestamp().AsTime())
 		case "root":
-			wantValueTypes(t, "-out", "span", a.span.Attributes(), "")
-			wantValueTypes(t, "-out", "event", a.span.Events().At(0).Attributes(), "event.")
-			wantValueTypes(t, "-out", "link", a.span.Links().At(0).Attributes(), "link.")
+			wantRootTypes(t, "-out", a.span)
 		}
 	}
 	if code != recoverPartial || !strings.Contains(stdout, "1 refused") {
@@ -373,7 +417,7 @@ func TestRecoverIntoACollectorThatRejectsASpan(t *testing.T) {
 // OTLP cannot carry refused and counted by each.
 func TestEveryWayOutDeliversTheSameSpans(t *testing.T) {
 	clearEnv(t)
-	dir := richJournal(t)
+	dir, live := richJournal(t)
 	ctx := context.Background()
 	got := map[string]map[pcommon.SpanID]arrived{}
 	var ways []string
@@ -433,9 +477,7 @@ func TestEveryWayOutDeliversTheSameSpans(t *testing.T) {
 			if bad.AsString() != "[\"bad \uFFFD\"]" || badMap.AsString() != "{\"k\uFFFD\":\"v\"}" {
 				t.Errorf("%s: nested strings that are not valid UTF-8 arrived as %s and %s, want them repaired", ways[0], bad.AsString(), badMap.AsString())
 			}
-			wantValueTypes(t, ways[0], "span", a.span.Attributes(), "")
-			wantValueTypes(t, ways[0], "event", a.span.Events().At(0).Attributes(), "event.")
-			wantValueTypes(t, ways[0], "link", a.span.Links().At(0).Attributes(), "link.")
+			wantRootTypes(t, ways[0], a.span)
 		}
 		for _, way := range ways[1:] {
 			b, ok := got[way][id]
@@ -451,6 +493,29 @@ func TestEveryWayOutDeliversTheSameSpans(t *testing.T) {
 	for _, way := range ways[1:] {
 		if len(got[way]) != len(ref) {
 			t.Errorf("%s: %d spans arrived, %s %d", way, len(got[way]), ways[0], len(ref))
+		}
+	}
+	// And each span that had ended arrives as the live path sent it
+	// before the death, but for omni.recovered.
+	sent := bySpanID(t, "the live path", readOut(t, live))
+	if len(sent) != richSpans-1 { // all but the one still open
+		t.Errorf("the live path sent %d spans, want %d", len(sent), richSpans-1)
+	}
+	for id, a := range sent {
+		b, ok := ref[id]
+		if !ok {
+			t.Errorf("span %s (%s) was sent live and not recovered", id, a.span.Name())
+			continue
+		}
+		if v, _ := b.span.Attributes().Get(string(attrs.RecoveredKey)); !v.Bool() {
+			t.Errorf("span %s (%s): recovered without omni.recovered", id, a.span.Name())
+		}
+		r := b
+		r.span = ptrace.NewSpan()
+		b.span.CopyTo(r.span)
+		r.span.Attributes().Remove(string(attrs.RecoveredKey))
+		if d := diffArrived(a, r); len(d) > 0 {
+			t.Errorf("span %s (%s): the live path and %s differ in %s", id, a.span.Name(), ways[0], strings.Join(d, ", "))
 		}
 	}
 }
