@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -306,4 +307,56 @@ func TestOpenRacesRecover(t *testing.T) {
 		t.Errorf("%d files left", len(left))
 	}
 	t.Logf("%d journals opened and closed beside %d recoveries", rounds, passes)
+}
+
+// TestHostileFilesNeverStopTheOthers: beside a dead process's journal, a
+// directory holds files named like journals and like unfinished ones that
+// are symbolic links (to a journal and to a file of the user's), a
+// directory, FIFOs, an empty file and a sparse 100 GiB copy of a journal.
+// Recover follows no link and waits on no FIFO: each is counted
+// unreadable, named, and left in place; both journals are recovered and
+// removed; what the links point to is untouched.
+func TestHostileFilesNeverStopTheOthers(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	path := writeDead(t, dir, 5, 2)
+	img, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, target := filepath.Join(elsewhere, "precious"), filepath.Join(elsewhere, "a journal")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(victim, []byte("precious"), 0o600))
+	must(os.WriteFile(target, img, 0o600))
+	must(os.Symlink(target, filepath.Join(dir, "link"+suffix)))
+	must(os.Symlink(victim, filepath.Join(dir, tempPrefix+"link"+tempSuffix)))
+	must(os.Mkdir(filepath.Join(dir, "dir"+suffix), 0o700))
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo"+suffix), 0o600))
+	must(syscall.Mkfifo(filepath.Join(dir, tempPrefix+"fifo"+tempSuffix), 0o600))
+	must(os.WriteFile(filepath.Join(dir, "empty"+suffix), nil, 0o600))
+	huge := filepath.Join(dir, "huge"+suffix)
+	must(os.WriteFile(huge, img, 0o600))
+	must(os.Truncate(huge, 100<<30))
+	rep, err := Recover(context.Background(), dir, &memExporter{})
+	if rep.Files != 2 || rep.Removed != 2 || rep.Ended != 10 || rep.Open != 4 || rep.Unreadable != 6 {
+		t.Errorf("report %+v, want the journal and its huge copy recovered and 6 files unreadable", rep)
+	}
+	for _, name := range []string{"link" + suffix, tempPrefix + "link" + tempSuffix, "dir" + suffix, "fifo" + suffix, tempPrefix + "fifo" + tempSuffix, "empty" + suffix} {
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, name)) {
+			t.Errorf("the error does not name %s: %v", name, err)
+		}
+		if _, serr := os.Lstat(filepath.Join(dir, name)); serr != nil {
+			t.Errorf("%s was not left in place: %v", name, serr)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("a link's target was written to: %q", b)
+	}
+	if b, _ := os.ReadFile(target); string(b) != string(img) {
+		t.Error("a journal a link points to was changed")
+	}
 }
