@@ -9,10 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -22,7 +26,7 @@ import (
 // Exit statuses of recover (docs/omnitrace.md).
 const (
 	recoverOK      = 0 // every dead process's journal exported and removed
-	recoverPartial = 1 // an export failed, or something was skipped or unreadable
+	recoverPartial = 1 // an export failed, spans were rejected or refused, or something was skipped or unreadable
 	recoverUsage   = 2
 	recoverLive    = 3 // only journals of processes still running are left
 )
@@ -66,26 +70,69 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// by default would lose them.
 		return usageFail("name where the spans go: -out FILE, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER")
 	}
+	errs := &recoverLog{w: stderr}
+	defer errs.close()
+	otel.SetErrorHandler(errs)
+	stderr = errs
 	rep, rerr := otelsetup.Recover(ctx, dir, exp)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverShutdown)
 	defer cancel()
 	serr := exp.Shutdown(sctx)
 	fmt.Fprintf(stdout, "recovered %d spans to %s: %d as they ended, %d open at the death (ended then, status Error, error.type=process_died); %d journal files read, %d removed\n",
 		rep.Ended+rep.Open, dest, rep.Ended, rep.Open, rep.Files, rep.Removed)
-	fmt.Fprintf(stdout, "skipped: %d torn stretches, %d corrupt records, %d unreadable files (another format version or a damaged header, left in place)\n",
-		rep.Torn, rep.Corrupt, rep.Unreadable)
+	fmt.Fprintf(stdout, "of them: %d accepted, %d rejected by the collector (its reason on stderr), %d refused (times OTLP cannot carry); %d in batches that failed to export (left in the journal for the next recover)\n",
+		rep.Exported, rep.Rejected, rep.Refused, rep.Failed)
+	fmt.Fprintf(stdout, "skipped: %d torn stretches, %d corrupt records, %d unreadable files (left in place, named on stderr); %d unfinished files of processes that died making their journal (removed)\n",
+		rep.Torn, rep.Corrupt, rep.Unreadable, rep.Unfinished)
 	fmt.Fprintf(stdout, "left: %d journals of processes still running\n", rep.Live)
 	if err := errors.Join(rerr, serr); err != nil {
 		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 4096))
 		return recoverPartial
 	}
 	switch {
-	case rep.Torn+rep.Corrupt+rep.Unreadable > 0:
+	case rep.Torn+rep.Corrupt+rep.Unreadable+rep.Rejected+rep.Refused+rep.Failed > 0:
 		return recoverPartial
 	case rep.Live > 0:
 		return recoverLive
 	}
 	return recoverOK
+}
+
+// recoverLog is recover's stderr, and the OpenTelemetry error handler
+// while it runs: what the exporters and otelsetup log (a collector's
+// reason for rejecting spans, an export that failed), at most
+// maxSDKErrors of them, one write at a time. Once closed, the handler
+// logs as OpenTelemetry's default does.
+type recoverLog struct {
+	mu     sync.Mutex
+	w      io.Writer
+	n      int
+	closed bool
+}
+
+func (l *recoverLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *recoverLog) Handle(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.n++; {
+	case l.closed:
+		log.Print(err)
+	case l.n <= maxSDKErrors:
+		fmt.Fprintf(l.w, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 512))
+	case l.n == maxSDKErrors+1:
+		fmt.Fprintln(l.w, "omnitrace recover: more export errors not shown")
+	}
+}
+
+func (l *recoverLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
 }
 
 // recoverExporter is import's choice of exporter: an OTLP/JSON file with
@@ -99,7 +146,12 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		if err != nil {
 			return nil, "", err
 		}
-		return newFileExporter(f), out, nil
+		e, err := newFileExporter(ctx, f)
+		if err != nil {
+			_ = f.Close()
+			return nil, "", err
+		}
+		return e, out, nil
 	case envNamesExporter():
 		e, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
@@ -107,6 +159,9 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		}
 		if autoexport.IsNoneSpanExporter(e) {
 			return nil, "", nil
+		}
+		if k := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); k != "" && k != "otlp" {
+			return e, sanitize.Display(k, 64), nil // console
 		}
 		return e, describeExporter(), nil
 	}

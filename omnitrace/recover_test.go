@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,12 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-const recoverChildEnv = "OMNITRACE_RECOVER_CHILD"
+const (
+	recoverChildEnv = "OMNITRACE_RECOVER_CHILD"
+	// recoverChildRequests: how many requests the child engine makes (3
+	// unless set), each of three spans.
+	recoverChildRequests = "OMNITRACE_RECOVER_CHILD_REQUESTS"
+)
 
 // hung is a collector that never answers: nothing is confirmed.
 type hung struct{}
@@ -50,7 +56,11 @@ func TestRecoverChildEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
-	for i := range 3 {
+	requests := 3
+	if n, err := strconv.Atoi(os.Getenv(recoverChildRequests)); err == nil {
+		requests = n
+	}
+	for i := range requests {
 		_, req := in.Start(context.Background(), otelomni.RequestInfo{ID: fmt.Sprint("r", i), Model: "m"})
 		p := req.StartPhase(context.Background(), spans.Preprocess)
 		p.End(nil)
@@ -61,10 +71,10 @@ func TestRecoverChildEngine(t *testing.T) {
 }
 
 // killedEngine runs TestRecoverChildEngine on dir and kills it once ready.
-func killedEngine(t *testing.T, dir string) {
+func killedEngine(t *testing.T, dir string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestRecoverChildEngine$")
-	cmd.Env = []string{recoverChildEnv + "=" + dir, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{recoverChildEnv + "=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,167 +4,90 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 
-	"github.com/otelomni/otelomni/omnitrace/internal/otlpvalue"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
-// fileExporter writes each batch of recovered spans as one OTLP/JSON
-// TracesData on one line (pdata's encoding, the OpenTelemetry Collector's
-// file exporter's form), each span under its own resource and scope, and
-// flushes it to the file before it returns: a batch it accepted leaves
-// the journal, so it must not wait in a buffer.
-type fileExporter struct {
-	mu  sync.Mutex
-	f   *os.File
-	w   *bufio.Writer
-	err error
+// newFileExporter returns the exporter of recover -out: the SDK's OTLP
+// exporter, whose client writes each request it would send to f as OTLP/JSON
+// instead. The spans in the file are what the exporter sends a collector,
+// attribute by attribute, in the OpenTelemetry Collector's file exporter's
+// form (pdata's encoding, one TracesData a line).
+func newFileExporter(ctx context.Context, f *os.File) (*otlptrace.Exporter, error) {
+	return otlptrace.New(ctx, &fileClient{f: f})
 }
 
-func newFileExporter(f *os.File) *fileExporter {
-	return &fileExporter{f: f, w: bufio.NewWriter(f)}
+// fileClient is an otlptrace.Client that writes each request to a file
+// and flushes it to the disk before it returns: a batch it took leaves the
+// journal, so it must not wait in a buffer.
+type fileClient struct {
+	mu     sync.Mutex
+	f      *os.File
+	err    error // the first write's error: the file is then cut short
+	closed bool
 }
 
-func (e *fileExporter) ExportSpans(_ context.Context, ss []sdktrace.ReadOnlySpan) error {
-	if len(ss) == 0 {
+func (c *fileClient) Start(context.Context) error { return nil }
+
+func (c *fileClient) UploadTraces(_ context.Context, rss []*tracepb.ResourceSpans) error {
+	if len(rss) == 0 {
 		return nil
 	}
-	b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(sdkTraces(ss))
+	line, err := otlpJSON(rss)
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.err != nil {
-		return e.err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return errors.New("the -out file is closed")
+	case c.err != nil:
+		return c.err
 	}
-	if _, err := e.w.Write(append(b, '\n')); err != nil {
-		e.err = err
-		return err
+	if _, err := c.f.Write(line); err != nil {
+		c.err = fmt.Errorf("writing %s: %w", c.f.Name(), err)
+		return c.err
 	}
-	if err := e.w.Flush(); err != nil {
-		e.err = err
+	if err := c.f.Sync(); err != nil {
+		c.err = fmt.Errorf("flushing %s to the disk: %w", c.f.Name(), err)
 	}
-	return e.err
+	return c.err
 }
 
-func (e *fileExporter) Shutdown(context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.f == nil {
-		return e.err
+// otlpJSON is the export request of rss as one line of OTLP/JSON.
+func otlpJSON(rss []*tracepb.ResourceSpans) ([]byte, error) {
+	b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: rss})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the spans: %w", err)
 	}
-	err := errors.Join(e.err, e.w.Flush(), e.f.Close())
-	e.f = nil
-	if e.err == nil {
-		e.err = err
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(b); err != nil {
+		return nil, fmt.Errorf("decoding the spans: %w", err)
 	}
-	return err
+	j, err := (&ptrace.JSONMarshaler{}).MarshalTraces(req.Traces())
+	if err != nil {
+		return nil, fmt.Errorf("writing the spans as OTLP/JSON: %w", err)
+	}
+	return append(j, '\n'), nil
 }
 
-// sdkTraces is ss as Collector data: grouped by resource and scope, with
-// every field OTLP carries of a span.
-func sdkTraces(ss []sdktrace.ReadOnlySpan) ptrace.Traces {
-	td := ptrace.NewTraces()
-	type scopeKey struct {
-		res   *resource.Resource
-		scope instrumentation.Scope
+func (c *fileClient) Stop(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
 	}
-	resources := map[*resource.Resource]ptrace.ResourceSpans{}
-	scopes := map[scopeKey]ptrace.SpanSlice{}
-	for _, s := range ss {
-		res := s.Resource()
-		rs, ok := resources[res]
-		if !ok {
-			rs = td.ResourceSpans().AppendEmpty()
-			if res != nil {
-				rs.SetSchemaUrl(res.SchemaURL())
-				otlpvalue.PutAll(rs.Resource().Attributes(), res.Attributes())
-			}
-			resources[res] = rs
-		}
-		sc := s.InstrumentationScope()
-		k := scopeKey{res, instrumentation.Scope{Name: sc.Name, Version: sc.Version, SchemaURL: sc.SchemaURL}}
-		spans, ok := scopes[k]
-		if !ok {
-			ss := rs.ScopeSpans().AppendEmpty()
-			ss.SetSchemaUrl(sc.SchemaURL)
-			ss.Scope().SetName(sc.Name)
-			ss.Scope().SetVersion(sc.Version)
-			otlpvalue.PutAll(ss.Scope().Attributes(), sc.Attributes.ToSlice())
-			spans = ss.Spans()
-			scopes[k] = spans
-		}
-		putSpan(spans.AppendEmpty(), s)
-	}
-	return td
-}
-
-func putSpan(d ptrace.Span, s sdktrace.ReadOnlySpan) {
-	sc := s.SpanContext()
-	d.SetTraceID(pcommon.TraceID(sc.TraceID()))
-	d.SetSpanID(pcommon.SpanID(sc.SpanID()))
-	d.TraceState().FromRaw(sc.TraceState().String())
-	if p := s.Parent(); p.IsValid() {
-		d.SetParentSpanID(pcommon.SpanID(p.SpanID()))
-	}
-	d.SetFlags(uint32(sc.TraceFlags()))
-	d.SetName(s.Name())
-	d.SetKind(spanKind(s.SpanKind()))
-	d.SetStartTimestamp(pcommon.NewTimestampFromTime(s.StartTime()))
-	d.SetEndTimestamp(pcommon.NewTimestampFromTime(s.EndTime()))
-	otlpvalue.PutAll(d.Attributes(), s.Attributes())
-	d.SetDroppedAttributesCount(uint32(max(0, s.DroppedAttributes())))
-	for _, ev := range s.Events() {
-		e := d.Events().AppendEmpty()
-		e.SetName(ev.Name)
-		e.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
-		otlpvalue.PutAll(e.Attributes(), ev.Attributes)
-		e.SetDroppedAttributesCount(uint32(max(0, ev.DroppedAttributeCount)))
-	}
-	d.SetDroppedEventsCount(uint32(max(0, s.DroppedEvents())))
-	for _, l := range s.Links() {
-		e := d.Links().AppendEmpty()
-		e.SetTraceID(pcommon.TraceID(l.SpanContext.TraceID()))
-		e.SetSpanID(pcommon.SpanID(l.SpanContext.SpanID()))
-		e.TraceState().FromRaw(l.SpanContext.TraceState().String())
-		e.SetFlags(uint32(l.SpanContext.TraceFlags()))
-		otlpvalue.PutAll(e.Attributes(), l.Attributes)
-		e.SetDroppedAttributesCount(uint32(max(0, l.DroppedAttributeCount)))
-	}
-	d.SetDroppedLinksCount(uint32(max(0, s.DroppedLinks())))
-	switch st := s.Status(); st.Code {
-	case codes.Error:
-		d.Status().SetCode(ptrace.StatusCodeError)
-		d.Status().SetMessage(st.Description)
-	case codes.Ok:
-		d.Status().SetCode(ptrace.StatusCodeOk)
-	}
-}
-
-func spanKind(k trace.SpanKind) ptrace.SpanKind {
-	switch k {
-	case trace.SpanKindInternal:
-		return ptrace.SpanKindInternal
-	case trace.SpanKindServer:
-		return ptrace.SpanKindServer
-	case trace.SpanKindClient:
-		return ptrace.SpanKindClient
-	case trace.SpanKindProducer:
-		return ptrace.SpanKindProducer
-	case trace.SpanKindConsumer:
-		return ptrace.SpanKindConsumer
-	}
-	return ptrace.SpanKindUnspecified
+	c.closed = true
+	return errors.Join(c.err, c.f.Close())
 }

@@ -39,13 +39,20 @@ type ExportStats struct {
 	// instrumentation in the process.
 	Refused uint64
 	// Recovered counts the spans of earlier processes exported from their
-	// crash journals ([WithJournal]): spans those processes never had
-	// confirmed exported, carrying omni.recovered = true. Those a
-	// collector rejected are not counted (its reason is logged the first
-	// time). They are not
-	// counted in Ended or the other fields, which count this process's
-	// own spans.
+	// crash journals ([WithJournal]) that the collector accepted: spans
+	// those processes never had confirmed exported, carrying
+	// omni.recovered = true. They are not counted in Ended or the other
+	// fields above, which count this process's own spans, nor in Lost.
 	Recovered uint64
+	// RecoveredRejected, RecoveredRefused and RecoveredFailed count the
+	// other spans the recovery read from those journals: rejected by the
+	// collector of batches it took (its reason logged the first time),
+	// refused for times OTLP cannot carry (1970 to 2262-04-11), and in
+	// batches whose export failed (left in their journal for the next
+	// start, which counts them again). The four are [RecoveryReport]'s
+	// Exported, Rejected, Refused and Failed, summed over the recovery's
+	// passes.
+	RecoveredRejected, RecoveredRefused, RecoveredFailed uint64
 }
 
 // Lost returns the spans that did not reach the collector, or that it

@@ -7,15 +7,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelsetup/internal/journal"
 )
 
@@ -51,12 +52,14 @@ const (
 // The journal is on only when spans are exported. A directory Setup
 // cannot hold the file in (no permission, read-only, a full disk) is
 // logged through the OpenTelemetry error handler and tracing runs without
-// the journal. The recovery of earlier processes' spans runs on its own
-// goroutine and never delays Setup or a request; [Telemetry.ForceFlush]
-// and [Telemetry.Shutdown] wait for it within their deadlines, and
-// [ExportStats].Recovered counts what it exported. See
-// docs/reliability.md for what survives a death, a power loss and a full
-// disk, and for the size and flush settings.
+// the journal; the earlier processes' journals there are recovered all
+// the same. The recovery runs on its own goroutine and never delays Setup
+// or a request; it goes the way [Recover] goes, under the same rules and
+// counts. [Telemetry.ForceFlush] and [Telemetry.Shutdown] wait for it
+// within their deadlines, and [ExportStats] counts what it exported,
+// what the collector rejected, what was refused for its times and what
+// failed. See docs/reliability.md for what survives a death, a power
+// loss and a full disk, and for the size and flush settings.
 func WithJournal(dir string) Option {
 	return optionFunc(func(c *config) {
 		if dir != "" {
@@ -103,6 +106,8 @@ func journalOptions(env envValues) []journal.Option {
 // crashJournal is the journal of a Telemetry, and the recovery of the
 // directory's earlier journals.
 type crashJournal struct {
+	// j is this process's journal; nil when it could not be opened, when
+	// the earlier journals are recovered all the same.
 	j *journal.Journal
 	// mu serializes exports: the batch processor's and the recovery's go
 	// to one exporter, which need not be safe for concurrent use.
@@ -110,68 +115,111 @@ type crashJournal struct {
 
 	// cancel cuts the recovery's export short; stop ends its waits
 	// between passes.
-	cancel    context.CancelFunc
-	stop      chan struct{}
-	stopOnce  sync.Once
-	first     chan struct{} // closed when the first pass returned
-	done      chan struct{} // closed when the recovery returned
-	recovered atomic.Uint64
-	// rcounts are the recovery's export counts: the spans a collector
-	// rejected of it are not counted recovered.
-	rcounts   *exportCounts
+	cancel   context.CancelFunc
+	stop     chan struct{}
+	stopOnce sync.Once
+	first    chan struct{} // closed when the first pass returned
+	done     chan struct{} // closed when the recovery returned
+	// rexp is the recovery's way out, and its counts.
+	rexp *recoveryExporter
+	// wait returns a channel that receives after d: time.After, but for
+	// tests.
+	wait      func(d time.Duration) <-chan time.Time
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // openJournal opens this process's journal in dir and starts the recovery
-// of the dead processes' journals there, exporting through exp (wrapped in
-// a safe exporter of its own, whose counts are kept apart: the recovered
-// spans were never handed to this process's batch processor). It returns
-// nil, logged, when the journal cannot be opened.
+// of the dead processes' journals there, exporting through exp (behind a
+// recoveryExporter of its own, whose counts are kept apart: the recovered
+// spans were never handed to this process's batch processor). The
+// recovery runs whether or not this process's journal opens: a journal
+// that cannot open (the disk full of a dead process's journal) is
+// logged, and its j is nil.
 func openJournal(dir string, env envValues, exp sdktrace.SpanExporter, maxValue int) *crashJournal {
-	j, err := journal.Open(dir, journalOptions(env)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cj := &crashJournal{cancel: cancel, stop: make(chan struct{}), first: make(chan struct{}), done: make(chan struct{}), wait: recoverWait}
+	j, err := journalOpen(dir, journalOptions(env)...)
 	if err != nil {
 		otel.Handle(fmt.Errorf("otelsetup: the crash journal is off: %w", err))
-		return nil
+	} else {
+		cj.j = j
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cj := &crashJournal{j: j, cancel: cancel, stop: make(chan struct{}), first: make(chan struct{}), done: make(chan struct{})}
-	cj.rcounts = &exportCounts{}
-	rexp := &safeExporter{exp: serialExporter{exp, &cj.mu}, c: cj.rcounts, maxValue: maxValue}
-	go cj.recover(ctx, dir, rexp)
+	cj.rexp = newRecoveryExporter(serialExporter{exp, &cj.mu}, maxValue)
+	go cj.recover(ctx, dir)
 	return cj
 }
+
+// journalOpen opens a journal; tests make it fail.
+var journalOpen = journal.Open
 
 // recoverRetries are the waits before the recovery looks again at journals
 // whose process held their lock (one still dying when this one started,
 // or one running beside it that may die meanwhile): about a minute in all.
 var recoverRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second}
 
-func (cj *crashJournal) recover(ctx context.Context, dir string, exp sdktrace.SpanExporter) {
+// recoverWait is the recovery's wait between passes; tests wait on
+// events instead.
+var recoverWait = time.After
+
+// recover makes the passes over dir: the first at once, then again after
+// each wait while journals of processes other than this one are held.
+// What one file does (unreadable, an export that failed) stops neither
+// the pass nor the passes after it; each is logged once.
+func (cj *crashJournal) recover(ctx context.Context, dir string) {
 	defer close(cj.done)
+	own := 0 // this process's journal, always live
+	if cj.j != nil {
+		own = 1
+	}
+	logged := ""
 	for i := 0; ; i++ {
-		rep, err := journal.Recover(ctx, dir, exp)
-		cj.recovered.Add(uint64(rep.Ended + rep.Open))
+		rep, err := cj.rexp.recoverDir(ctx, dir)
 		if i == 0 {
 			close(cj.first)
 		}
-		if err != nil && ctx.Err() == nil {
-			otel.Handle(fmt.Errorf("otelsetup: recovering the crash journals in %s (%d spans exported, %d files unreadable, %d torn stretches and %d corrupt records skipped): %w",
-				dir, rep.Ended+rep.Open, rep.Unreadable, rep.Torn, rep.Corrupt, err))
-		}
-		// This process's own journal is always live; a failed export is
-		// tried again at the next start, not in a loop here.
-		if rep.Live <= 1 || err != nil || i == len(recoverRetries) {
+		if ctx.Err() != nil {
 			return
 		}
-		t := time.NewTimer(recoverRetries[i])
+		if msg := recoveryProblem(dir, rep, err); msg != "" && msg != logged {
+			otel.Handle(errors.New(msg))
+			logged = msg
+		}
+		if rep.Live <= own || i == len(recoverRetries) {
+			return
+		}
 		select {
 		case <-cj.stop:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-cj.wait(recoverRetries[i]):
 		}
 	}
+}
+
+// recoveryProblem describes what of a pass went wrong, or returns "".
+// A directory that does not exist holds nothing to recover.
+func recoveryProblem(dir string, rep RecoveryReport, err error) string {
+	if errors.Is(err, fs.ErrNotExist) && rep == (RecoveryReport{}) {
+		return ""
+	}
+	if err == nil && rep.Rejected+rep.Refused+rep.Failed+rep.Unreadable == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("otelsetup: recovering the crash journals in %s: %d spans exported, %d rejected by the collector, %d refused (times OTLP cannot carry), %d in batches that failed to export (left for the next start); %d files unreadable (left in place), %d torn stretches and %d corrupt records skipped",
+		dir, rep.Exported, rep.Rejected, rep.Refused, rep.Failed, rep.Unreadable, rep.Torn, rep.Corrupt)
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return sanitize.String(msg, maxRecoveryLog)
+}
+
+// maxRecoveryLog bounds a pass's log line, in bytes.
+const maxRecoveryLog = 8 << 10
+
+// addStats adds the recovery's counts to s.
+func (cj *crashJournal) addStats(s *ExportStats) {
+	c := cj.rexp.counts()
+	s.Recovered, s.RecoveredRejected, s.RecoveredRefused, s.RecoveredFailed = c.exported, c.rejected, c.refused, c.failed
 }
 
 // waitRecovery waits until the recovery's first pass returned, or ctx is
@@ -205,7 +253,9 @@ func (cj *crashJournal) close() error {
 	cj.closeOnce.Do(func() {
 		cj.stopOnce.Do(func() { close(cj.stop) })
 		cj.cancel()
-		cj.closeErr = cj.j.Close()
+		if cj.j != nil {
+			cj.closeErr = cj.j.Close()
+		}
 	})
 	return cj.closeErr
 }

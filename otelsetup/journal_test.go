@@ -115,6 +115,20 @@ func TestJournalChild(t *testing.T) {
 	}
 	hang.hang.Store(true)
 	fmt.Println("F")
+	if mode == "times" {
+		// Four spans OTLP carries, two it cannot: from 1960, to 3000.
+		tr := tel.TracerProvider().Tracer("t")
+		for range 4 {
+			_, s := tr.Start(ctx, "fine")
+			s.End()
+		}
+		_, s := tr.Start(ctx, "from 1960", trace.WithTimestamp(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)))
+		s.End(trace.WithTimestamp(time.Date(1960, 1, 1, 0, 0, 1, 0, time.UTC)))
+		_, s = tr.Start(ctx, "to 3000")
+		s.End(trace.WithTimestamp(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)))
+		fmt.Println("R")
+		select {}
+	}
 	// Requests in flight at the kill: ended phases, open ones, a request
 	// that failed, an otelhttp-like server span of another scope.
 	for i := range 4 {
@@ -587,5 +601,26 @@ func TestRecoveryWaitsForADyingProcess(t *testing.T) {
 	}
 	if n := len(exp.GetSpans()); n != len(inFlight) {
 		t.Errorf("%d spans recovered, want %d", n, len(inFlight))
+	}
+}
+
+// TestARestartCountsTheSpansItRefuses: of a dead engine's journal, the
+// restart exports the spans OTLP carries and refuses, and counts, the
+// ones whose times it cannot carry, as the live path does.
+func TestARestartCountsTheSpansItRefuses(t *testing.T) {
+	clearOTelEnv(t)
+	dir := t.TempDir()
+	_, inFlight, _ := journalChild(t, "times", dir)
+	exp := newKept()
+	tel := recoverWith(t, dir, exp)
+	st := tel.ExportStats()
+	if n := len(exp.GetSpans()); n != 4 || len(inFlight) != 6 {
+		t.Errorf("%d spans exported of the %d journalled, want the 4 OTLP carries", n, len(inFlight))
+	}
+	if st.Recovered != 4 || st.RecoveredRefused != 2 || st.RecoveredRejected != 0 || st.RecoveredFailed != 0 {
+		t.Errorf("ExportStats %+v, want 4 recovered and 2 refused", st)
+	}
+	if files := journals(t, dir); len(files) != 1 {
+		t.Errorf("journal files after the recovery: %v, want this process's only", files)
 	}
 }

@@ -145,8 +145,10 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 					// accepted or refused.
 					t.journal = cj
 					safe.exp = serialExporter{exp, &cj.mu}
-					queued = cj.j.WrapExporter(safe)
-					tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(cj.j.SpanProcessor()))
+					if cj.j != nil { // else only the dead processes' journals are recovered
+						queued = cj.j.WrapExporter(safe)
+						tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(cj.j.SpanProcessor()))
+					}
 				}
 			}
 			t.queue = newSpanQueue(queued, t.counts, limits.AttributeValueLengthLimit, batchOptions(env, cfg.batchOptions))

@@ -98,10 +98,7 @@ func (t *Telemetry) ExportStats() ExportStats {
 	}
 	s := t.counts.stats()
 	if t.journal != nil {
-		// Read the rejected first: recovered never falls under it.
-		rejected := t.journal.rcounts.rejected.Load()
-		recovered := t.journal.recovered.Load()
-		s.Recovered = recovered - min(rejected, recovered)
+		t.journal.addStats(&s)
 	}
 	return s
 }

@@ -65,8 +65,10 @@ func cut(s string, max int) int {
 }
 
 // KeyValue returns kv with its key bounded by maxKey bytes and its string
-// (or string slice) value bounded by maxValue bytes, both valid UTF-8. An
-// empty key (after repair) becomes "_invalid".
+// values (a string, the strings of a slice, and at any depth those of a
+// slice or map value, whose keys are bounded by maxKey) bounded by
+// maxValue bytes, all valid UTF-8. An empty key (after repair) becomes
+// "_invalid".
 func KeyValue(kv attribute.KeyValue, maxKey, maxValue int) attribute.KeyValue {
 	k := string(kv.Key)
 	if !Valid(k, maxKey) {
@@ -91,8 +93,68 @@ func KeyValue(kv attribute.KeyValue, maxKey, maxValue int) attribute.KeyValue {
 		if changed {
 			kv.Value = attribute.StringSliceValue(ss)
 		}
+	case attribute.SLICE, attribute.MAP:
+		if !valueOK(kv.Value, maxKey, maxValue) {
+			kv.Value = value(kv.Value, maxKey, maxValue)
+		}
 	}
 	return kv
+}
+
+// valueOK reports whether every string of a slice or map value (its
+// strings, its keys, and those of the values it holds) needs no change.
+func valueOK(v attribute.Value, maxKey, maxValue int) bool {
+	switch v.Type() {
+	case attribute.STRING:
+		return Valid(v.AsString(), maxValue)
+	case attribute.STRINGSLICE:
+		for _, s := range v.AsStringSlice() {
+			if !Valid(s, maxValue) {
+				return false
+			}
+		}
+	case attribute.SLICE:
+		for _, x := range v.AsSlice() {
+			if !valueOK(x, maxKey, maxValue) {
+				return false
+			}
+		}
+	case attribute.MAP:
+		for _, kv := range v.AsMap() {
+			if !Valid(string(kv.Key), maxKey) || !valueOK(kv.Value, maxKey, maxValue) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// value returns v with every string it holds bounded and valid, at any
+// depth; a map's keys stay as they are but for that (an empty one too).
+func value(v attribute.Value, maxKey, maxValue int) attribute.Value {
+	switch v.Type() {
+	case attribute.STRING:
+		return attribute.StringValue(String(v.AsString(), maxValue))
+	case attribute.STRINGSLICE:
+		ss := v.AsStringSlice()
+		for i, s := range ss {
+			ss[i] = String(s, maxValue)
+		}
+		return attribute.StringSliceValue(ss)
+	case attribute.SLICE:
+		xs := v.AsSlice()
+		for i, x := range xs {
+			xs[i] = value(x, maxKey, maxValue)
+		}
+		return attribute.SliceValue(xs...)
+	case attribute.MAP:
+		kvs := v.AsMap()
+		for i, kv := range kvs {
+			kvs[i] = attribute.KeyValue{Key: attribute.Key(String(string(kv.Key), maxKey)), Value: value(kv.Value, maxKey, maxValue)}
+		}
+		return attribute.MapValue(kvs...)
+	}
+	return v
 }
 
 // KeyValueOK reports whether KeyValue would leave kv unchanged.
@@ -109,6 +171,8 @@ func KeyValueOK(kv attribute.KeyValue, maxKey, maxValue int) bool {
 				return false
 			}
 		}
+	case attribute.SLICE, attribute.MAP:
+		return valueOK(kv.Value, maxKey, maxValue)
 	}
 	return true
 }

@@ -112,3 +112,32 @@ func TestDisplayBoundsAndDefusesClientStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedStringsAreRepaired: a string not valid UTF-8, or too long, at
+// any depth of a slice or map value (a map's keys among them) is repaired,
+// as the OTLP exporters would otherwise refuse the whole batch; the
+// caller's value is not written to.
+func TestNestedStringsAreRepaired(t *testing.T) {
+	in := attribute.Slice("s", attribute.StringValue("bad \xff"), attribute.MapValue(
+		attribute.String("k\xfe", "v"), attribute.StringSlice("ss", []string{"ok", "\xc3"}),
+		attribute.Slice("deeper", attribute.StringValue("long string"))), attribute.IntValue(1))
+	if sanitize.KeyValueOK(in, 16, 8) {
+		t.Fatal("KeyValueOK accepts a nested string that is not valid UTF-8")
+	}
+	got := sanitize.KeyValue(in, 16, 8)
+	if !sanitize.KeyValueOK(got, 16, 8) {
+		t.Errorf("KeyValue left a nested string to repair: %s", got.Value.String())
+	}
+	want := attribute.Slice("s", attribute.StringValue("bad "+sanitize.Replacement), attribute.MapValue(
+		attribute.String("k"+sanitize.Replacement, "v"), attribute.StringSlice("ss", []string{"ok", sanitize.Replacement}),
+		attribute.Slice("deeper", attribute.StringValue("long str"))), attribute.IntValue(1))
+	if got.Value.String() != want.Value.String() {
+		t.Errorf("repaired to %s, want %s", got.Value.String(), want.Value.String())
+	}
+	if in.Value.AsSlice()[0].AsString() != "bad \xff" {
+		t.Error("the caller's value was written to")
+	}
+	if fine := attribute.Map("m", attribute.String("k", "v")); !sanitize.KeyValueOK(fine, 16, 8) || sanitize.KeyValue(fine, 16, 8) != fine {
+		t.Error("a valid map value was changed")
+	}
+}

@@ -44,10 +44,30 @@ func Set(v pcommon.Value, a attribute.Value, limit int) {
 		for _, x := range a.AsBoolSlice() {
 			s.AppendEmpty().SetBool(x)
 		}
+	case attribute.BYTESLICE:
+		b := a.AsByteSlice()
+		if limit >= 0 && len(b) > limit {
+			b = b[:limit] // bytes, as the SDK cuts them
+		}
+		v.SetEmptyBytes().FromRaw(b)
+	case attribute.SLICE:
+		s := v.SetEmptySlice()
+		xs := a.AsSlice()
+		s.EnsureCapacity(len(xs))
+		for _, x := range xs {
+			Set(s.AppendEmpty(), x, limit)
+		}
+	case attribute.MAP:
+		m := v.SetEmptyMap()
+		kvs := a.AsMap()
+		m.EnsureCapacity(len(kvs))
+		for _, kv := range kvs {
+			Set(m.PutEmpty(string(kv.Key)), kv.Value, limit)
+		}
+	case attribute.EMPTY:
+		_ = v.FromRaw(nil) // a value with nothing set
 	default:
-		// No import's attribute is of another type (maps, byte
-		// strings): what the SDK's exporter writes for a type it does
-		// not know.
+		// What the SDK's exporter writes for a type it does not know.
 		v.SetStr("INVALID")
 	}
 }

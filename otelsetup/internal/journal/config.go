@@ -5,6 +5,7 @@ package journal
 
 import (
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -47,8 +48,15 @@ type config struct {
 	sync      time.Duration
 	value     int
 
-	// Faults injected by tests; nil in a program.
+	// Faults and paths chosen by tests; zero in a program.
 	allocate func(fd uintptr, size int64) error
+	// namedTemp prepares the file under a name, as where the file system
+	// cannot make one without a name.
+	namedTemp bool
+	// created is called once the named file is created, before it is
+	// locked; prepared once the file is allocated, before it is named.
+	created  func()
+	prepared func(*os.File)
 }
 
 // WithSize sets the size of the journal file in bytes, from 2 MiB to

@@ -38,8 +38,11 @@
 // error at Open and never a SIGBUS at a page fault, and holds an flock on
 // it while the journal is open: that is how Recover tells a live journal
 // from a dead one, and why two processes never share a file. The file is
-// made under a name Recover does not read and renamed once its header and
-// lock are in place. A fault on the mapping that happens anyway (the file
+// made without a name (O_TMPFILE) and named once its header and lock are
+// in place, so that a death in Open leaves nothing; where the file system
+// cannot do that, it is made as .omni-PID-RANDOM.tmp, locked at once
+// under the directory's shared lock, and renamed, and Recover removes a
+// dead process's such file. A fault on the mapping that happens anyway (the file
 // truncated under the journal, a copy-on-write file system out of room)
 // is caught: the journal stops, counts it ([Stats].Faults) and logs it;
 // the engine and its spans go on.
@@ -107,8 +110,9 @@
 // a record) sends that batch again, with the same ids,
 // so a backend that keys on span ids keeps one copy. A file is removed
 // once everything in it was exported; one that another format version
-// wrote, or whose header is damaged, is counted, named in the error, and
-// left in place.
+// wrote, whose header is damaged, that is not a regular file or that
+// cannot be opened is counted, named in the error, and left in place,
+// and the other files are read all the same.
 //
 // # Why its own encoding
 //

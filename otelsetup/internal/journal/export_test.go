@@ -4,6 +4,7 @@
 package journal
 
 import (
+	"os"
 	"sync/atomic"
 	"time"
 )
@@ -34,4 +35,21 @@ func (j *Journal) die() {
 // withAllocate injects the file allocation's outcome.
 func withAllocate(f func(fd uintptr, size int64) error) Option {
 	return optionFunc(func(c *config) { c.allocate = f })
+}
+
+// withNamedTemp prepares the file under a name, as where the file system
+// cannot make a file without one.
+func withNamedTemp() Option {
+	return optionFunc(func(c *config) { c.namedTemp = true })
+}
+
+// withPrepared calls f once the file is allocated, before it is named.
+func withPrepared(f func(*os.File)) Option {
+	return optionFunc(func(c *config) { c.prepared = f })
+}
+
+// withCreated calls f once the named file is created, before it is
+// locked.
+func withCreated(f func()) Option {
+	return optionFunc(func(c *config) { c.created = f })
 }

@@ -14,6 +14,16 @@ const supported = false
 
 const suffix = ".journal"
 
+const openFlags = 0
+
+func isTempName(string) bool { return false }
+
+const lockExclusiveNB = 0
+
+var errWouldBlock = ErrUnsupported
+
+func lockDir(string, int) (*os.File, error) { return nil, ErrUnsupported }
+
 func (j *Journal) msync() error      { return ErrUnsupported }
 func unmap([]byte) error             { return ErrUnsupported }
 func tryLock(*os.File) (bool, error) { return false, ErrUnsupported }

@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -44,19 +44,29 @@ const BatchSize = 512
 type Report struct {
 	// Files: journals of dead processes read.
 	Files int
-	// Removed: of those, the files removed, every span they held exported.
+	// Removed: of those, the files removed, exp done with every span they
+	// held.
 	Removed int
 	// Live: journals whose process still runs (the caller's own among
-	// them), left alone.
+	// them), and files a live process is making its journal in, left
+	// alone.
 	Live int
 	// Unreadable: files named like journals that this build cannot read
-	// (another format version, a damaged header), left in place.
+	// (another format version, a damaged header, not a regular file, no
+	// permission), left in place and named in the error.
 	Unreadable int
-	// Ended: spans exported as they ended.
+	// Unfinished: files a process died making its journal in, before the
+	// journal held a span (see [Open]), removed.
+	Unfinished int
+	// Ended: spans that left the journal (exp returned nil for their
+	// batch) as they ended.
 	Ended int
-	// Open: spans still open at the death, exported as ended then, with
-	// status Error.
+	// Open: spans still open at the death that left the journal, ended
+	// then, with status Error.
 	Open int
+	// Failed: spans of batches exp returned an error for, left in the
+	// file for the next Recover.
+	Failed int
 	// Torn: stretches between records that held no whole record (a record
 	// cut short by the death, a page torn by a power loss), skipped.
 	Torn int
@@ -74,14 +84,21 @@ type Report struct {
 // span id, trace flags and state, remote flags, resource and
 // instrumentation scope as the dead process had them.
 //
+// exp returns nil once it is done with a batch: sent whole, or taken by
+// the collector with some spans rejected (an OTLP partial success), or
+// refused span by span for what OTLP cannot carry; otelsetup's exporter
+// tells these apart. Any error it returns means the batch did not reach
+// its destination: the batch and the rest of its file stay for the next
+// Recover, which sends none of the batches exp was done with, and the
+// other files are still read. A death between exp returning nil and the
+// batch's marks sends that batch again, with the same ids.
+//
 // Files held by a live process (the caller's own journal among them) are
-// left alone, as are files it cannot read (another format version, a
-// damaged header: counted, and named in the error). A batch is marked
-// exported in the file as soon as exp accepts it; an export that fails
-// leaves the rest of the file for the next Recover, which sends none of
-// the accepted batches again. A death between exp accepting a batch and
-// the mark sends that batch again, with the same ids. Files are read one
-// at a time, a segment at a time.
+// left alone. A file Recover cannot read (another format version, a
+// damaged header, not a regular file, no permission) is counted, named
+// in the error and left in place; it never stops the other files. The
+// file a process died making its journal in is removed (Unfinished).
+// Files are read one at a time, a segment at a time.
 func Recover(ctx context.Context, dir string, exp sdktrace.SpanExporter) (Report, error) {
 	var rep Report
 	if !supported {
@@ -93,24 +110,141 @@ func Recover(ctx context.Context, dir string, exp sdktrace.SpanExporter) (Report
 	if exp == nil {
 		return rep, errors.New("journal: Recover needs an exporter")
 	}
-	ents, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if err != nil {
 		return rep, fmt.Errorf("journal: reading %s: %w", dir, err)
 	}
-	var errs []error
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), suffix) || !e.Type().IsRegular() {
-			continue
+	defer d.Close()
+	var errs fileErrors
+	for {
+		// A few names at a time: a directory of a million files costs no
+		// more memory than one of ten.
+		names, err := d.Readdirnames(256)
+		for _, name := range names {
+			isJournal := strings.HasSuffix(name, suffix)
+			if !isJournal && !isTempName(name) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				errs.add(err)
+				return rep, errs.err()
+			}
+			path := filepath.Join(dir, name)
+			if isJournal {
+				errs.add(recoverFile(ctx, path, exp, &rep))
+			} else {
+				errs.add(removeUnfinished(path, &rep))
+			}
 		}
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			break
+		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
+			return rep, errs.err()
 		}
-		if err := recoverFile(ctx, filepath.Join(dir, e.Name()), exp, &rep); err != nil {
-			errs = append(errs, err)
+		if err != nil {
+			errs.add(fmt.Errorf("journal: reading %s: %w", dir, err))
+			return rep, errs.err()
 		}
 	}
-	return rep, errors.Join(errs...)
+}
+
+// maxFileErrors bounds the errors Recover names: each file's error
+// holds its path.
+const maxFileErrors = 16
+
+// fileErrors are the first maxFileErrors errors of a Recover, and a
+// count of the others.
+type fileErrors struct {
+	errs []error
+	more int
+}
+
+func (f *fileErrors) add(err error) {
+	switch {
+	case err == nil:
+	case len(f.errs) < maxFileErrors:
+		f.errs = append(f.errs, err)
+	default:
+		f.more++
+	}
+}
+
+func (f *fileErrors) err() error {
+	if f.more > 0 {
+		return errors.Join(append(f.errs, fmt.Errorf("journal: and %d more errors", f.more))...)
+	}
+	return errors.Join(f.errs...)
+}
+
+// openDead opens the file at path, which ReadDir found, for recovery:
+// never through a symbolic link, never one that is not a regular file,
+// and only once the lock no live process holds is taken. It returns nil
+// and no error when there is nothing to do: the file is gone (another
+// recovery took it meanwhile) or held by a live process (counted in
+// Live). A file that cannot be opened is counted unreadable.
+func openDead(path string, flag int, rep *Report) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|openFlags, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		rep.Unreadable++
+		return nil, fmt.Errorf("journal: cannot open %s (left in place): %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("journal: %s is not a regular file, left in place", path)
+	}
+	if err != nil {
+		_ = f.Close()
+		rep.Unreadable++
+		return nil, err
+	}
+	locked, err := tryLock(f)
+	if err != nil || !locked {
+		_ = f.Close()
+		if err != nil {
+			rep.Unreadable++
+			return nil, fmt.Errorf("journal: locking %s (left in place): %w", path, err)
+		}
+		rep.Live++
+		return nil, nil
+	}
+	// Another process may have recovered and removed the file between our
+	// open and our lock.
+	if pi, err := os.Lstat(path); err != nil || !os.SameFile(fi, pi) {
+		_ = f.Close()
+		return nil, nil
+	}
+	return f, nil
+}
+
+// removeUnfinished removes the file at path that a process died making
+// its journal in: its lock is free, so its process is gone, and it never
+// held a span (its journal had no name yet). A process between the
+// file's creation and its lock holds the directory's lock shared: while
+// one does, its file cannot be told from a dead one's, and is counted
+// live.
+func removeUnfinished(path string, rep *Report) error {
+	d, err := lockDir(filepath.Dir(path), lockExclusiveNB)
+	if err != nil {
+		if errors.Is(err, errWouldBlock) {
+			rep.Live++
+			return nil
+		}
+		rep.Unreadable++
+		return fmt.Errorf("journal: %s (left in place): %w", path, err)
+	}
+	defer d.Close()
+	f, err := openDead(path, os.O_RDONLY, rep)
+	if f == nil {
+		return err
+	}
+	defer f.Close() // releases the lock, after the removal
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		rep.Unreadable++
+		return fmt.Errorf("journal: removing %s, which a process died making its journal in: %w", path, err)
+	}
+	rep.Unfinished++
+	return nil
 }
 
 type recovery struct {
@@ -132,30 +266,15 @@ type recovery struct {
 }
 
 func recoverFile(ctx context.Context, path string, exp sdktrace.SpanExporter, rep *Report) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil // recovered and removed by another process meanwhile
-		}
-		return fmt.Errorf("journal: opening %s: %w", path, err)
+	f, err := openDead(path, os.O_RDWR, rep)
+	if f == nil {
+		return err
 	}
 	defer f.Close() // releases the lock
-	locked, err := tryLock(f)
-	if err != nil {
-		return fmt.Errorf("journal: locking %s: %w", path, err)
-	}
-	if !locked {
-		rep.Live++
-		return nil
-	}
-	// Another process may have recovered and removed the file between our
-	// open and our lock.
 	fi, err := f.Stat()
 	if err != nil {
+		rep.Unreadable++
 		return fmt.Errorf("journal: %s: %w", path, err)
-	}
-	if pi, err := os.Stat(path); err != nil || !os.SameFile(fi, pi) {
-		return nil
 	}
 	r := &recovery{ctx: ctx, f: f, path: path, exp: exp, rep: rep, avail: int(min(fi.Size(), int64(maxSize)+headerSize+maxDefsSize))}
 	var hdr [headerSize]byte
@@ -404,55 +523,94 @@ func (r *recovery) add(s spanRecord, loc int) {
 	if res == nil {
 		res = resource.Empty()
 	}
-	stub := tracetest.SpanStub{
-		Name:                 s.name,
-		SpanContext:          s.sc,
-		Parent:               s.parent,
-		SpanKind:             s.kind,
-		StartTime:            s.start,
-		EndTime:              s.end,
-		Events:               s.events,
-		Links:                s.links,
-		Status:               s.status,
-		DroppedAttributes:    s.dropped[0],
-		DroppedEvents:        s.dropped[1],
-		DroppedLinks:         s.dropped[2],
-		ChildSpanCount:       s.children,
-		Resource:             res,
-		InstrumentationScope: r.scopes[s.scope],
+	sp := &recoveredSpan{
+		name:     s.name,
+		sc:       s.sc,
+		parent:   s.parent,
+		kind:     s.kind,
+		start:    s.start,
+		end:      s.end,
+		events:   s.events,
+		links:    s.links,
+		status:   s.status,
+		dropped:  s.dropped,
+		children: s.children,
+		res:      res,
+		scope:    r.scopes[s.scope],
 	}
 	if s.typ == recStart {
-		stub.EndTime = s.start
+		sp.end = s.start
 		if r.death.After(s.start) {
-			stub.EndTime = r.death
+			sp.end = r.death
 		}
-		stub.Status = sdktrace.Status{Code: codes.Error, Description: "the process died while the span was open"}
-		stub.Attributes = withAttrs(s.attrs, RecoveredKey.Bool(true), errorTypeKey.String(ErrorProcessDied))
+		sp.status = sdktrace.Status{Code: codes.Error, Description: "the process died while the span was open"}
+		sp.attrs = withAttrs(s.attrs, RecoveredKey.Bool(true), errorTypeKey.String(ErrorProcessDied))
 		r.open++
 	} else {
-		stub.Attributes = withAttrs(s.attrs, RecoveredKey.Bool(true))
+		sp.attrs = withAttrs(s.attrs, RecoveredKey.Bool(true))
 		r.ended++
 	}
-	repairStrings(&stub)
-	r.batch = append(r.batch, stub.Snapshot())
+	sp.repairStrings()
+	r.batch = append(r.batch, sp)
 	r.marks = append(r.marks, loc)
 }
+
+// recoveredSpan is a span rebuilt from a journal, as exporters read a
+// span: every method of sdktrace.ReadOnlySpan returns what the record
+// held. The embedded interface is nil; it is there for the interface's
+// unexported method, and no method reaches it.
+type recoveredSpan struct {
+	sdktrace.ReadOnlySpan
+
+	name       string
+	sc, parent trace.SpanContext
+	kind       trace.SpanKind
+	start, end time.Time
+	attrs      []attribute.KeyValue
+	events     []sdktrace.Event
+	links      []sdktrace.Link
+	status     sdktrace.Status
+	dropped    [3]int // attributes, events, links
+	children   int
+	res        *resource.Resource
+	scope      instrumentation.Scope
+}
+
+func (s *recoveredSpan) Name() string                                { return s.name }
+func (s *recoveredSpan) SpanContext() trace.SpanContext              { return s.sc }
+func (s *recoveredSpan) Parent() trace.SpanContext                   { return s.parent }
+func (s *recoveredSpan) SpanKind() trace.SpanKind                    { return s.kind }
+func (s *recoveredSpan) StartTime() time.Time                        { return s.start }
+func (s *recoveredSpan) EndTime() time.Time                          { return s.end }
+func (s *recoveredSpan) Attributes() []attribute.KeyValue            { return s.attrs }
+func (s *recoveredSpan) Links() []sdktrace.Link                      { return s.links }
+func (s *recoveredSpan) Events() []sdktrace.Event                    { return s.events }
+func (s *recoveredSpan) Status() sdktrace.Status                     { return s.status }
+func (s *recoveredSpan) InstrumentationScope() instrumentation.Scope { return s.scope }
+func (s *recoveredSpan) Resource() *resource.Resource                { return s.res }
+func (s *recoveredSpan) DroppedAttributes() int                      { return s.dropped[0] }
+func (s *recoveredSpan) DroppedEvents() int                          { return s.dropped[1] }
+func (s *recoveredSpan) DroppedLinks() int                           { return s.dropped[2] }
+func (s *recoveredSpan) ChildSpanCount() int                         { return s.children }
+
+//lint:ignore SA1019 the exporters of this SDK version still read it
+func (s *recoveredSpan) InstrumentationLibrary() instrumentation.Library { return s.scope }
 
 // repairStrings makes every string of a recovered span valid UTF-8: the
 // journal keeps what the span held (its length already bounded), and an
 // OTLP exporter refuses a whole batch for one string that is not valid.
-func repairStrings(s *tracetest.SpanStub) {
-	s.Name = sanitize.String(s.Name, 0)
-	s.Status.Description = sanitize.String(s.Status.Description, 0)
-	s.Attributes = sanitize.KeyValues(s.Attributes, 0, 0)
-	for i := range s.Events {
-		s.Events[i].Name = sanitize.String(s.Events[i].Name, 0)
-		s.Events[i].Attributes = sanitize.KeyValues(s.Events[i].Attributes, 0, 0)
+func (s *recoveredSpan) repairStrings() {
+	s.name = sanitize.String(s.name, 0)
+	s.status.Description = sanitize.String(s.status.Description, 0)
+	s.attrs = sanitize.KeyValues(s.attrs, 0, 0)
+	for i := range s.events {
+		s.events[i].Name = sanitize.String(s.events[i].Name, 0)
+		s.events[i].Attributes = sanitize.KeyValues(s.events[i].Attributes, 0, 0)
 	}
-	for i := range s.Links {
-		s.Links[i].Attributes = sanitize.KeyValues(s.Links[i].Attributes, 0, 0)
+	for i := range s.links {
+		s.links[i].Attributes = sanitize.KeyValues(s.links[i].Attributes, 0, 0)
 	}
-	sc := &s.InstrumentationScope
+	sc := &s.scope
 	sc.Name, sc.Version, sc.SchemaURL = sanitize.String(sc.Name, 0), sanitize.String(sc.Version, 0), sanitize.String(sc.SchemaURL, 0)
 }
 
@@ -484,7 +642,8 @@ func (r *recovery) flush() error {
 		return fmt.Errorf("journal: recovering %s: %w", r.path, err)
 	}
 	if err := r.exp.ExportSpans(r.ctx, r.batch); err != nil {
-		return fmt.Errorf("journal: recovering %s: the exporter refused a batch of %d spans (left for the next try): %w", r.path, len(r.batch), err)
+		r.rep.Failed += len(r.batch)
+		return fmt.Errorf("journal: recovering %s: the export of a batch of %d spans failed (it and the rest of the file are left for the next recovery): %w", r.path, len(r.batch), err)
 	}
 	for _, loc := range r.marks {
 		r.mark(loc)
