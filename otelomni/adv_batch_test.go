@@ -41,3 +41,40 @@ func TestAdvARequestInMoreBatchesThanItsSpanKeepsLinksIsLinkedBothWays(t *testin
 		t.Errorf("%d batches linked the request: %s", limits.LinkCountLimit+1, f.first)
 	}
 }
+
+// Past 1024 members, each member a batch cannot link is counted in
+// Stats.Conflicts (StartBatch's doc: "a member beyond is linked neither
+// way, and counted"), whether it was named at the start or recorded
+// later with Batch.Record.
+func TestAdvEveryMemberABatchCannotLinkIsCounted(t *testing.T) {
+	r := newRecorded(t)
+	limits := sdktrace.NewSpanLimits()
+	limits.LinkCountLimit = 1024 // as the batch's doc asks
+	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.rec), sdktrace.WithSpanLimits(limits))
+	r.in = otelomni.New(otelomni.WithTracerProvider(r.tp))
+	const beyond = 6
+	var members []*otelomni.Request
+	for i := range 1024 + beyond {
+		_, m := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "m" + strconv.Itoa(i)})
+		members = append(members, m)
+	}
+	b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "big"}, members...)
+	atStart := r.in.Stats().Conflicts
+	var late []*otelomni.Request
+	for i := range beyond {
+		_, m := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "late" + strconv.Itoa(i)})
+		late = append(late, m)
+		_ = b.Record(m, &spans.DiffusionRecord{})
+	}
+	recorded := r.in.Stats().Conflicts - atStart
+	b.End(nil)
+	for _, m := range append(members, late...) {
+		m.End(nil)
+	}
+	if atStart != beyond {
+		t.Errorf("%d members beyond the limit at StartBatch counted %d conflicts, want %d", beyond, atStart, beyond)
+	}
+	if recorded != beyond {
+		t.Errorf("%d members beyond the limit in Batch.Record counted %d conflicts, want %d", beyond, recorded, beyond)
+	}
+}
