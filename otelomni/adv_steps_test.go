@@ -18,7 +18,7 @@ import (
 // RecordPhase(spans.Exec, ...) included, as the exec-per-step histogram
 // does.
 func TestAdvStepsRunGiveEveryExecItsMeanStepDuration(t *testing.T) {
-	for _, path := range []string{"live", "Record", "RecordPhase"} {
+	for _, path := range []string{"live", "live, ended with its request", "Record", "RecordPhase"} {
 		t.Run(path, func(t *testing.T) {
 			r := newRecorded(t)
 			t0 := time.Now()
@@ -28,6 +28,8 @@ func TestAdvStepsRunGiveEveryExecItsMeanStepDuration(t *testing.T) {
 			switch path {
 			case "live":
 				req.StartPhase(ctx, spans.Exec).End(nil)
+			case "live, ended with its request":
+				req.StartPhase(ctx, spans.Exec) // ended by req.End
 			case "Record":
 				if err := req.Record(&spans.DiffusionRecord{Exec: iv}); err != nil {
 					t.Fatal(err)
