@@ -53,7 +53,7 @@ func TestAdvTheLogLineOfAnIndexOfTheWrongTypeIsTrue(t *testing.T) {
 					t.Errorf("the log line stutters: %s", l)
 				}
 				if strings.Contains(l, " -1 is out of range") {
-					t.Errorf("given %s = %s (%s), the log line says: %s", c.kv.Key, c.kv.Value.Emit(), c.kv.Value.Type(), l)
+					t.Errorf("given %s = %s (%s), the log line says: %s", c.kv.Key, c.kv.Value.String(), c.kv.Value.Type(), l)
 				}
 			}
 		})

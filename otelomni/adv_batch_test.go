@@ -26,7 +26,7 @@ func TestAdvARequestInMoreBatchesThanItsSpanKeepsLinksIsLinkedBothWays(t *testin
 	rec := tracetest.NewSpanRecorder()
 	limits := sdktrace.NewSpanLimits()
 	limits.LinkCountLimit = 1024 // as the batch's doc asks
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSpanLimits(limits))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithRawSpanLimits(limits))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	in := otelomni.New(otelomni.WithTracerProvider(tp))
 	ctx, req := in.Start(context.Background(), otelomni.RequestInfo{ID: "decode"})
@@ -50,7 +50,7 @@ func TestAdvEveryMemberABatchCannotLinkIsCounted(t *testing.T) {
 	r := newRecorded(t)
 	limits := sdktrace.NewSpanLimits()
 	limits.LinkCountLimit = 1024 // as the batch's doc asks
-	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.rec), sdktrace.WithSpanLimits(limits))
+	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.rec), sdktrace.WithRawSpanLimits(limits))
 	r.in = otelomni.New(otelomni.WithTracerProvider(r.tp))
 	const beyond = 6
 	var members []*otelomni.Request

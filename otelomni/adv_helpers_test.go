@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // gate is a span processor that holds the start of the first span named
@@ -79,14 +78,4 @@ func logLines(t *testing.T) func() []string {
 		defer mu.Unlock()
 		return append([]string(nil), lines...)
 	}
-}
-
-// spanOf returns the ended span whose id is id, or nil.
-func spanOf(ss []sdktrace.ReadOnlySpan, id trace.SpanID) sdktrace.ReadOnlySpan {
-	for _, s := range ss {
-		if s.SpanContext().SpanID() == id {
-			return s
-		}
-	}
-	return nil
 }

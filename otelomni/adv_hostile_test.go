@@ -50,13 +50,13 @@ func TestAdvIndicesOfEveryTypeAndRange(t *testing.T) {
 			fwd.End(nil)
 			req.End(nil)
 			if !errors.Is(err, otelomni.ErrInvalidPhase) {
-				t.Errorf("%v with %s = %s (%s): RecordPhase returned %v, want ErrInvalidPhase", p, key, v.Emit(), v.Type(), err)
+				t.Errorf("%v with %s = %s (%s): RecordPhase returned %v, want ErrInvalidPhase", p, key, v.String(), v.Type(), err)
 			}
 			if n := len(byName(r.rec.Ended())[p.SpanName()]); n != 0 {
-				t.Errorf("%v with %s = %s (%s): %d spans", p, key, v.Emit(), v.Type(), n)
+				t.Errorf("%v with %s = %s (%s): %d spans", p, key, v.String(), v.Type(), n)
 			}
 			if m := r.in.Stats().Misuse; m != 2 {
-				t.Errorf("%v with %s = %s (%s): %d misuses counted, want 2 (one per call)", p, key, v.Emit(), v.Type(), m)
+				t.Errorf("%v with %s = %s (%s): %d misuses counted, want 2 (one per call)", p, key, v.String(), v.Type(), m)
 			}
 		}
 	}

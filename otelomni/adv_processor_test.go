@@ -22,7 +22,6 @@ import (
 type hook struct {
 	name           string
 	onStart, onEnd func()
-	mu             sync.Mutex
 }
 
 func (h *hook) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {

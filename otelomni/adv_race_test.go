@@ -308,7 +308,7 @@ func TestAdvRacesKeepTreesEndsAndMeasurements(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	rec := &lightRecorder{}
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(yieldOnStart{}), sdktrace.WithSpanProcessor(rec),
-		sdktrace.WithSpanLimits(sdktrace.SpanLimits{AttributeCountLimit: 128, EventCountLimit: 128, LinkCountLimit: 1024,
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeCountLimit: 128, EventCountLimit: 128, LinkCountLimit: 1024,
 			AttributePerEventCountLimit: 128, AttributePerLinkCountLimit: 128, AttributeValueLengthLimit: -1}))
 	t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
 	ends := newEndCounter(sdk)
