@@ -192,3 +192,30 @@ func TestAdvPartsWaitingForAnExecWhoseStartPanickedAreNotLost(t *testing.T) {
 		}
 	}
 }
+
+// The same with no start given: a stage of this process starts at its
+// registration under the request. An EndAt given a time read before that
+// (the engine's own end of the request) must end the request no earlier
+// than the stage's start; while the stage's span is starting, its start is
+// not looked at, and the stage is ended before it starts.
+func TestAdvAStageStartingWhileItsRequestEndsAtAnEarlierTime(t *testing.T) {
+	g := newGate(spans.StageSpanName)
+	r := newRecorded(t)
+	r.tp.RegisterSpanProcessor(g)
+	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "h2"})
+	end := time.Now() // the engine's end, read before the stage started
+	started := make(chan *otelomni.Request)
+	go func() {
+		_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "talker", Type: attrs.StageLLM})
+		started <- st
+	}()
+	<-g.entered
+	var err error
+	within(t, "Request.EndAt while its stage starts", func() { err = req.EndAt(end, nil) })
+	close(g.release)
+	(<-started).End(nil)
+	s := one(t, r.rec.Ended(), spans.StageSpanName)
+	if s.EndTime().Before(s.StartTime()) {
+		t.Errorf("EndAt returned %v; the stage span is negative: %v to %v", err, s.StartTime(), s.EndTime())
+	}
+}
