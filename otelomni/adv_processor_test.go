@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -155,4 +156,32 @@ func TestAdvReentrantProcessorsNeverDeadlock(t *testing.T) {
 		q.End(nil)
 		st.End(nil)
 	})
+}
+
+// otelomni logs its first refusal of each kind through the OpenTelemetry
+// error handler, a user's function like a span processor. Request.End
+// logs a clamped end while it holds the request's lock: a handler that
+// calls back into that request (or that blocks) holds up every call on
+// it. User code must not run under otelomni's locks.
+func TestAdvTheErrorHandlerNeverRunsUnderARequestsLock(t *testing.T) {
+	r := newRecorded(t)
+	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "eh"})
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) { req.SetStepsRun(1) }))
+	t.Cleanup(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {})) })
+	now := time.Now()
+	// A phase recorded past now: the request's end is clamped to it, and
+	// the clamp is logged.
+	if err := req.RecordPhase(spans.Postprocess, spans.Between(now, now.Add(time.Hour)), nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req.End(nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a deadlock guard, not a timing assertion
+		t.Fatal("Request.End deadlocked: it called the error handler under the request's lock, and the handler called back into the request")
+	}
 }
