@@ -113,24 +113,54 @@ func (r *Request) endLive(id uint32, err error) {
 		asParent.closed, asParent.live, asParent.end = true, 0, at
 	}
 	kids := r.open.takeUnder(id, at)
+	r.closeParentsLocked(at)
 	r.lastEnd = later(r.lastEnd, at)
 	stepsRun := r.stepsRun
 	r.mu.Unlock()
 	if clamped {
 		r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
 	}
+	steps := make([]func(), 0, len(kids)+1)
 	for i := len(kids) - 1; i >= 0; i-- {
-		r.finish(&kids[i], at, nil)
+		k := &kids[i]
+		steps = append(steps, func() { r.finishTaken(k, at, stepsRun) })
 	}
+	runAll(append(steps, func() { r.finishWithSteps(&o, at, err, stepsRun) }))
+}
+
+// closeParentsLocked closes the live exec or forward that has just been
+// ended with its parent or request (no longer open, or still starting and
+// marked to end): no part starts or is recorded under it after at. r.mu is
+// held.
+func (r *Request) closeParentsLocked(at time.Time) {
+	for _, pp := range [...]*parentPhase{&r.exec, &r.forward} {
+		if pp.live == 0 {
+			continue
+		}
+		if o := r.open.find(pp.live); o == nil || !o.endAt.IsZero() {
+			pp.closed, pp.live, pp.end = true, 0, at
+		}
+	}
+}
+
+// finishTaken ends a phase its parent or request ended, at at.
+func (r *Request) finishTaken(o *openPhase, at time.Time, stepsRun int) {
+	r.finishWithSteps(o, at, nil, stepsRun)
+}
+
+// finishWithSteps is finish, giving an exec its mean step duration when
+// the steps run are known: the same division as the exec-per-step
+// histogram's.
+func (r *Request) finishWithSteps(o *openPhase, at time.Time, err error, stepsRun int) {
 	if o.phase == spans.Exec && stepsRun > 0 && o.span != nil {
 		o.span.SetAttributes(omniattr.MeanStepDuration(seconds(at.Sub(o.start)) / float64(stepsRun)))
 	}
-	r.finish(&o, at, err)
+	r.finish(o, at, err, stepsRun)
 }
 
 // finish ends a live phase's span at at, and records its measurement, from
 // the same two readings.
-func (r *Request) finish(o *openPhase, at time.Time, err error) {
+func (r *Request) finish(o *openPhase, at time.Time, err error, stepsRun int) {
 	if o.span != nil {
 		r.endSpan(o.span, at, err)
 	}
@@ -139,6 +169,6 @@ func (r *Request) finish(o *openPhase, at time.Time, err error) {
 		if o.span == nil {
 			ctx = o.ctx
 		}
-		r.observe(ctx, o.phase, o.start, at, int(o.output))
+		r.observe(ctx, o.phase, o.start, at, int(o.output), stepsRun, err != nil)
 	}
 }

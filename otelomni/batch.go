@@ -105,7 +105,7 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	clk := newClock()
 	start := info.Start
 	if !start.IsZero() {
-		start = in.startTime(start, "batch "+id)
+		start = clk.place(in.startTime(start, "batch "+id))
 	}
 	if start.IsZero() {
 		start = clk.base
@@ -122,10 +122,12 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	}
 	b := &Batch{in: in, span: span, start: start, clk: clk, ref: batchRef{id: id, size: len(members), sc: span.SpanContext()},
 		pending: map[*Request]bool{}}
-	for _, m := range members {
+	for i, m := range members {
 		// No one else holds b yet: its links cannot race its end.
 		if b.links+len(b.pending) >= maxBatchLinks {
-			b.tooMany()
+			for range members[i:] {
+				b.tooMany() // each member the batch cannot link is counted
+			}
 			break
 		}
 		switch sc, how := m.joinBatch(&b.ref); how {
@@ -139,7 +141,7 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	return b
 }
 
-// tooMany counts a member the batch cannot link, once per batch.
+// tooMany counts a member the batch cannot link.
 func (b *Batch) tooMany() {
 	b.in.stats.conflict(&scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("more than %d members: the others are linked neither way", maxBatchLinks)})
 }
@@ -151,7 +153,7 @@ func (b *Batch) tooMany() {
 // [ErrRequestEnded] (counted in Stats.Misuse): the batch could no longer
 // link the exec back. Record the member with [Request.Record] then.
 func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
-	if b == nil {
+	if b == nil || b.span == nil {
 		return req.Record(rec)
 	}
 	if !req.recording() || rec == nil {
@@ -211,7 +213,7 @@ func (b *Batch) Record(req *Request, rec *spans.DiffusionRecord) error {
 // SpanContext returns the batch span's context; an invalid one on a nil
 // *Batch.
 func (b *Batch) SpanContext() trace.SpanContext {
-	if b == nil {
+	if b == nil || b.span == nil {
 		return trace.SpanContext{}
 	}
 	return b.span.SpanContext()
@@ -224,22 +226,22 @@ func (b *Batch) End(err error) { _ = b.end(time.Time{}, err) }
 // zero t, or one a span cannot carry, ends it now and returns an error; a t
 // before the batch's start ends it at its start and returns an error.
 func (b *Batch) EndAt(t time.Time, err error) error {
-	if b == nil {
+	if b == nil || b.span == nil {
 		return nil
 	}
 	if t.IsZero() || !spans.InRange(t) {
+		if e := b.end(time.Time{}, err); e != nil {
+			return e // ended already: that is the one refusal
+		}
 		bad := &scopeError{id: "batch " + b.ref.id, what: fmt.Sprintf("EndAt(%v): a zero time or one a span cannot carry; ended now", t)}
 		b.in.stats.reject(bad)
-		if e := b.end(time.Time{}, err); e != nil {
-			return e
-		}
 		return bad
 	}
-	return b.end(t, err)
+	return b.end(b.clk.place(t), err)
 }
 
 func (b *Batch) end(t time.Time, err error) error {
-	if b == nil {
+	if b == nil || b.span == nil {
 		return nil
 	}
 	b.mu.Lock()
@@ -348,10 +350,20 @@ func (r *Request) joinBatch(b *batchRef) (trace.SpanContext, joined) {
 // when r has ended: then neither link is made.
 func (r *Request) linkBatch(sc trace.SpanContext) (trace.SpanContext, bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.ended || r.starting {
+		r.mu.Unlock()
 		return trace.SpanContext{}, false
 	}
+	if r.batchLinks >= maxBatchLinks {
+		// An SDK keeps a bounded number of links on a span and evicts the
+		// oldest beyond: a batch more would link a request that no longer
+		// links it back.
+		r.mu.Unlock()
+		r.in.stats.conflict(&scopeError{id: r.id, what: fmt.Sprintf("in more than %d batches: the others are linked neither way", maxBatchLinks)})
+		return trace.SpanContext{}, false
+	}
+	r.batchLinks++
 	r.span.AddLink(trace.Link{SpanContext: sc})
+	defer r.mu.Unlock()
 	return r.span.SpanContext(), true
 }

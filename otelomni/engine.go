@@ -65,11 +65,8 @@ type Engine struct {
 
 	mu    sync.Mutex
 	ended bool
-	// endAt is the end the engine's start was given: its steps still
-	// starting end there, ended by the goroutine starting them.
-	endAt time.Time
 	// open are its steps started and not ended; a nil span is one still
-	// starting.
+	// starting, which the goroutine starting it ends at the engine's end.
 	open map[uint32]*engineStep
 	next uint32
 }
@@ -151,7 +148,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	clk := newClock()
 	start := info.Start
 	if !start.IsZero() {
-		start = in.startTime(start, "engine")
+		start = clk.place(in.startTime(start, "engine"))
 	}
 	if start.IsZero() {
 		start = clk.base
@@ -171,7 +168,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 // Context returns a context that holds the omni.engine.start span, for
 // spans of your own during the start. Never start a request from it.
 func (e *Engine) Context() context.Context {
-	if e == nil {
+	if e == nil || e.ctx == nil {
 		return context.Background()
 	}
 	return e.ctx
@@ -218,7 +215,7 @@ func (s StageInfo) initAttributes(in *Instrumenter) []attribute.KeyValue {
 
 // StartLoad starts an omni.engine.load span now.
 func (e *Engine) StartLoad(info LoadInfo) EnginePhase {
-	if e == nil {
+	if e == nil || e.span == nil {
 		return EnginePhase{}
 	}
 	return e.startStep(spans.EngineLoadSpanName, info.attributes(e.in))
@@ -226,7 +223,7 @@ func (e *Engine) StartLoad(info LoadInfo) EnginePhase {
 
 // StartWarmup starts an omni.engine.warmup span now.
 func (e *Engine) StartWarmup() EnginePhase {
-	if e == nil {
+	if e == nil || e.span == nil {
 		return EnginePhase{}
 	}
 	return e.startStep(spans.EngineWarmupSpanName, nil)
@@ -235,7 +232,7 @@ func (e *Engine) StartWarmup() EnginePhase {
 // StartStageInit starts the omni.engine.stage_init span of one stage of a
 // multi-stage pipeline now.
 func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
-	if e == nil {
+	if e == nil || e.span == nil {
 		return EnginePhase{}
 	}
 	return e.startStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in))
@@ -301,7 +298,7 @@ func (e *stepError) Unwrap() error { return e.err }
 // End ends the engine's start now: the engine is ready to serve, or, with
 // a non-nil err, failed to start.
 func (e *Engine) End(err error) {
-	if e == nil {
+	if e == nil || e.span == nil {
 		return
 	}
 	e.mu.Lock()

@@ -98,8 +98,10 @@ func recordSet(kv ...attribute.KeyValue) []metric.RecordOption {
 }
 
 // observe records one measured phase in the phase histogram, and what
-// derives from it: exec per step, and the time to the first output.
-func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Time, output int) {
+// derives from it: exec per step (divided by stepsRun when the steps run
+// are known, else by the steps asked), and, unless the phase failed, the
+// time to the first output.
+func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Time, output, stepsRun int, failed bool) {
 	if r.met == nil {
 		return
 	}
@@ -113,9 +115,7 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 	secs := seconds(d)
 	r.met.phase.Record(ctx, secs, r.tbl.rec.phase[p]...)
 	if p == spans.Exec {
-		r.mu.Lock()
-		steps := r.stepsRun
-		r.mu.Unlock()
+		steps := stepsRun
 		if steps <= 0 {
 			steps = r.steps
 		}
@@ -124,8 +124,9 @@ func (r *Request) observe(ctx context.Context, p spans.Phase, start, end time.Ti
 		}
 	}
 	// The first output: the first output's postprocess at a diffusion
-	// stage, the first token at an LLM stage.
-	if p == spans.Postprocess && output == 0 || p == plan.LLMPrefill {
+	// stage, the first token at an LLM stage (the end of a prefill that did
+	// not fail).
+	if !failed && (p == spans.Postprocess && output == 0 || p == plan.LLMPrefill) {
 		r.firstOutput(ctx, end)
 	}
 }

@@ -24,6 +24,28 @@ func newClock() clock { return clock{base: time.Now()} }
 
 func (c clock) now() time.Time { return c.base.Add(time.Since(c.base)) }
 
+// place puts t, a time a caller gave, on the clock: a reading of this
+// process's clock (it carries a monotonic reading, as time.Now's do)
+// becomes the base plus the monotonic time between them, so that it is
+// compared and exported alike, as otelomni's own readings are, whatever
+// the wall clock did between the two; a time from another clock (no
+// monotonic reading: parsed, another host's, rebuilt) is kept as given,
+// and is compared and exported by its wall time.
+func (c clock) place(t time.Time) time.Time {
+	if t.IsZero() || t == t.Round(0) {
+		return t
+	}
+	return c.base.Add(t.Sub(c.base))
+}
+
+// interval is iv with both its ends placed on the clock.
+func (c clock) interval(iv spans.Interval) spans.Interval {
+	if !iv.Measured() {
+		return iv
+	}
+	return spans.Between(c.place(iv.Start()), c.place(iv.End()))
+}
+
 // openPhase is a live phase started and not yet ended.
 type openPhase struct {
 	// span is nil when the request records metrics only; while starting,
@@ -106,7 +128,9 @@ func (o *openPhases) takeUnder(id uint32, at time.Time) []openPhase {
 		}
 		under = append(under, p.id)
 		if p.starting {
-			p.endAt = at
+			if p.endAt.IsZero() {
+				p.endAt = at // the first parent to end ends it
+			}
 			i++
 			continue
 		}
@@ -122,7 +146,9 @@ func (o *openPhases) takeAll(at time.Time) []openPhase {
 	for i := 0; i < len(o.list); {
 		p := &o.list[i]
 		if p.starting {
-			p.endAt = at
+			if p.endAt.IsZero() {
+				p.endAt = at // the first parent to end ends it
+			}
 			i++
 			continue
 		}

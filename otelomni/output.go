@@ -47,6 +47,7 @@ func (r *Request) MarkOutput(final bool, t time.Time) error {
 	if start.IsZero() {
 		start = r.start
 	}
+	t = r.clk.place(t)
 	out := output{index: r.outputs, final: final}
 	iv := spans.Between(start, t)
 	if err := intervalError(0, out.index, -1, iv); err != nil {

@@ -71,25 +71,24 @@ func (a ActivePhase) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActiveP
 	return a.r.startLive(a.ctx, a.id, p, kv)
 }
 
-// liveArgs is what a live phase's attributes say of it: its output and
-// step (-1 when none), and the caller's attributes left.
+// liveArgs is what a phase's attributes say of it: its output and step
+// (-1 when none), the caller's attributes left, and the keys otelomni sets
+// itself that were left out.
 type liveArgs struct {
 	output, step int
 	final        bool
-	kv           []attribute.KeyValue
+	// badFinal: the output's finality was given, not as a bool.
+	badFinal bool
+	kv       []attribute.KeyValue
+	dropped  []attribute.Key
 }
 
-// liveArgsOf reads p's output or step from kv, and drops what otelomni sets
-// itself. It returns an error, counted, when the output or step is not one
-// p can take.
-func (r *Request) liveArgsOf(call string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
+// phaseArgs reads p's output or step from kv, and leaves out what otelomni
+// sets itself. It counts nothing: a phase refused for another reason is
+// counted for that reason alone. It returns an error matching
+// ErrInvalidPhase when the output or step is not one p can take.
+func phaseArgs(call string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
 	a := liveArgs{output: -1, step: -1}
-	if len(kv) == 0 {
-		if p == spans.DenoiseStep {
-			return a, r.misuse(call, "a denoise step needs its step (attrs.StepKey)")
-		}
-		return a, nil
-	}
 	var idx, fin, step *attribute.Value
 	for i := range kv {
 		switch kv[i].Key {
@@ -101,45 +100,53 @@ func (r *Request) liveArgsOf(call string, p spans.Phase, kv []attribute.KeyValue
 			step = &kv[i].Value
 		}
 	}
+	bad := func(why string) (liveArgs, error) {
+		return a, fmt.Errorf("%w: %s: %s; no span emitted", ErrInvalidPhase, call, why)
+	}
 	if p == spans.DenoiseStep {
 		if step == nil {
-			return a, r.misuse(call, "a denoise step needs its step (attrs.StepKey)")
+			return bad("a denoise step needs its step (attrs.StepKey)")
 		}
-		n, ok := indexOf(*step)
-		if !ok {
-			return a, r.in.outOfRange("denoise step", int64Of(*step), 0, maxIndex, "no span emitted", ErrInvalidPhase)
+		n, why := indexOf(attrs.StepKey, *step)
+		if why != "" {
+			return bad(why)
 		}
 		a.step = n
 	}
-	if p.PerOutput() && idx != nil {
-		n, ok := indexOf(*idx)
-		if !ok {
-			return a, r.in.outOfRange("output index", int64Of(*idx), 0, maxIndex, "no span emitted", ErrInvalidPhase)
+	if plan.PerOutput(p) && idx != nil {
+		n, why := indexOf(attrs.OutputIndexKey, *idx)
+		if why != "" {
+			return bad(why)
 		}
 		a.output = n
-		if fin != nil && fin.Type() == attribute.BOOL {
+		switch {
+		case fin == nil:
+		case fin.Type() == attribute.BOOL:
 			a.final = fin.AsBool()
+		default:
+			// Not a bool: the output is not said to be final, and the
+			// attribute is counted as left out.
+			a.badFinal = true
 		}
 	}
-	a.kv = r.in.callerKVsReading(call, kv, a.output >= 0, a.step >= 0)
+	a.kv, a.dropped = withoutReserved(kv, a.output >= 0, a.step >= 0)
+	if a.badFinal {
+		a.dropped = append(a.dropped, attrs.OutputFinalKey)
+	}
 	return a, nil
 }
 
-// indexOf returns an int attribute value in the range of an index.
-func indexOf(v attribute.Value) (int, bool) {
+// indexOf returns an int attribute value in the range of an index, or why
+// it is not one.
+func indexOf(key attribute.Key, v attribute.Value) (int, string) {
 	if v.Type() != attribute.INT64 {
-		return 0, false
+		return 0, fmt.Sprintf("%s of type %s: want an int from 0 to %d", key, v.Type(), maxIndex)
 	}
 	n := v.AsInt64()
-	return int(n), n >= 0 && n <= maxIndex
-}
-
-// int64Of is v as an int for an error message, or -1.
-func int64Of(v attribute.Value) int64 {
-	if v.Type() == attribute.INT64 {
-		return v.AsInt64()
+	if n < 0 || n > maxIndex {
+		return 0, fmt.Sprintf("%s %d is out of its range 0 to %d", key, n, maxIndex)
 	}
-	return -1
+	return int(n), ""
 }
 
 // misuse counts a call that does nothing, and returns why as an error
@@ -148,6 +155,14 @@ func (r *Request) misuse(call, why string) error {
 	err := fmt.Errorf("%w: %s: %s", ErrInvalidPhase, call, why)
 	r.in.stats.misused(err.Error())
 	return err
+}
+
+// admitted counts the keys a phase started or recorded without, once it
+// is admitted.
+func (r *Request) admitted(call string, dropped []attribute.Key) {
+	for _, k := range dropped {
+		r.in.stats.misused((&reservedError{call: call, key: k}).Error())
+	}
 }
 
 // startLive starts live phase p now under the live phase parentID (0: under
@@ -159,8 +174,9 @@ func (r *Request) startLive(ctx context.Context, parentID uint32, p spans.Phase,
 		_ = r.misuse(call, "not a phase a live call takes (a transfer's parts: RecordTransfer)")
 		return refused(ctx)
 	}
-	args, err := r.liveArgsOf(call, p, kv)
+	args, err := phaseArgs(call, p, kv)
 	if err != nil {
+		r.in.stats.misused(err.Error())
 		return refused(ctx)
 	}
 	if p == spans.DenoiseStep && !r.in.cfg.denoiseSteps {
@@ -182,22 +198,40 @@ func (r *Request) startLive(ctx context.Context, parentID uint32, p spans.Phase,
 		}
 	}
 	r.mu.Unlock()
+	r.admitted(call, args.dropped)
+	if len(args.kv) > 0 {
+		args.kv = r.in.kvs(args.kv)
+	}
 	if r.span == nil {
 		return ActivePhase{r: r, id: id, ctx: ctx}
 	}
 	started := false
 	defer func() {
 		if !started {
-			// tracer.Start panicked (a span processor's OnStart): the
-			// phase is no longer open.
-			r.mu.Lock()
-			r.open.remove(id)
-			r.mu.Unlock()
+			r.startPanicked(id, p)
 		}
 	}()
 	sctx, span := r.tracer.Start(pctx, p.SpanName(), r.phaseOptions(p, &args, start)...)
 	started = true
 	return r.started(id, ctx, sctx, span)
+}
+
+// startPanicked undoes the start of phase id, whose tracer.Start panicked
+// (a span processor's OnStart): it is no longer open, and, as a phase
+// never measured, leaves the parts recorded under it while it started
+// (and later ones) to hang under the request.
+func (r *Request) startPanicked(id uint32, p spans.Phase) {
+	r.mu.Lock()
+	r.open.remove(id)
+	var orphans []deferredPart
+	if pp := r.parentPhaseOf(p); pp != nil && pp.live == id {
+		// No span: as if it was never measured, the parts recorded while it
+		// started, and those recorded from now on, hang under the request.
+		orphans = pp.pending
+		*pp = parentPhase{}
+	}
+	r.mu.Unlock()
+	r.emitDeferred(r.ctx, orphans)
 }
 
 // refused is the ActivePhase of a phase refused: its Context is ctx with a
@@ -226,11 +260,14 @@ func (r *Request) started(id uint32, ctx, sctx context.Context, span trace.Span)
 	}
 	if !o.endAt.IsZero() {
 		done, _ := r.open.remove(id)
+		stepsRun := r.stepsRun
 		r.mu.Unlock()
 		done.span, done.spanCtx = span, sctx
 		r.emitDeferred(sctx, deferred)
-		r.finish(&done, done.endAt, nil)
-		return ActivePhase{ctx: ctx, span: span}
+		r.finishWithSteps(&done, done.endAt, nil, stepsRun)
+		// Ended already: its End does nothing, and a part started from it
+		// is refused and counted, as under any phase that has ended.
+		return ActivePhase{r: r, id: id, span: span, ctx: ctx}
 	}
 	o.span, o.spanCtx, o.starting = span, sctx, false
 	r.mu.Unlock()

@@ -45,7 +45,7 @@ func (in *Instrumenter) Inject(ctx context.Context, carrier propagation.TextMapC
 	in.ready()
 	defer func() {
 		if v := recover(); v != nil {
-			in.stats.misused(fmt.Sprintf("Inject: the carrier (%T) panicked on write: %v", carrier, v))
+			in.stats.misused(fmt.Sprintf("Inject: the propagator or the carrier (%T) panicked: %v", carrier, v))
 		}
 	}()
 	in.propagator().Inject(ctx, carrier)
@@ -65,7 +65,7 @@ func (in *Instrumenter) Extract(ctx context.Context, carrier propagation.TextMap
 	in.ready()
 	defer func() {
 		if v := recover(); v != nil {
-			in.stats.misused(fmt.Sprintf("Extract: the carrier (%T) panicked on read: %v", carrier, v))
+			in.stats.misused(fmt.Sprintf("Extract: the propagator or the carrier (%T) panicked: %v", carrier, v))
 			out = ctx
 		}
 	}()

@@ -75,8 +75,9 @@ func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv
 	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
 		return r.misuse(call, "not a phase this call takes (a transfer's parts: RecordTransfer)")
 	}
-	args, err := r.liveArgsOf(call, p, kv)
+	args, err := phaseArgs(call, p, kv)
 	if err != nil {
+		r.in.stats.misused(err.Error())
 		return err
 	}
 	if p == spans.DenoiseStep && !r.in.cfg.denoiseSteps {
@@ -86,7 +87,7 @@ func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv
 		return err
 	}
 	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: args.output, Final: args.final, Step: args.step, Err: failed}}
-	return r.recordPlanned(ps[:], recordOpts{kv: args.kv})
+	return r.recordPlanned(ps[:], recordOpts{kv: args.kv, args: &args, call: call})
 }
 
 // accepted is one planned span that passed the tree's checks, with where
@@ -112,6 +113,10 @@ func (b *batchNests) of(p spans.Phase) *int {
 
 // recordOpts are what a batch of recorded spans carries beside the plan.
 type recordOpts struct {
+	// args and call, for RecordPhase: the keys left out are counted once
+	// the phase is admitted.
+	args *liveArgs
+	call string
 	// kv are attributes of the caller's, on every span.
 	kv            []attribute.KeyValue
 	reconstructed bool
@@ -128,6 +133,11 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 	if len(planned) == 0 {
 		return nil
 	}
+	for i := range planned {
+		// A time of this process's clock compares and exports on the
+		// request's clock (see clock.place).
+		planned[i].Start, planned[i].End = r.clk.place(planned[i].Start), r.clk.place(planned[i].End)
+	}
 	var buf [16]accepted
 	fitted := buf[:0]
 	var bad []error
@@ -137,6 +147,11 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 		r.mu.Unlock()
 		r.in.stats.misused("a measurement was recorded on a request that had already ended")
 		return ErrRequestEnded
+	}
+	if o.stepsRun <= 0 {
+		// An exec recorded after SetStepsRun: the span and the histogram
+		// divide by the same steps.
+		o.stepsRun = r.stepsRun
 	}
 	for i := range planned {
 		ps := &planned[i]
@@ -182,6 +197,9 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 	for _, e := range bad {
 		r.in.stats.conflict(e)
 	}
+	if o.args != nil && len(fitted) > 0 {
+		r.admitted(o.call, o.args.dropped)
+	}
 
 	var ctxBuf [16]context.Context
 	ctxs := ctxBuf[:0]
@@ -197,7 +215,7 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 		}
 		c := r.emit(parent, a.ps, o)
 		ctxs = append(ctxs, c)
-		r.observe(c, a.ps.Phase, a.ps.Start, a.ps.End, a.ps.Output)
+		r.observe(c, a.ps.Phase, a.ps.Start, a.ps.End, a.ps.Output, o.stepsRun, a.ps.Err != nil)
 	}
 	if batch.exec >= 0 || batch.forward >= 0 {
 		r.mu.Lock()
@@ -236,7 +254,7 @@ func (r *Request) emitDeferred(ctx context.Context, parts []deferredPart) {
 		}
 		c := r.emit(parent, &d.ps, d.o)
 		ctxs = append(ctxs, c)
-		r.observe(c, d.ps.Phase, d.ps.Start, d.ps.End, d.ps.Output)
+		r.observe(c, d.ps.Phase, d.ps.Start, d.ps.End, d.ps.Output, d.o.stepsRun, d.ps.Err != nil)
 	}
 }
 

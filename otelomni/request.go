@@ -83,17 +83,18 @@ type Request struct {
 	up *Request
 
 	mu sync.Mutex
-	// ended is set once; endedAt is the end it was given. starting says
-	// its span is still starting (a stage under a local request): the
-	// goroutine starting it ends it, at endedAt, when it ended meanwhile.
-	ended, starting bool
-	endedAt         time.Time
+	// ended is set once; endedAt is the end it was given; endedByUp says
+	// its local request ended it. starting says its span is still
+	// starting (a stage under a local request): the goroutine starting it
+	// ends it, at endedAt, when it ended meanwhile.
+	ended, starting, endedByUp bool
+	endedAt                    time.Time
 	// stepsRun is the steps actually run, when told.
 	stepsRun int
 	// seen marks the phases measured once per request; claimed the
 	// per-output phases and steps measured.
 	seen          uint32
-	claimed       map[claimKey]bool
+	claimed       claims
 	exec, forward parentPhase
 	open          openPhases
 	// lastEnd is the latest end of a phase recorded or ended, and of an
@@ -105,6 +106,9 @@ type Request struct {
 	// stages are the stages of this process started under this request
 	// and not ended: they end no later than it.
 	stages []*Request
+	// batchLinks counts the batches its span links (at most
+	// maxBatchLinks).
+	batchLinks int
 }
 
 // parentPhase is a phase that other phases hang under: exec, or forward.
@@ -189,7 +193,9 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	clk := newClock()
 	start := in.startTime(info.Start, id)
 	given := !start.IsZero()
-	if !given {
+	if given {
+		start = clk.place(start)
+	} else {
 		start = clk.base
 	}
 
@@ -255,14 +261,18 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 		start = in.startTime(start, "stage "+strconv.Itoa(info.ID))
 	}
 	given := !start.IsZero()
-	tbl := in.table(in.str(info.Model), stage.Type, "")
 	clk := newClock()
 
-	// Under a request of this process: registered with it first, so that
-	// the request's end ends the stage too, at the same moment.
+	// Under a request of this process: registered with it first, with its
+	// start, so that the request's end ends the stage too, at the same
+	// moment and no earlier than the stage's start; its measurements carry
+	// the request's modality.
 	up := localRequest(ctx)
 	var placeholder *Request
+	clamped := false
+	modality := ""
 	if up != nil {
+		modality = up.tbl.key.modality
 		up.mu.Lock()
 		if up.ended {
 			up.mu.Unlock()
@@ -270,18 +280,18 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 			return ctx, noRequest
 		}
 		clk = clock{base: up.clk.now()}
-		placeholder = &Request{in: in, up: up, starting: true}
+		start, clamped = stageStart(clk, start, given, up.start)
+		placeholder = &Request{in: in, up: up, starting: true, start: start, startsLater: start.After(clk.base)}
 		up.stages = append(up.stages, placeholder)
 		up.mu.Unlock()
+	} else {
+		start, _ = stageStart(clk, start, given, time.Time{})
 	}
-	switch {
-	case !given:
-		start = clk.base
-	case up != nil && start.Before(up.start):
+	if clamped {
 		// A stage of this process starts no earlier than its request.
-		in.stats.clampedEnd(fmt.Sprintf("%s: given a start before its request's; started there", stageName(info.ID, stage.Name)))
-		start = up.start
+		in.stats.clampedEnd(stageName(info.ID, stage.Name) + ": given a start before its request's; started there")
 	}
+	tbl := in.table(in.str(info.Model), stage.Type, modality)
 
 	sctx := ctx
 	var span trace.Span
@@ -305,6 +315,20 @@ func (in *Instrumenter) startStage(ctx context.Context, info *StageInfo) (contex
 	return up.startedStage(placeholder, sctx, ctx, span, tbl, stageName(info.ID, stage.Name), stage.ID, start, given, clk)
 }
 
+// stageStart is a stage's start: given (placed on clk), or clk's base, no
+// earlier than floor (its local request's start, or zero); clamped says
+// the given start was before floor.
+func stageStart(clk clock, start time.Time, given bool, floor time.Time) (time.Time, bool) {
+	if !given {
+		return clk.base, false
+	}
+	start = clk.place(start)
+	if !floor.IsZero() && start.Before(floor) {
+		return floor, true
+	}
+	return start, false
+}
+
 // stageName names a stage in errors and logs.
 func stageName(id int, name string) string { return "stage " + strconv.Itoa(id) + " " + name }
 
@@ -325,7 +349,7 @@ func (up *Request) startedStage(r *Request, sctx, parent context.Context, span t
 	}
 	ended, at := r.ended, r.endedAt
 	r.tracer, r.span, r.ctx, r.parent, r.tbl, r.met = made.tracer, made.span, sctx, parent, tbl, made.met
-	r.kind, r.id, r.stageID, r.start, r.clk, r.startsLater = kindStage, name, stageID, start, clk, made.startsLater
+	r.kind, r.id, r.stageID, r.clk = kindStage, name, stageID, clk
 	r.starting = false
 	r.mu.Unlock()
 	up.mu.Unlock()
@@ -433,10 +457,11 @@ func (r *Request) SetUsage(inputTokens, outputTokens int) {
 
 // SetStepsRun records the number of denoising steps the request actually
 // ran (omni.diffusion.num_steps_run), which can differ from the number
-// asked (an early exit). Called before exec ends, it also gives the exec
-// span its mean step duration (omni.diffusion.mean_step_duration: exec
-// divided by the steps run, a ratio of one span), and the exec-per-step
-// histogram uses it instead of the number asked. A negative n is not
+// asked (an early exit). Called before exec ends (or, on the record path,
+// before exec is recorded), it also gives the exec span its mean step
+// duration (omni.diffusion.mean_step_duration: exec divided by the steps
+// run, a ratio of one span), and the exec-per-step histogram divides by the
+// same steps instead of the number asked. A negative n is not
 // recorded, and is counted in Stats.Misuse; 0 is taken as not known.
 func (r *Request) SetStepsRun(n int) {
 	if !r.recording() || n == 0 {
@@ -480,14 +505,14 @@ func (r *Request) EndAt(t time.Time, err error) error {
 		return nil
 	}
 	if t.IsZero() || !spans.InRange(t) {
+		if e := r.end(time.Time{}, err); e != nil {
+			return e // ended already: that is the one refusal
+		}
 		bad := &scopeError{id: r.id, what: fmt.Sprintf("EndAt(%v): a zero time or one a span cannot carry; ended now", t)}
 		r.in.stats.reject(bad)
-		if e := r.end(time.Time{}, err); e != nil {
-			return e
-		}
 		return bad
 	}
-	return r.end(t, err)
+	return r.end(r.clk.place(t), err)
 }
 
 // closing is a request or stage closed under its lock, to be ended once
@@ -500,28 +525,55 @@ type closing struct {
 	// starting: its span is still starting; the goroutine starting it ends
 	// it.
 	starting bool
+	stepsRun int
 }
 
 // closeLocked marks r ended at at and takes its open phases; r.mu is held.
 func (r *Request) closeLocked(at time.Time, err error) closing {
 	r.ended, r.endedAt = true, at
-	return closing{r: r, at: at, err: err, kids: r.open.takeAll(at), starting: r.starting}
+	kids := r.open.takeAll(at)
+	r.closeParentsLocked(at)
+	return closing{r: r, at: at, err: err, kids: kids, starting: r.starting, stepsRun: r.stepsRun}
 }
 
 // finish ends what close took: the phases (latest started first), then the
-// span, and records the duration.
+// span, and records the duration. A span processor that panics in one
+// span's end does not keep the others open: every span ends, then the
+// first panic goes on.
 func (c *closing) finish() {
 	r := c.r
+	var steps []func()
 	for i := len(c.kids) - 1; i >= 0; i-- {
-		r.finish(&c.kids[i], c.at, nil)
+		k := &c.kids[i]
+		steps = append(steps, func() { r.finishTaken(k, c.at, c.stepsRun) })
 	}
-	if c.starting {
-		return
+	if !c.starting {
+		steps = append(steps, func() {
+			if r.span != nil {
+				r.endSpan(r.span, c.at, c.err)
+			}
+		}, func() { r.observeScope(c.at, c.err) })
 	}
-	if r.span != nil {
-		r.endSpan(r.span, c.at, c.err)
+	runAll(steps)
+}
+
+// runAll runs every step, whichever panics; then the first panic, if any,
+// goes on.
+func runAll(steps []func()) {
+	var first any
+	for _, step := range steps {
+		func() {
+			defer func() {
+				if v := recover(); v != nil && first == nil {
+					first = v
+				}
+			}()
+			step()
+		}()
 	}
-	r.observeScope(c.at, c.err)
+	if first != nil {
+		panic(first)
+	}
 }
 
 func (r *Request) end(at time.Time, err error) error {
@@ -531,11 +583,15 @@ func (r *Request) end(at time.Time, err error) error {
 	}
 	r.mu.Lock()
 	if r.ended {
+		byUp := r.endedByUp
 		r.mu.Unlock()
 		if up != nil {
 			up.mu.Unlock()
 		}
-		r.in.stats.misused("a request or stage was ended twice")
+		if !byUp {
+			// A stage its request ended is not ended twice by its owner.
+			r.in.stats.misused("a request or stage was ended twice")
+		}
 		return ErrRequestEnded
 	}
 	stages := r.stages
@@ -546,10 +602,11 @@ func (r *Request) end(at time.Time, err error) error {
 	// Read with every lock held: nothing of this request or its stages
 	// can start or end at a later time than this one before it ends.
 	now := r.clk.now()
-	t, bad := r.endTimeLocked(at, now, stages)
+	t, bad, clamped := r.endTimeLocked(at, now, stages)
 	var ended []closing
 	for _, s := range stages {
 		if !s.ended {
+			s.endedByUp = true
 			ended = append(ended, s.closeLocked(t, nil))
 		}
 		s.mu.Unlock()
@@ -562,17 +619,27 @@ func (r *Request) end(at time.Time, err error) error {
 		up.removeStageLocked(r)
 		up.mu.Unlock()
 	}
-	for i := range ended {
-		ended[i].finish()
+	if clamped {
+		// Counted once the locks are released: the error handler is the
+		// user's code.
+		what := r.id + ": ended before a phase it holds ended, or before its given start; ended there"
+		if bad != nil {
+			what = bad.Error()
+		}
+		r.in.stats.clampedEnd(what)
 	}
-	self.finish()
+	steps := make([]func(), 0, len(ended)+1)
+	for i := range ended {
+		steps = append(steps, ended[i].finish)
+	}
+	runAll(append(steps, self.finish))
 	return bad
 }
 
 // endTimeLocked returns the time r ends at: at, or now when at is zero, no
-// earlier than what it holds; the error says why a given end was moved.
-// r.mu and the stages' locks are held.
-func (r *Request) endTimeLocked(at, now time.Time, stages []*Request) (time.Time, error) {
+// earlier than what it holds; clamped says the end was moved there, and the
+// error why a given end was moved. r.mu and the stages' locks are held.
+func (r *Request) endTimeLocked(at, now time.Time, stages []*Request) (t time.Time, bad error, clamped bool) {
 	floor := r.lastEnd
 	if r.startsLater || !at.IsZero() {
 		floor = later(floor, r.start)
@@ -588,17 +655,14 @@ func (r *Request) endTimeLocked(at, now time.Time, stages []*Request) (time.Time
 	}
 	if at.IsZero() {
 		if floor.After(now) {
-			r.in.stats.clampedEnd(fmt.Sprintf("%s: ended before a phase it holds ended, or before its given start; ended there", r.id))
-			return floor, nil
+			return floor, nil, true
 		}
-		return now, nil
+		return now, nil, false
 	}
 	if at.Before(floor) {
-		bad := &scopeError{id: r.id, what: fmt.Sprintf("EndAt(%v) is before its start or a phase it holds (%v); ended there", at, floor)}
-		r.in.stats.clampedEnd(bad.Error())
-		return floor, bad
+		return floor, &scopeError{id: r.id, what: fmt.Sprintf("EndAt(%v) is before its start or a phase it holds (%v); ended there", at, floor)}, true
 	}
-	return at, nil
+	return at, nil, false
 }
 
 // observeScope records the request's (or stage's) duration, from its

@@ -64,21 +64,6 @@ func (r *Request) rejectInterval(p spans.Phase, output, step int, iv spans.Inter
 	return err
 }
 
-// rejectTime returns why t, the time of an event of phase p, makes no span,
-// counted in Stats.RejectedIntervals, or nil when it is a time a span can
-// carry.
-func (r *Request) rejectTime(p spans.Phase, t time.Time) error {
-	if !t.IsZero() && spans.InRange(t) {
-		return nil
-	}
-	err := &spans.PhaseError{Phase: p, Output: -1, Step: -1, Interval: spans.Between(t, t), Err: spans.ErrZeroTime}
-	if !t.IsZero() {
-		err.Err = spans.ErrOutOfRange
-	}
-	r.in.stats.reject(err)
-	return err
-}
-
 // countBad counts each bad phase of a planner's error: one outside its
 // parent or measured twice in Stats.Conflicts, a bad interval in
 // Stats.RejectedIntervals.
@@ -161,8 +146,8 @@ func (r *Request) admitLiveLocked(parentID uint32, p spans.Phase, output, step i
 	if r.startsLater && start.Before(r.start) {
 		return fail(errBeforeScopeStart)
 	}
-	if !r.markMeasuredLocked(p, output, step) {
-		return fail(spans.ErrDuplicatePhase)
+	if err := r.markMeasuredLocked(p, output, step); err != nil {
+		return fail(err)
 	}
 	return start, pctx, nil
 }
@@ -228,8 +213,8 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 	// claim marks the phase measured, last: a phase refused for its
 	// interval leaves the phase free.
 	claim := func(at place) (place, error) {
-		if !r.markMeasuredLocked(p, output, step) {
-			return fail(spans.ErrDuplicatePhase)
+		if err := r.markMeasuredLocked(p, output, step); err != nil {
+			return fail(err)
 		}
 		return at, nil
 	}
@@ -254,8 +239,13 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 			at.wait = parent
 		}
 		at, err := claim(at)
-		if err == nil && !parent.closed {
-			parent.lastChild = later(parent.lastChild, iv.End())
+		if err == nil {
+			// Its parent, and an open exec above a forward, end no earlier.
+			for _, up := range parentsOf(p) {
+				if q := r.parentPhaseOf(up); q.set && !q.closed {
+					q.lastChild = later(q.lastChild, iv.End())
+				}
+			}
 		}
 		return at, err
 	}
@@ -265,35 +255,91 @@ func (r *Request) fitLocked(p spans.Phase, output, step int, iv spans.Interval, 
 	return claim(place{ctx: r.ctx, in: -1})
 }
 
+// claims remembers which per-output phases and denoise steps a request
+// measured, each once. An index below denseIndices is a bit of its phase's
+// bitset (8 KiB per phase at most), as the indices of real outputs and
+// steps are, from 0 up; a larger one is a key of a map of at most
+// maxSparse. So what a request holds is bounded whatever its outputs and
+// steps: one beyond is refused (errTooManyParts, Stats.Conflicts).
+type claims struct {
+	dense  [3][]uint64
+	sparse map[claimKey]struct{}
+}
+
 // claimKey is one output's per-output phase, or one denoise step.
 type claimKey struct {
 	phase spans.Phase
 	index int
 }
 
-// markMeasuredLocked marks a phase measured for this request (once per output for
-// a per-output phase, once per step for a denoise step), and reports
-// whether it was not already.
-func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) bool {
+const (
+	denseIndices = 1 << 16
+	maxSparse    = 1024
+)
+
+// errTooManyParts: a per-output phase or step whose index lies beyond
+// what a request remembers.
+var errTooManyParts = fmt.Errorf("more than %d per-output phases or steps of indices from %d up measured for one request", maxSparse, denseIndices)
+
+// kindOf is p's bitset: output-ready wait, postprocess, denoise step.
+func kindOf(p spans.Phase) int {
+	switch p {
+	case spans.OutputReadyWait:
+		return 0
+	case spans.Postprocess:
+		return 1
+	}
+	return 2
+}
+
+// claim marks index i of phase p measured; seen says it already was, full
+// that it cannot be remembered.
+func (c *claims) claim(p spans.Phase, i int) (seen, full bool) {
+	if i < denseIndices {
+		bits := &c.dense[kindOf(p)]
+		w := i / 64
+		if w >= len(*bits) {
+			*bits = append(*bits, make([]uint64, w+1-len(*bits))...)
+		}
+		if (*bits)[w]&(1<<(i%64)) != 0 {
+			return true, false
+		}
+		(*bits)[w] |= 1 << (i % 64)
+		return false, false
+	}
+	k := claimKey{p, i}
+	if _, ok := c.sparse[k]; ok {
+		return true, false
+	}
+	if len(c.sparse) >= maxSparse {
+		return false, true
+	}
+	if c.sparse == nil {
+		c.sparse = map[claimKey]struct{}{}
+	}
+	c.sparse[k] = struct{}{}
+	return false, false
+}
+
+// markMeasuredLocked marks a phase measured for this request (once per
+// output for a per-output phase, once per step for a denoise step): nil,
+// spans.ErrDuplicatePhase when it already was, errTooManyParts when it
+// cannot be remembered. r.mu is held.
+func (r *Request) markMeasuredLocked(p spans.Phase, output, step int) error {
 	if once := onceBit(p, output, step); once != 0 {
 		if r.seen&once != 0 {
-			return false
+			return spans.ErrDuplicatePhase
 		}
 		r.seen |= once
-		return true
+		return nil
 	}
-	k := claimKey{p, output}
-	if step >= 0 {
-		k.index = step
+	switch seen, full := r.claimed.claim(p, max(output, step)); {
+	case seen:
+		return spans.ErrDuplicatePhase
+	case full:
+		return errTooManyParts
 	}
-	if r.claimed[k] {
-		return false
-	}
-	if r.claimed == nil {
-		r.claimed = map[claimKey]bool{}
-	}
-	r.claimed[k] = true
-	return true
+	return nil
 }
 
 // onceBit returns the bit of a phase that is measured once per request,

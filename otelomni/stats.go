@@ -5,6 +5,7 @@ package otelomni
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -28,26 +29,29 @@ type Stats struct {
 	// exec), a live phase started under an exec or forward that had
 	// already ended.
 	Conflicts uint64
-	// Misuse counts calls that did nothing because the API was misused: a
-	// phase started or recorded on a request that had already ended, a
-	// request or batch ended twice, a member recorded in a batch that had
-	// ended, an invalid phase, an attribute whose key otelomni sets
-	// itself (the phase, step and output keys, a request's or stage's
-	// identity, a batch's id and size: the phase it was given to is
-	// refused, or on SetAttributes and an Info's Attributes the attribute
-	// left out), a carrier that panicked (a nil carrier is simply
-	// ignored), and each int out of its documented
-	// range (an output or step index, a stage id, a negative count or
-	// size), which is not recorded.
+	// Misuse counts calls that did nothing, or left something out,
+	// because the API was misused: a phase started or recorded on a
+	// request that had already ended, a request or batch ended twice, a
+	// member recorded in a batch that had ended, an invalid phase (one the
+	// call does not take, a part of an open exec started from its request,
+	// an output or step index of the wrong type), each attribute whose key
+	// otelomni sets itself (a request's or stage's identity, the phase, a
+	// batch's id and size, the output and step keys where no output or
+	// step is read: left out, the span made without it), a propagator or
+	// carrier that panicked (a nil carrier is simply ignored), and each int
+	// out of its documented range (an output or step index, a stage id, a
+	// negative count or size), which is not recorded.
 	// (A nil context is not misuse: it is taken as context.Background().)
 	Misuse uint64
 	// ClockSkew counts parts computed across two hosts' clocks (a
 	// transfer's in-flight time) that came out negative and were left out.
 	ClockSkew uint64
-	// ClampedEnds counts spans whose end was moved so that it covers its
-	// children: a request ended (End) before a recorded phase's end, an
-	// EndAt earlier than a phase it holds, an exec ended before a part
-	// recorded inside it. The span ends at the latest such end instead.
+	// ClampedEnds counts spans whose end (or start) was moved so that it
+	// covers its children, or lies inside its parent: a request ended
+	// (End) before a recorded phase's end, an EndAt earlier than a phase it
+	// holds, an exec ended before a part recorded inside it (the span ends
+	// at the latest such end instead), a stage of this process given a
+	// start before its request's (it starts there).
 	ClampedEnds uint64
 	// RepairedStrings counts strings that were not valid UTF-8 (each
 	// invalid sequence replaced by U+FFFD) or longer than the value limit
@@ -83,24 +87,28 @@ func (c *counters) count(n *atomic.Uint64, kind int, what func() string) {
 	}
 }
 
+// plain is an error's message without the package's prefix, which the log
+// line carries once.
+func plain(msg string) string { return strings.TrimPrefix(msg, "otelomni: ") }
+
 func (c *counters) reject(err error) {
-	c.count(&c.rejected, 0, func() string { return "rejected a bad measurement: " + err.Error() })
+	c.count(&c.rejected, 0, func() string { return "rejected a bad measurement: " + plain(err.Error()) })
 }
 
 func (c *counters) conflict(err error) {
-	c.count(&c.conflicts, 1, func() string { return "refused a measurement that contradicts the span tree: " + err.Error() })
+	c.count(&c.conflicts, 1, func() string { return "refused a measurement that contradicts the span tree: " + plain(err.Error()) })
 }
 
 func (c *counters) misused(what string) {
-	c.count(&c.misuse, 2, func() string { return what })
+	c.count(&c.misuse, 2, func() string { return plain(what) })
 }
 
 func (c *counters) skewed(err error) {
-	c.count(&c.skew, 3, func() string { return "left out a part skewed across two clocks: " + err.Error() })
+	c.count(&c.skew, 3, func() string { return "left out a part skewed across two clocks: " + plain(err.Error()) })
 }
 
 func (c *counters) clampedEnd(what string) {
-	c.count(&c.clamped, 4, func() string { return what })
+	c.count(&c.clamped, 4, func() string { return plain(what) })
 }
 
 func (c *counters) repairedString() {

@@ -55,27 +55,34 @@ func (e *reservedError) Error() string {
 // callerKVs returns kv as kvs does, without the attributes whose key
 // otelomni sets itself, each counted in Stats.Misuse.
 func (in *Instrumenter) callerKVs(call string, kv []attribute.KeyValue) []attribute.KeyValue {
-	return in.callerKVsReading(call, kv, false, false)
+	kept, dropped := withoutReserved(kv, false, false)
+	for _, k := range dropped {
+		in.stats.misused((&reservedError{call: call, key: k}).Error())
+	}
+	return in.kvs(kept)
 }
 
-// callerKVsReading is callerKVs for a phase's start, which read the output
-// keys (output) or the step key (step) from kv: those are left out
-// without a word, otelomni setting them from what it read.
-func (in *Instrumenter) callerKVsReading(call string, kv []attribute.KeyValue, output, step bool) []attribute.KeyValue {
+// withoutReserved returns kv without the attributes whose key otelomni
+// sets itself, and the keys it left out. For a phase's start, whose output
+// keys (output) or step key (step) otelomni read, those keys are left out
+// too, but not counted: otelomni sets them from what it read. kv itself is
+// returned when it holds none of them; it is never written to.
+func withoutReserved(kv []attribute.KeyValue, output, step bool) ([]attribute.KeyValue, []attribute.Key) {
 	read := func(k attribute.Key) bool {
 		return output && (k == attrs.OutputIndexKey || k == attrs.OutputFinalKey) || step && k == attrs.StepKey
 	}
 	n := 0
+	var dropped []attribute.Key
 	for i := range kv {
 		if reservedKeys[kv[i].Key] {
 			n++
 			if !read(kv[i].Key) {
-				in.stats.misused((&reservedError{call: call, key: kv[i].Key}).Error())
+				dropped = append(dropped, kv[i].Key)
 			}
 		}
 	}
 	if n == 0 {
-		return in.kvs(kv)
+		return kv, nil
 	}
 	out := make([]attribute.KeyValue, 0, len(kv)-n)
 	for _, a := range kv {
@@ -83,7 +90,7 @@ func (in *Instrumenter) callerKVsReading(call string, kv []attribute.KeyValue, o
 			out = append(out, a)
 		}
 	}
-	return in.kvs(out)
+	return out, dropped
 }
 
 // kvs returns kv with every key and string value valid and bounded; kv

@@ -28,6 +28,17 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	if !r.recording() {
 		return nil
 	}
+	r.mu.Lock()
+	ended := r.ended
+	r.mu.Unlock()
+	if ended {
+		// Nothing of it is recorded, its size neither.
+		r.in.stats.misused("a transfer recorded on a request that had already ended")
+		return ErrRequestEnded
+	}
+	// The receiver's own readings compare and export on the request's
+	// clock; the sender's, from another clock, are kept as given.
+	rec.Tx, rec.InFlight, rec.RxDecode = r.clk.interval(rec.Tx), r.clk.interval(rec.InFlight), r.clk.interval(rec.RxDecode)
 	var buf [3]plan.Span
 	ps, iv, err := plan.Transfer(buf[:0], &rec)
 	var bad []error
@@ -63,13 +74,6 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	if !iv.Measured() {
 		return errors.Join(bad...)
 	}
-	r.mu.Lock()
-	ended := r.ended
-	r.mu.Unlock()
-	if ended {
-		r.in.stats.misused("a transfer recorded on a request that had already ended")
-		return ErrRequestEnded
-	}
 	tctx := r.parent
 	var span trace.Span
 	if r.span != nil {
@@ -93,7 +97,7 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 	}
 	for i := range ps {
 		c := r.emit(tctx, &ps[i], recordOpts{reconstructed: rec.Reconstructed})
-		r.observe(c, ps[i].Phase, ps[i].Start, ps[i].End, -1)
+		r.observe(c, ps[i].Phase, ps[i].Start, ps[i].End, -1, 0, false)
 	}
 	if span != nil {
 		span.End(trace.WithTimestamp(iv.End()))

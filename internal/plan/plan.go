@@ -37,6 +37,10 @@ const (
 // the largest phase (index 0 is unused).
 const NumPhases = int(TransferRxDecode) + 1
 
+// PerOutput reports whether p is measured once per output of a streaming
+// request: output-ready wait and postprocess.
+func PerOutput(p spans.Phase) bool { return p == spans.OutputReadyWait || p == spans.Postprocess }
+
 // IsLLM reports whether p is a phase of an LLM stage.
 func IsLLM(p spans.Phase) bool { return p >= LLMQueue && p <= LLMDecode }
 
