@@ -77,11 +77,12 @@ func NewEmitter(limits Limits, sample func(trace.TraceID) bool) *Emitter {
 // unknown keys) for a request with one stage and no hand-over, a
 // multi-stage trace otherwise. Times the input lacks are placed (see
 // placeTimes) from anchor. The trace and span ids are derived from the
-// request (see [Request.Key] and idState): the same request read twice
-// makes the same ids, and each span's id says what the span is, whichever
-// other spans the request has. A request with a time outside what OTLP
-// carries makes no span at all, and nor does a request the sampler drops,
-// or any request when dst is nil (tracing is off): it is only placed.
+// request and the times it is placed at (see traceKey and idState): the
+// same request placed the same way makes the same ids, one placed
+// otherwise makes others, and each span's id says what the span is. A
+// request with a time outside what OTLP carries makes no span at all, and
+// nor does a request the sampler drops, or any request when dst is nil
+// (tracing is off): it is only placed.
 //
 // A phase that cannot hang where the record path would hang it (one that
 // starts before its stage) makes no span, and the error says so; the
@@ -91,7 +92,7 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 	if err != nil || dst == nil {
 		return err
 	}
-	key := r.Key()
+	key := traceKey(r, placed, end)
 	if e.sample != nil && !e.sample(trace.TraceID(key)) {
 		return nil
 	}

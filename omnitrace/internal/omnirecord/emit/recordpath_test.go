@@ -39,7 +39,7 @@ func recordPath(ctx context.Context, r *forms.Request, in *otelomni.Instrumenter
 	if err != nil {
 		return err
 	}
-	ctx, ids := withIDs(ctx, r.Key())
+	ctx, ids := withIDs(ctx, traceKey(r, placed, end))
 	info := otelomni.RequestInfo{
 		ID: r.ID, Model: r.Model, Modality: r.Modality, NumInferenceSteps: r.Steps, GuidanceScale: r.Guidance,
 		Height: r.Height, Width: r.Width, NumFrames: r.Frames, Start: r.Arrival,

@@ -67,13 +67,24 @@ func MergeForms(parts []*Request) (*Request, []string) {
 	ps = slices.CompactFunc(ps, func(a, b *Request) bool { return a.Source == b.Source && a.Digest == b.Digest })
 	m := &merger{r: ps[0]}
 	sources := []string{ps[0].Source}
+	// The merged request's digest is of every part's, in their order: a
+	// request read from one input keeps its own.
+	digest := ps[0].Digest
 	for _, p := range ps[1:] {
 		m.merge(p)
 		if !slices.Contains(sources, p.Source) {
 			sources = append(sources, p.Source)
 		}
+		for _, x := range [...]uint64{uint64(FormRank(p.Source)), p.Digest} {
+			for range 8 {
+				digest ^= x & 0xff
+				digest *= fnvPrime
+				x >>= 8
+			}
+		}
 	}
 	m.r.Source = strings.Join(sources, "+")
+	m.r.Digest = digest
 	for i := range m.r.Stages {
 		settleUnmeasured(&m.r.Stages[i])
 	}
