@@ -133,6 +133,13 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
 				}
 			}},
+		{name: "a summary of many keys per request", unit: 100, gen: genManyKeys, args: importTo(),
+			check: func(t *testing.T, n, code int, stderr string) {
+				imported(t, n, code, stderr)
+				if want := fmt.Sprintf("imported %d,", n); !strings.Contains(stderr, want) {
+					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
+				}
+			}},
 		{name: "a summary entry of lines of zeros", unit: 15, gen: genZeroLines, args: importTo(), check: zerosRead},
 		{name: "a summary of requests of many stages on long lines", unit: 2, gen: genWideSummary, args: importTo("-max-pending", "50"), check: imported},
 		{name: "a [Summary] dict of a log", unit: 100, gen: genPprintSummary, args: importTo("-max-pending", "1000"),
@@ -243,6 +250,33 @@ func sep(i, n int) string {
 		return ","
 	}
 	return ""
+}
+
+// manyKeys is how many keys a request of genManyKeys has that the import
+// does not map, in its stage's row and in its end-to-end entry each.
+const manyKeys = 250
+
+// genManyKeys writes a summary of n requests, each entry on a line of its
+// own, whose stage row and end-to-end entry hold manyKeys keys the import
+// does not map (it keeps 64 of each).
+func genManyKeys(w io.Writer, n int) {
+	keys := func(prefix string) string {
+		var b strings.Builder
+		for k := range manyKeys {
+			fmt.Fprintf(&b, `, "%s_%d": %d.5`, prefix, k, k)
+		}
+		return b.String()
+	}
+	stage, e2e := keys("engine_counter"), keys("request_counter")
+	fmt.Fprint(w, "{\n \"stage_table\": [\n")
+	for i := range n {
+		fmt.Fprintf(w, `  {"request_id": "req-%08d", "stages": [{"stage_id": 0, "stage": "0:dit", "stage_gen_time_ms": 10.5, "forward_time_ms": 3%s}]}%s`+"\n", i, stage, sep(i, n))
+	}
+	fmt.Fprint(w, " ],\n \"e2e_table\": [\n")
+	for i := range n {
+		fmt.Fprintf(w, `  {"request_id": "req-%08d", "e2e_total_ms": 11%s}%s`+"\n", i, e2e, sep(i, n))
+	}
+	fmt.Fprint(w, " ]\n}\n")
 }
 
 // genZeroLines writes a summary whose one entry holds n lines of 2 000

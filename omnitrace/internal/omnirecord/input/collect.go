@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/forms"
@@ -241,6 +242,9 @@ func runOf(n int) string { return "#" + strconv.Itoa(n) }
 // remember keeps a request handed on: for the checkpoint, to tell a late
 // record of it from a new request, and to count the requests with its id.
 func (c *collector) remember(d Done) {
+	// A copy: the id it was made of shares the memory of the record it was
+	// read from, which 4 096 requests remembered must not keep.
+	d.Key = strings.Clone(d.Key)
 	c.recent.PushBack(d)
 	c.recentIDs[d.Key]++
 	if d.Nth > c.lastNth[d.Key] {
