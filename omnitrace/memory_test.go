@@ -151,6 +151,13 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 			}},
 		{name: "an event dict of a log of lines of zeros", unit: 15, gen: genPprintZeros, args: importTo(), check: zerosRead},
 		{name: "a vLLM log", unit: 100, gen: genLog, args: importTo(), check: imported},
+		{name: "a log of requests held, their tables' lines padded", unit: 5, gen: genPaddedTables, args: importTo("-max-pending", "500"),
+			check: func(t *testing.T, n, code int, stderr string) {
+				imported(t, n, code, stderr)
+				if want := fmt.Sprintf("imported %d,", n); !strings.Contains(stderr, want) {
+					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
+				}
+			}},
 		{name: "JSON lines", unit: 200, gen: genRecords, args: importTo(), check: imported},
 		{name: "summary of an OTLP/JSON file", unit: 100, gen: genOTLP,
 			args: func(in, dir string) []string { return []string{"summary", "-max-spans", "3000", "-file", in} },
@@ -365,6 +372,19 @@ INFO 11-30 05:10:44 [stats.py:560] | diffusion_engine_exec_time_ms |           |
 INFO 11-30 05:10:44 [stats.py:560] | stage_gen_time_ms             |   812.250 | 2,410.500 |
 INFO 11-30 05:10:44 [stats.py:560] +-------------------------------+-----------+-----------+
 `, i, i, i)
+	}
+}
+
+// genPaddedTables writes a vLLM log of n requests, each a stage table
+// alone (unfinished: held until the log ends), whose two rows are padded
+// to 100 kB lines: what a request holds of its lines is a few bytes of
+// each.
+func genPaddedTables(w io.Writer, n int) {
+	pad := strings.Repeat(" ", 100_000)
+	const p = "INFO 11-30 05:10:44 [stats.py:560] "
+	for i := range n {
+		fmt.Fprintf(w, "%s[StageRequestStats [request_id=padded-%d]]\n%s+-------+-------+\n%s| Field | 0:dit |\n%s+-------+-------+\n", p, i, p, p, p)
+		fmt.Fprintf(w, "%s| forward_time_ms | 5%s|\n%s| padded_key | v%s|\n%s+-------+-------+\n", p, pad, p, pad, p)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -69,6 +70,7 @@ func integer(v *literal.Value) (int64, error) {
 // from), so that two ids that differ only past what a span shows, or only
 // in their invalid bytes, stay two requests with two trace ids; the span's
 // omni.request.id is cut and repaired as every string otelomni records.
+// It is a copy (see own).
 func IDOf(v *literal.Value, key string) (string, error) {
 	switch {
 	case v == nil || v.Kind == literal.Null:
@@ -77,9 +79,9 @@ func IDOf(v *literal.Value, key string) (string, error) {
 		if v.Str == "" {
 			return "", ErrNoRequestID
 		}
-		return v.Str, nil
+		return own(v.Str), nil
 	case v.Finite():
-		return v.Str, nil
+		return own(v.Str), nil
 	}
 	return "", fmt.Errorf("%w: %s is neither a string nor a finite number", ErrBadField, key)
 }
@@ -110,9 +112,15 @@ func stringOf(obj *literal.Value, key string, dst *string) error {
 	if v.Kind != literal.String {
 		return fmt.Errorf("%w: %s is not a string", ErrBadField, key)
 	}
-	*dst = sanitize.String(v.Str, MaxIDBytes)
+	*dst = own(sanitize.String(v.Str, MaxIDBytes))
 	return nil
 }
+
+// own returns a copy of s, a string of a parsed value: such a string
+// shares the memory of the whole text it was parsed from (a record of up
+// to a line, a summary entry, a table), which a request held or queued
+// must not keep for one short string of it.
+func own(s string) string { return strings.Clone(s) }
 
 func intOf(obj *literal.Value, key string, dst *int) error {
 	v, ok := obj.Get(key)
@@ -156,7 +164,7 @@ func extraValue(k string, v *literal.Value) attribute.KeyValue {
 	key := extraKey(k)
 	switch v.Kind {
 	case literal.String:
-		return key.String(sanitize.String(v.Str, MaxValueBytes))
+		return key.String(own(sanitize.String(v.Str, MaxValueBytes)))
 	case literal.Bool:
 		return key.Bool(v.Bool)
 	case literal.Number:
@@ -166,7 +174,7 @@ func extraValue(k string, v *literal.Value) attribute.KeyValue {
 		if v.Finite() {
 			return key.Float64(v.Num)
 		}
-		return key.String(v.Str) // NaN and Infinity, as written
+		return key.String(own(v.Str)) // NaN and Infinity, as written
 	}
 	return key.String(string(appendJSON(nil, v, MaxValueBytes))) // objects, arrays, null
 }

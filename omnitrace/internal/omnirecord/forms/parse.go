@@ -70,7 +70,7 @@ func FromRecord(top *literal.Value) (*Request, error) {
 	if r.Arrival, err = timeOf(av, "arrival_time"); err != nil {
 		return nil, err
 	}
-	r.Run = av.Str
+	r.Run = own(av.Str)
 	for _, f := range []struct {
 		key string
 		dst *string

@@ -126,9 +126,11 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		}
 		p = &pendingReq{b: forms.NewBuilder(id, source, ""), firstOff: offset}
 		// The id is held too, whole (it tells requests apart): it counts.
+		// The builder's copy of it is the key: id shares the memory of
+		// the record it was read from.
 		p.b.Bytes += len(id)
 		p.b.Line = c.line
-		c.pending[id] = p
+		c.pending[p.b.R.ID] = p
 		p.elem = c.queue.PushBack(p)
 	}
 	p.lastSeq, p.lastWall, p.lastOff = c.seq, time.Now(), offset

@@ -629,9 +629,8 @@ func (r *summaryReader) hold(t int, id string) {
 	}
 	h := r.held[id]
 	if h == nil {
-		// A copy: id shares the memory of the entry it was parsed from.
-		h = &heldRequest{id: strings.Clone(id)}
-		r.held[h.id] = h
+		h = &heldRequest{id: id}
+		r.held[id] = h
 		r.order = append(r.order, h)
 		r.bytes += heldOverhead + len(id)
 	}
