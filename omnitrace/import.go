@@ -416,6 +416,9 @@ type importer struct {
 	// after their request was handed on (more than -max-pending held).
 	lateForms int
 	leftOut   int
+	// keysDropped counts the input's keys not kept as attributes, beyond
+	// what a request or stage keeps.
+	keysDropped int
 	// notSent counts requests dropped at an interrupt, and givenUp says
 	// the workers were given up on.
 	notSent int
@@ -590,6 +593,7 @@ func (im *importer) emit(em *emit.Emitter, b *batch, j emitJob) {
 		return
 	}
 	im.imported++
+	im.keysDropped += j.r.KeysDropped()
 }
 
 // Problem reports a record that was skipped.
@@ -736,6 +740,10 @@ func (im *importer) finish() int {
 	leftOut := ""
 	if im.leftOut > 0 {
 		leftOut = fmt.Sprintf(", %d fields left out", im.leftOut)
+	}
+	if im.keysDropped > 0 {
+		fmt.Fprintf(im.stderr, "omnitrace import: %d keys of the input were not kept as attributes (at most %d a request or stage, %d KiB a request): each span counts its own in %s\n",
+			im.keysDropped, forms.MaxExtras, forms.MaxRequestBytes>>10, forms.DroppedKeysKey)
 	}
 	if im.notSent > 0 {
 		fmt.Fprintf(im.stderr, "omnitrace import: interrupted: %d requests read were not exported (the exporter did not keep up)\n", im.notSent)

@@ -101,7 +101,11 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 	e.model = str(r.Model)
 	id := str(r.ID)
 
+	single := len(placed) == 1 && !placed[0].p.HasTransfer
 	kv := append(e.kv[:0], r.Extra...)
+	if !single {
+		kv = forms.WithDroppedKeys(kv, r.DroppedKeys)
+	}
 	kv = append(kv, omniattr.Reconstructed(true))
 	if r.Source != "" {
 		kv = append(kv, forms.SourceKey.String(r.Source))
@@ -115,13 +119,14 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 		}
 	}
 	var errs []error
-	single := len(placed) == 1 && !placed[0].p.HasTransfer
 	var stage *forms.Stage
 	if single {
 		st := placed[0].st
 		stage = st
 		kv = append(kv, st.Extra...)
 		kv = append(kv, st.RxExtra...) // no previous stage
+		// One span carries the request's keys and its stage's.
+		kv = forms.WithDroppedKeys(kv, r.DroppedKeys+st.DroppedKeys)
 		kv = stageAttrs(kv, st)
 		if st.GenTime != nil {
 			// No omni.stage span carries the stage's own length here.
@@ -164,6 +169,7 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 		}
 		errs = append(errs, e.phases(&stage, ps)...)
 		stage.set(sanitize.KeyValues(st.Extra, maxAttrKey, maxValueBytes)...)
+		stage.set(forms.WithDroppedKeys(nil, st.DroppedKeys)...)
 		own := stageAttrs(reconstructedOnly[:1:1], st)
 		if !hasLength(st) {
 			own = append(own, attrs.LengthUnmeasuredKey.Bool(true))

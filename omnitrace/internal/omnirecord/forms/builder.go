@@ -208,15 +208,18 @@ func (b *Builder) OnceEach(row *literal.Value) literal.Value {
 // bounds what a log's held requests take.
 const MaxRequestBytes = 256 << 10
 
-// AddExtra keeps an input key as an attribute once.
-func (b *Builder) AddExtra(dst []attribute.KeyValue, k string, v *literal.Value) []attribute.KeyValue {
+// AddExtra keeps an input key as an attribute of dst once: at most
+// MaxExtras of them, within MaxRequestBytes of the request's; a key not
+// kept is counted in dropped.
+func (b *Builder) AddExtra(dst []attribute.KeyValue, dropped *int, k string, v *literal.Value) []attribute.KeyValue {
 	key := extraKey(k)
 	for _, kv := range dst {
 		if kv.Key == key {
 			return dst
 		}
 	}
-	if len(dst) >= MaxExtras {
+	if len(dst) >= MaxExtras || k == droppedKeys {
+		*dropped++
 		return dst
 	}
 	kv := extraValue(k, v)
@@ -226,6 +229,7 @@ func (b *Builder) AddExtra(dst []attribute.KeyValue, k string, v *literal.Value)
 			b.tooManyBytes = true
 			b.note("keys beyond %d KiB of attributes", MaxRequestBytes>>10)
 		}
+		*dropped++
 		return dst
 	}
 	b.Bytes += n

@@ -136,21 +136,18 @@ func intOf(obj *literal.Value, key string, dst *int) error {
 }
 
 // extras keeps the members of obj not in known as omni.record.<key>
-// attributes, at most MaxExtras, bounded and valid UTF-8.
-func extras(dst []attribute.KeyValue, obj *literal.Value, known func(string) bool) []attribute.KeyValue {
-	dropped := 0
+// attributes, at most MaxExtras, bounded and valid UTF-8, and counts in
+// dropped those it does not keep.
+func extras(dst []attribute.KeyValue, obj *literal.Value, known func(string) bool, dropped *int) []attribute.KeyValue {
 	for i, k := range obj.Keys {
 		if known(k) {
 			continue
 		}
-		if len(dst) >= MaxExtras {
-			dropped++
+		if len(dst) >= MaxExtras || k == droppedKeys {
+			*dropped++
 			continue
 		}
 		dst = append(dst, extraValue(k, &obj.Vals[i]))
-	}
-	if dropped > 0 {
-		dst = append(dst, omniattr.RecordKey("dropped_keys").Int(dropped))
 	}
 	return dst
 }
