@@ -39,9 +39,10 @@ var childBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// peakRSS runs omnitrace with args in a child process and returns its peak
-// resident memory in KiB, its exit status and its stderr.
-func peakRSS(t *testing.T, args ...string) (int64, int, string) {
+// peakRSS runs omnitrace with args in a child process, with the variables
+// of extra set too, and returns its peak resident memory in KiB, its exit
+// status and its stderr.
+func peakRSS(t *testing.T, extra []string, args ...string) (int64, int, string) {
 	t.Helper()
 	bin, err := childBinary()
 	if err != nil {
@@ -56,7 +57,7 @@ func peakRSS(t *testing.T, args ...string) (int64, int, string) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = env
+	cmd.Env = append(env, extra...) // the last of a variable is the one used
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	err = cmd.Run()
@@ -103,6 +104,8 @@ type memoryCase struct {
 	args func(in, dir string) []string
 	// check looks at one run's exit status and stderr, at n units.
 	check func(t *testing.T, n, code int, stderr string)
+	// env sets variables beside the small export queue of every case.
+	env []string
 }
 
 // TestPeakMemoryDoesNotGrowWithTheInput runs each command on its input at
@@ -140,6 +143,8 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
 				}
 			}},
+		{name: "a summary of many keys per request, at the default export queue", unit: 100, gen: genManyKeys, args: importTo(),
+			env: []string{"OTEL_BSP_MAX_QUEUE_SIZE=8192", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=2048"}, check: imported},
 		{name: "a summary entry of lines of zeros", unit: 15, gen: genZeroLines, args: importTo(), check: zerosRead},
 		{name: "a summary of requests of many stages on long lines", unit: 2, gen: genWideSummary, args: importTo("-max-pending", "50"), check: imported},
 		{name: "a [Summary] dict of a log", unit: 100, gen: genPprintSummary, args: importTo("-max-pending", "1000"),
@@ -191,7 +196,7 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 			for _, times := range []int{1, 10, 100} {
 				n := c.unit * times
 				in := writeInput(t, dir, "input", n, c.gen)
-				peak, code, stderr := peakRSS(t, c.args(in, dir)...)
+				peak, code, stderr := peakRSS(t, c.env, c.args(in, dir)...)
 				c.check(t, n, code, stderr)
 				os.Remove(in)
 				peaks = append(peaks, peak)

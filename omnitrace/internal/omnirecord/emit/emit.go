@@ -63,6 +63,39 @@ type Emitter struct {
 	dst   ptrace.SpanSlice
 	kv    []attribute.KeyValue
 	model string
+	// size estimates what the spans of the last request take (see Size).
+	size int
+}
+
+// Size estimates the memory the spans made by the last Emit take: their
+// names and attributes, and what each costs beside them.
+func (e *Emitter) Size() int { return e.size }
+
+// What a span, and an attribute beside its key and value, take of memory
+// as pdata holds them (its structs and pointers), about.
+const (
+	spanSize = 256
+	attrSize = 64
+)
+
+// sizeOf estimates what attribute a takes of memory.
+func sizeOf(a attribute.KeyValue) int {
+	n := attrSize + len(a.Key)
+	switch a.Value.Type() {
+	case attribute.STRING:
+		n += len(a.Value.AsString())
+	case attribute.STRINGSLICE:
+		for _, s := range a.Value.AsStringSlice() {
+			n += attrSize/4 + len(s)
+		}
+	case attribute.BOOLSLICE:
+		n += attrSize / 4 * len(a.Value.AsBoolSlice())
+	case attribute.INT64SLICE:
+		n += attrSize / 4 * len(a.Value.AsInt64Slice())
+	case attribute.FLOAT64SLICE:
+		n += attrSize / 4 * len(a.Value.AsFloat64Slice())
+	}
+	return n
 }
 
 // NewEmitter returns an emitter of spans within limits. sample decides
@@ -88,6 +121,7 @@ func NewEmitter(limits Limits, sample func(trace.TraceID) bool) *Emitter {
 // starts before its stage) makes no span, and the error says so; the
 // request's other spans are made.
 func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice) error {
+	e.size = 0
 	placed, end, err := plan(r, anchor)
 	if err != nil || dst == nil {
 		return err
@@ -276,6 +310,7 @@ func (e *Emitter) start(name string, kind ptrace.SpanKind, parent *scope, start 
 // span appends one span, its id derived from its name and parent.
 func (e *Emitter) span(name string, kind ptrace.SpanKind, parent trace.SpanID, start time.Time) ptrace.Span {
 	s := e.dst.AppendEmpty()
+	e.size += spanSize + len(name)
 	s.SetTraceID(pcommon.TraceID(e.ids.trace))
 	s.SetSpanID(pcommon.SpanID(e.ids.next(name, parent)))
 	if parent.IsValid() {
@@ -295,7 +330,9 @@ func (s *scope) set(kv ...attribute.KeyValue) {
 	for _, a := range kv {
 		if !s.e.limits.put(s.attrsMap, a) {
 			s.dropped++
+			continue
 		}
+		s.e.size += sizeOf(a)
 	}
 }
 
@@ -369,7 +406,9 @@ func (e *Emitter) phaseAttrs(s ptrace.Span, ph spans.Phase, kv []attribute.KeyVa
 		for _, a := range set {
 			if !e.limits.put(m, a) {
 				dropped++
+				continue
 			}
+			e.size += sizeOf(a)
 		}
 	}
 	if dropped > 0 {
