@@ -28,32 +28,27 @@ const idVersion = "omnitrace-ids/3"
 // takes) therefore give r other ids, and the same input placed the same
 // way gives it the same ids, whichever way it was read.
 func traceKey(r *forms.Request, placed []placedStage, end time.Time) [16]byte {
-	h := sha256.New()
-	var b [8]byte
-	put := func(x uint64) {
-		binary.BigEndian.PutUint64(b[:], x)
-		h.Write(b[:])
-	}
-	at := func(t time.Time) { put(uint64(t.UnixNano())) }
+	var buf [512]byte // a request of a few stages is keyed without a heap allocation
+	b := append(buf[:0], idVersion...)
+	k := r.Key()
+	b = append(b, k[:]...)
+	at := func(t time.Time) { b = binary.BigEndian.AppendUint64(b, uint64(t.UnixNano())) }
 	iv := func(i spans.Interval) {
 		if !i.Measured() {
-			put(0)
+			b = append(b, 0)
 			return
 		}
-		put(1)
+		b = append(b, 1)
 		at(i.Start())
 		at(i.End())
 	}
-	h.Write([]byte(idVersion))
-	k := r.Key()
-	h.Write(k[:])
-	put(r.Digest)
+	b = binary.BigEndian.AppendUint64(b, r.Digest)
 	at(r.Arrival)
 	at(end)
-	put(uint64(len(placed)))
+	b = binary.BigEndian.AppendUint64(b, uint64(len(placed)))
 	for i := range placed {
 		ps := &placed[i]
-		put(uint64(int64(ps.st.ID)))
+		b = binary.BigEndian.AppendUint64(b, uint64(int64(ps.st.ID)))
 		at(ps.st.Submit)
 		at(ps.p.End)
 		for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
@@ -65,8 +60,9 @@ func traceKey(r *forms.Request, placed []placedStage, end time.Time) [16]byte {
 			iv(x)
 		}
 	}
+	sum := sha256.Sum256(b)
 	var key [16]byte
-	copy(key[:], h.Sum(nil))
+	copy(key[:], sum[:])
 	if key == ([16]byte{}) {
 		key[15] = 1 // an all-zero trace id is invalid
 	}
