@@ -24,6 +24,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/emit"
@@ -67,6 +68,10 @@ func (f *importFlags) options() (input.Options, error) {
 		t, err := time.Parse(time.RFC3339Nano, f.start)
 		if err != nil {
 			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", sanitize.Display(f.start, 64))}
+		}
+		if t.Before(plan.MinTime) || t.After(plan.MaxTime) {
+			// Year 1 would also read as no -start at all.
+			return o, usageError{fmt.Sprintf("-start %q is outside the times a span can carry (1970 to 2262-04-11)", sanitize.Display(f.start, 64))}
 		}
 		o.Start = t
 	}
