@@ -76,7 +76,9 @@ type Input struct {
 	sumFirstOff int64
 	sumStart    int64
 	reread      io.ReaderAt
-	Skipped     int // records skipped, and requests dropped unfinished
+	// src reads a summary document's entries again from reread.
+	src     *entrySource
+	Skipped int // records skipped, and requests dropped unfinished
 }
 
 // NewInput returns an input whose reference time is ref: the time a log
@@ -400,7 +402,7 @@ func (in *Input) summaryLine(line []byte, offset, base int64) {
 				return
 			}
 			first := in.lineNo
-			in.sum = newSummaryReader(false, in.opts.MaxPending, newEntrySource(in.reread, false, in.ref), func(err error) { in.problem(first, err) })
+			in.sum = newSummaryReader(false, in.opts.MaxPending, in.src, func(err error) { in.problem(first, err) })
 			in.sumFirst, in.sumFirstOff, in.sumStart = first, offset, base+int64(i)
 		}
 		end, closed := in.sum.feed(line, i, base, base+int64(len(line)))
@@ -457,7 +459,8 @@ func (in *Input) summaryDone(r *summaryReader, first int, firstOff, lastOff, sta
 // is then read in parts, from r, rather than skipped.
 func (in *Input) ReadAgain(r io.ReaderAt) {
 	in.reread = r
-	in.scan.reread = r
+	in.src = newEntrySource(r, false, in.ref)
+	in.scan.src = newEntrySource(r, true, in.ref)
 }
 
 // Tick hands on the requests of a followed log that have had no record

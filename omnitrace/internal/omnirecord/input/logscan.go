@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -70,9 +69,9 @@ type logScanner struct {
 	// lineOff and lineEnd are where the line being read starts and ends
 	// in the input.
 	lineOff, lineEnd int64
-	// reread, when not nil, reads the input again: a [Summary] dict's
+	// src, when not nil, reads the input again: a [Summary] dict's
 	// entries are read again from it rather than held (see summaryReader).
-	reread io.ReaderAt
+	src *entrySource
 
 	tables map[string]*boxTable
 	tabAt  map[string]logRecord
@@ -290,7 +289,7 @@ func (s *logScanner) openLiteral(first string, rec logRecord) {
 	s.litOpen, s.litRec, s.litSum = true, rec, nil
 	if rec.summary {
 		line := rec.lineNo
-		s.litSum = newSummaryReader(true, s.maxPending, newEntrySource(s.reread, true, s.ref), func(err error) { s.bad(line, err) })
+		s.litSum = newSummaryReader(true, s.maxPending, s.src, func(err error) { s.bad(line, err) })
 	} else {
 		s.lit.reset(true, true)
 	}
