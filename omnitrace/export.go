@@ -31,10 +31,19 @@ import (
 // The import's spans are OpenTelemetry Collector data (pdata's ptrace),
 // made by emit.Emitter. Each worker fills a batch of its own, one
 // ResourceSpans of the import's resource holding one ScopeSpans of
-// otelomni's scope; a full batch (-batch spans, or one request's beyond)
-// waits in a queue of at most queue spans for the one goroutine that
-// exports, in turn, as the SDK's batch span processor does; a batch not
-// full is exported after the schedule delay.
+// otelomni's scope; a full batch (-batch spans, or maxBatchBytes of them,
+// or one request's beyond) waits in a queue of at most queue/batch batches
+// for the one goroutine that exports, in turn, as the SDK's batch span
+// processor does; a batch not full is exported after the schedule delay.
+
+// maxBatchBytes bounds what one batch's spans take of memory (as
+// emit.Emitter.Size estimates it), beside its count of spans: spans that
+// carry many of the input's keys (up to 128 attributes of up to 1 KiB
+// each) would otherwise make a queue of 8 192 spans take a gigabyte. What
+// the batches hold is then at most (queue/batch + workers + 1) times this,
+// each with one request beyond; and an encoded batch stays under the
+// 4 MiB a collector's gRPC receiver takes by default.
+const maxBatchBytes = 2 << 20
 
 // sink is where batches go: an OTLP client, or a JSON-lines file.
 type sink interface {
@@ -89,6 +98,8 @@ type batch struct {
 	mu    sync.Mutex // the worker's, and the flush's
 	td    ptrace.Traces
 	spans ptrace.SpanSlice
+	// bytes is what its spans take, as the emitter estimates it.
+	bytes int
 }
 
 // newBatch returns a batch for one worker.
@@ -112,6 +123,7 @@ func (b *batch) reset() {
 	ss.SetSchemaUrl(semconv.SchemaURL)
 	b.spans = ss.Spans()
 	b.spans.EnsureCapacity(b.p.set.batch)
+	b.bytes = 0
 }
 
 // emit makes r's spans into the batch, and hands the batch on once full.
@@ -120,8 +132,9 @@ func (b *batch) emit(em *emit.Emitter, r *forms.Request, anchor time.Time) error
 	n := b.spans.Len()
 	err := em.Emit(r, anchor, &b.spans)
 	b.p.ended.Add(int64(b.spans.Len() - n))
+	b.bytes += em.Size()
 	var full ptrace.Traces
-	if b.spans.Len() >= b.p.set.batch {
+	if b.spans.Len() >= b.p.set.batch || b.bytes >= maxBatchBytes {
 		full = b.td
 		b.reset()
 	}

@@ -24,6 +24,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 
+	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/emit"
@@ -67,6 +68,10 @@ func (f *importFlags) options() (input.Options, error) {
 		t, err := time.Parse(time.RFC3339Nano, f.start)
 		if err != nil {
 			return o, usageError{fmt.Sprintf("-start %q is not an RFC 3339 time", sanitize.Display(f.start, 64))}
+		}
+		if t.Before(plan.MinTime) || t.After(plan.MaxTime) {
+			// Year 1 would also read as no -start at all.
+			return o, usageError{fmt.Sprintf("-start %q is outside the times a span can carry (1970 to 2262-04-11)", sanitize.Display(f.start, 64))}
 		}
 		o.Start = t
 	}
@@ -416,6 +421,9 @@ type importer struct {
 	// after their request was handed on (more than -max-pending held).
 	lateForms int
 	leftOut   int
+	// keysDropped counts the input's keys not kept as attributes, beyond
+	// what a request or stage keeps.
+	keysDropped int
 	// notSent counts requests dropped at an interrupt, and givenUp says
 	// the workers were given up on.
 	notSent int
@@ -590,6 +598,7 @@ func (im *importer) emit(em *emit.Emitter, b *batch, j emitJob) {
 		return
 	}
 	im.imported++
+	im.keysDropped += j.r.KeysDropped()
 }
 
 // Problem reports a record that was skipped.
@@ -736,6 +745,10 @@ func (im *importer) finish() int {
 	leftOut := ""
 	if im.leftOut > 0 {
 		leftOut = fmt.Sprintf(", %d fields left out", im.leftOut)
+	}
+	if im.keysDropped > 0 {
+		fmt.Fprintf(im.stderr, "omnitrace import: %d keys of the input were not kept as attributes (at most %d a request or stage, %d KiB a request): each span counts its own in %s\n",
+			im.keysDropped, forms.MaxExtras, forms.MaxRequestBytes>>10, forms.DroppedKeysKey)
 	}
 	if im.notSent > 0 {
 		fmt.Fprintf(im.stderr, "omnitrace import: interrupted: %d requests read were not exported (the exporter did not keep up)\n", im.notSent)

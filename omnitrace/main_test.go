@@ -147,7 +147,8 @@ func TestImportWithoutEnvironmentPrintsToTheConsole(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{}, {"bogus"}, {"table"}, {"table", "-jaeger", "http://127.0.0.1:1", "-file", "x"}, {"summary", "-jaeger", "http://127.0.0.1:1"},
-		{"import", "-follow", "-poll", "0", "x.log"}, {"import", "-follow", "-idle", "-1s", "x.log"}} {
+		{"import", "-follow", "-poll", "0", "x.log"}, {"import", "-follow", "-idle", "-1s", "x.log"},
+		{"import", "-start", "0001-01-01T00:00:00Z"}, {"import", "-start", "1969-12-31T23:59:59.999999999Z"}, {"import", "-start", "2262-04-11T23:47:16.854775808Z"}} {
 		if code, _, _ := runCmd(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
@@ -260,8 +261,9 @@ func TestAProblemNamesTheInputItCameFrom(t *testing.T) {
 	if err := os.WriteFile(b, []byte("INFO 11-30 05:10:44 [omni.py:310] [OmniTiming] req=in-b total=1.00s engine=1.00s stages=[0:1.00s]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// A start no span can carry: every request is refused by a worker.
-	code, _, stderr := runCmd(t, "", "import", "-out", filepath.Join(dir, "t.json"), "-start", "2300-01-01T00:00:00Z", a, b)
+	// A start whose requests end after what a span can carry: every one is
+	// refused by a worker.
+	code, _, stderr := runCmd(t, "", "import", "-out", filepath.Join(dir, "t.json"), "-start", "2262-04-11T23:47:16.85Z", a, b)
 	if code != 1 {
 		t.Errorf("exit %d", code)
 	}

@@ -39,9 +39,10 @@ var childBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// peakRSS runs omnitrace with args in a child process and returns its peak
-// resident memory in KiB, its exit status and its stderr.
-func peakRSS(t *testing.T, args ...string) (int64, int, string) {
+// peakRSS runs omnitrace with args in a child process, with the variables
+// of extra set too, and returns its peak resident memory in KiB, its exit
+// status and its stderr.
+func peakRSS(t *testing.T, extra []string, args ...string) (int64, int, string) {
 	t.Helper()
 	bin, err := childBinary()
 	if err != nil {
@@ -56,7 +57,7 @@ func peakRSS(t *testing.T, args ...string) (int64, int, string) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = env
+	cmd.Env = append(env, extra...) // the last of a variable is the one used
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	err = cmd.Run()
@@ -103,6 +104,8 @@ type memoryCase struct {
 	args func(in, dir string) []string
 	// check looks at one run's exit status and stderr, at n units.
 	check func(t *testing.T, n, code int, stderr string)
+	// env sets variables beside the small export queue of every case.
+	env []string
 }
 
 // TestPeakMemoryDoesNotGrowWithTheInput runs each command on its input at
@@ -133,6 +136,15 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
 				}
 			}},
+		{name: "a summary of many keys per request", unit: 100, gen: genManyKeys, args: importTo(),
+			check: func(t *testing.T, n, code int, stderr string) {
+				imported(t, n, code, stderr)
+				if want := fmt.Sprintf("imported %d,", n); !strings.Contains(stderr, want) {
+					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
+				}
+			}},
+		{name: "a summary of many keys per request, at the default export queue", unit: 100, gen: genManyKeys, args: importTo(),
+			env: []string{"OTEL_BSP_MAX_QUEUE_SIZE=8192", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=2048"}, check: imported},
 		{name: "a summary entry of lines of zeros", unit: 15, gen: genZeroLines, args: importTo(), check: zerosRead},
 		{name: "a summary of requests of many stages on long lines", unit: 2, gen: genWideSummary, args: importTo("-max-pending", "50"), check: imported},
 		{name: "a [Summary] dict of a log", unit: 100, gen: genPprintSummary, args: importTo("-max-pending", "1000"),
@@ -144,6 +156,13 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 			}},
 		{name: "an event dict of a log of lines of zeros", unit: 15, gen: genPprintZeros, args: importTo(), check: zerosRead},
 		{name: "a vLLM log", unit: 100, gen: genLog, args: importTo(), check: imported},
+		{name: "a log of requests held, their tables' lines padded", unit: 5, gen: genPaddedTables, args: importTo("-max-pending", "500"),
+			check: func(t *testing.T, n, code int, stderr string) {
+				imported(t, n, code, stderr)
+				if want := fmt.Sprintf("imported %d,", n); !strings.Contains(stderr, want) {
+					t.Errorf("at %d: want %q:\n%s", n, want, lastOf(stderr))
+				}
+			}},
 		{name: "JSON lines", unit: 200, gen: genRecords, args: importTo(), check: imported},
 		{name: "summary of an OTLP/JSON file", unit: 100, gen: genOTLP,
 			args: func(in, dir string) []string { return []string{"summary", "-max-spans", "3000", "-file", in} },
@@ -177,7 +196,7 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 			for _, times := range []int{1, 10, 100} {
 				n := c.unit * times
 				in := writeInput(t, dir, "input", n, c.gen)
-				peak, code, stderr := peakRSS(t, c.args(in, dir)...)
+				peak, code, stderr := peakRSS(t, c.env, c.args(in, dir)...)
 				c.check(t, n, code, stderr)
 				os.Remove(in)
 				peaks = append(peaks, peak)
@@ -243,6 +262,33 @@ func sep(i, n int) string {
 		return ","
 	}
 	return ""
+}
+
+// manyKeys is how many keys a request of genManyKeys has that the import
+// does not map, in its stage's row and in its end-to-end entry each.
+const manyKeys = 250
+
+// genManyKeys writes a summary of n requests, each entry on a line of its
+// own, whose stage row and end-to-end entry hold manyKeys keys the import
+// does not map (it keeps 64 of each).
+func genManyKeys(w io.Writer, n int) {
+	keys := func(prefix string) string {
+		var b strings.Builder
+		for k := range manyKeys {
+			fmt.Fprintf(&b, `, "%s_%d": %d.5`, prefix, k, k)
+		}
+		return b.String()
+	}
+	stage, e2e := keys("engine_counter"), keys("request_counter")
+	fmt.Fprint(w, "{\n \"stage_table\": [\n")
+	for i := range n {
+		fmt.Fprintf(w, `  {"request_id": "req-%08d", "stages": [{"stage_id": 0, "stage": "0:dit", "stage_gen_time_ms": 10.5, "forward_time_ms": 3%s}]}%s`+"\n", i, stage, sep(i, n))
+	}
+	fmt.Fprint(w, " ],\n \"e2e_table\": [\n")
+	for i := range n {
+		fmt.Fprintf(w, `  {"request_id": "req-%08d", "e2e_total_ms": 11%s}%s`+"\n", i, e2e, sep(i, n))
+	}
+	fmt.Fprint(w, " ]\n}\n")
 }
 
 // genZeroLines writes a summary whose one entry holds n lines of 2 000
@@ -331,6 +377,19 @@ INFO 11-30 05:10:44 [stats.py:560] | diffusion_engine_exec_time_ms |           |
 INFO 11-30 05:10:44 [stats.py:560] | stage_gen_time_ms             |   812.250 | 2,410.500 |
 INFO 11-30 05:10:44 [stats.py:560] +-------------------------------+-----------+-----------+
 `, i, i, i)
+	}
+}
+
+// genPaddedTables writes a vLLM log of n requests, each a stage table
+// alone (unfinished: held until the log ends), whose two rows are padded
+// to 100 kB lines: what a request holds of its lines is a few bytes of
+// each.
+func genPaddedTables(w io.Writer, n int) {
+	pad := strings.Repeat(" ", 100_000)
+	const p = "INFO 11-30 05:10:44 [stats.py:560] "
+	for i := range n {
+		fmt.Fprintf(w, "%s[StageRequestStats [request_id=padded-%d]]\n%s+-------+-------+\n%s| Field | 0:dit |\n%s+-------+-------+\n", p, i, p, p, p)
+		fmt.Fprintf(w, "%s| forward_time_ms | 5%s|\n%s| padded_key | v%s|\n%s+-------+-------+\n", p, pad, p, pad, p)
 	}
 }
 

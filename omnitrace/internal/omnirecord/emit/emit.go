@@ -63,6 +63,39 @@ type Emitter struct {
 	dst   ptrace.SpanSlice
 	kv    []attribute.KeyValue
 	model string
+	// size estimates what the spans of the last request take (see Size).
+	size int
+}
+
+// Size estimates the memory the spans made by the last Emit take: their
+// names and attributes, and what each costs beside them.
+func (e *Emitter) Size() int { return e.size }
+
+// What a span, and an attribute beside its key and value, take of memory
+// as pdata holds them (its structs and pointers), about.
+const (
+	spanSize = 256
+	attrSize = 64
+)
+
+// sizeOf estimates what attribute a takes of memory.
+func sizeOf(a attribute.KeyValue) int {
+	n := attrSize + len(a.Key)
+	switch a.Value.Type() {
+	case attribute.STRING:
+		n += len(a.Value.AsString())
+	case attribute.STRINGSLICE:
+		for _, s := range a.Value.AsStringSlice() {
+			n += attrSize/4 + len(s)
+		}
+	case attribute.BOOLSLICE:
+		n += attrSize / 4 * len(a.Value.AsBoolSlice())
+	case attribute.INT64SLICE:
+		n += attrSize / 4 * len(a.Value.AsInt64Slice())
+	case attribute.FLOAT64SLICE:
+		n += attrSize / 4 * len(a.Value.AsFloat64Slice())
+	}
+	return n
 }
 
 // NewEmitter returns an emitter of spans within limits. sample decides
@@ -77,21 +110,23 @@ func NewEmitter(limits Limits, sample func(trace.TraceID) bool) *Emitter {
 // unknown keys) for a request with one stage and no hand-over, a
 // multi-stage trace otherwise. Times the input lacks are placed (see
 // placeTimes) from anchor. The trace and span ids are derived from the
-// request (see [Request.Key] and idState): the same request read twice
-// makes the same ids, and each span's id says what the span is, whichever
-// other spans the request has. A request with a time outside what OTLP
-// carries makes no span at all, and nor does a request the sampler drops,
-// or any request when dst is nil (tracing is off): it is only placed.
+// request and the times it is placed at (see traceKey and idState): the
+// same request placed the same way makes the same ids, one placed
+// otherwise makes others, and each span's id says what the span is. A
+// request with a time outside what OTLP carries makes no span at all, and
+// nor does a request the sampler drops, or any request when dst is nil
+// (tracing is off): it is only placed.
 //
 // A phase that cannot hang where the record path would hang it (one that
 // starts before its stage) makes no span, and the error says so; the
 // request's other spans are made.
 func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice) error {
+	e.size = 0
 	placed, end, err := plan(r, anchor)
 	if err != nil || dst == nil {
 		return err
 	}
-	key := r.Key()
+	key := traceKey(r, placed, end)
 	if e.sample != nil && !e.sample(trace.TraceID(key)) {
 		return nil
 	}
@@ -100,7 +135,11 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 	e.model = str(r.Model)
 	id := str(r.ID)
 
+	single := len(placed) == 1 && !placed[0].p.HasTransfer
 	kv := append(e.kv[:0], r.Extra...)
+	if !single {
+		kv = forms.WithDroppedKeys(kv, r.DroppedKeys)
+	}
 	kv = append(kv, omniattr.Reconstructed(true))
 	if r.Source != "" {
 		kv = append(kv, forms.SourceKey.String(r.Source))
@@ -114,13 +153,14 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 		}
 	}
 	var errs []error
-	single := len(placed) == 1 && !placed[0].p.HasTransfer
 	var stage *forms.Stage
 	if single {
 		st := placed[0].st
 		stage = st
 		kv = append(kv, st.Extra...)
 		kv = append(kv, st.RxExtra...) // no previous stage
+		// One span carries the request's keys and its stage's.
+		kv = forms.WithDroppedKeys(kv, r.DroppedKeys+st.DroppedKeys)
 		kv = stageAttrs(kv, st)
 		if st.GenTime != nil {
 			// No omni.stage span carries the stage's own length here.
@@ -163,6 +203,7 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 		}
 		errs = append(errs, e.phases(&stage, ps)...)
 		stage.set(sanitize.KeyValues(st.Extra, maxAttrKey, maxValueBytes)...)
+		stage.set(forms.WithDroppedKeys(nil, st.DroppedKeys)...)
 		own := stageAttrs(reconstructedOnly[:1:1], st)
 		if !hasLength(st) {
 			own = append(own, attrs.LengthUnmeasuredKey.Bool(true))
@@ -269,6 +310,7 @@ func (e *Emitter) start(name string, kind ptrace.SpanKind, parent *scope, start 
 // span appends one span, its id derived from its name and parent.
 func (e *Emitter) span(name string, kind ptrace.SpanKind, parent trace.SpanID, start time.Time) ptrace.Span {
 	s := e.dst.AppendEmpty()
+	e.size += spanSize + len(name)
 	s.SetTraceID(pcommon.TraceID(e.ids.trace))
 	s.SetSpanID(pcommon.SpanID(e.ids.next(name, parent)))
 	if parent.IsValid() {
@@ -288,7 +330,9 @@ func (s *scope) set(kv ...attribute.KeyValue) {
 	for _, a := range kv {
 		if !s.e.limits.put(s.attrsMap, a) {
 			s.dropped++
+			continue
 		}
+		s.e.size += sizeOf(a)
 	}
 }
 
@@ -362,7 +406,9 @@ func (e *Emitter) phaseAttrs(s ptrace.Span, ph spans.Phase, kv []attribute.KeyVa
 		for _, a := range set {
 			if !e.limits.put(m, a) {
 				dropped++
+				continue
 			}
+			e.size += sizeOf(a)
 		}
 	}
 	if dropped > 0 {

@@ -4,10 +4,70 @@
 package emit
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/spans"
+
+	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/forms"
 )
+
+// idVersion changes every id an import makes when the way they are
+// derived changes, so that a new derivation never collides with an old
+// one.
+const idVersion = "omnitrace-ids/3"
+
+// traceKey returns the key the trace and span ids of r are derived from:
+// its identity ([forms.Request.Key]: -run, its id and its run), the digest
+// of what was read of it, and every time its spans are placed at. Two
+// imports that give any span of r other times (another -start, another
+// year or zone of its log, a summary without the log whose times it
+// takes) therefore give r other ids, and the same input placed the same
+// way gives it the same ids, whichever way it was read.
+func traceKey(r *forms.Request, placed []placedStage, end time.Time) [16]byte {
+	var buf [512]byte // a request of a few stages is keyed without a heap allocation
+	b := append(buf[:0], idVersion...)
+	k := r.Key()
+	b = append(b, k[:]...)
+	at := func(t time.Time) { b = binary.BigEndian.AppendUint64(b, uint64(t.UnixNano())) }
+	iv := func(i spans.Interval) {
+		if !i.Measured() {
+			b = append(b, 0)
+			return
+		}
+		b = append(b, 1)
+		at(i.Start())
+		at(i.End())
+	}
+	b = binary.BigEndian.AppendUint64(b, r.Digest)
+	at(r.Arrival)
+	at(end)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(placed)))
+	for i := range placed {
+		ps := &placed[i]
+		b = binary.BigEndian.AppendUint64(b, uint64(int64(ps.st.ID)))
+		at(ps.st.Submit)
+		at(ps.p.End)
+		for _, order := range [][]spans.Phase{diffusionOrder, llmOrder} {
+			for _, ph := range order {
+				iv(intervalOf(&ps.p, ph))
+			}
+		}
+		for _, x := range [...]spans.Interval{ps.p.Transfer.Tx, ps.p.Transfer.InFlight, ps.p.Transfer.RxDecode} {
+			iv(x)
+		}
+	}
+	sum := sha256.Sum256(b)
+	var key [16]byte
+	copy(key[:], sum[:])
+	if key == ([16]byte{}) {
+		key[15] = 1 // an all-zero trace id is invalid
+	}
+	return key
+}
 
 // idState hands out the ids of one request's spans. A span's id is derived
 // from what the span is, never from the order spans are made in: the

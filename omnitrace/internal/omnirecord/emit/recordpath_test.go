@@ -39,12 +39,17 @@ func recordPath(ctx context.Context, r *forms.Request, in *otelomni.Instrumenter
 	if err != nil {
 		return err
 	}
-	ctx, ids := withIDs(ctx, r.Key())
+	ctx, ids := withIDs(ctx, traceKey(r, placed, end))
 	info := otelomni.RequestInfo{
 		ID: r.ID, Model: r.Model, Modality: r.Modality, NumInferenceSteps: r.Steps, GuidanceScale: r.Guidance,
 		Height: r.Height, Width: r.Width, NumFrames: r.Frames, Start: r.Arrival,
-		Attributes: append(append(make([]attribute.KeyValue, 0, len(r.Extra)+9), r.Extra...), omniattr.Reconstructed(true)),
+		Attributes: append(make([]attribute.KeyValue, 0, len(r.Extra)+10), r.Extra...),
 	}
+	single := len(placed) == 1 && !placed[0].p.HasTransfer
+	if !single {
+		info.Attributes = forms.WithDroppedKeys(info.Attributes, r.DroppedKeys)
+	}
+	info.Attributes = append(info.Attributes, omniattr.Reconstructed(true))
 	if r.Source != "" {
 		info.Attributes = append(info.Attributes, forms.SourceKey.String(r.Source))
 	}
@@ -57,12 +62,13 @@ func recordPath(ctx context.Context, r *forms.Request, in *otelomni.Instrumenter
 		}
 	}
 	var errs []error
-	if len(placed) == 1 && !placed[0].p.HasTransfer {
+	if single {
 		ps := &placed[0]
 		st := ps.st
 		info.Stage = otelomni.StageInfo{ID: st.ID, Name: st.Name, Type: stageType(st)}
 		info.Attributes = append(info.Attributes, st.Extra...)
 		info.Attributes = append(info.Attributes, st.RxExtra...) // no previous stage
+		info.Attributes = forms.WithDroppedKeys(info.Attributes, r.DroppedKeys+st.DroppedKeys)
 		info.Attributes = stageAttrs(info.Attributes, st)
 		if st.GenTime != nil {
 			// No omni.stage span carries the stage's own length here.
@@ -92,6 +98,7 @@ func recordPath(ctx context.Context, r *forms.Request, in *otelomni.Instrumenter
 		}
 		errs = append(errs, recordPhases(stage, ps)...)
 		stage.SetAttributes(st.Extra...)
+		stage.SetAttributes(forms.WithDroppedKeys(nil, st.DroppedKeys)...)
 		kv := stageAttrs(reconstructedOnly[:1:1], st)
 		if !hasLength(st) {
 			kv = append(kv, attrs.LengthUnmeasuredKey.Bool(true))

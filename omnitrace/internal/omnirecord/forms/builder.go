@@ -46,8 +46,12 @@ type Builder struct {
 	tooManyBytes bool
 }
 
+// NewBuilder returns the builder of request id, read from a form of source
+// (see [Request.Source]) in run.
 func NewBuilder(id, source, run string) *Builder {
-	return &Builder{R: Request{ID: id, Source: source, Run: run}, stages: map[int]*Stage{}, digest: fnvOffset}
+	// The id is copied: a string read from an input shares the memory of
+	// the record it was read from, which a request held must not keep.
+	return &Builder{R: Request{ID: strings.Clone(id), Source: source, Run: run}, stages: map[int]*Stage{}, digest: fnvOffset}
 }
 
 const (
@@ -143,7 +147,7 @@ func unmeasured(s *Stage, field string) {
 			return
 		}
 	}
-	s.Unmeasured = append(s.Unmeasured, field)
+	s.Unmeasured = append(s.Unmeasured, strings.Clone(field))
 }
 
 // unmeasuredPhase notes a field of phase p whose 0 was read as "not
@@ -204,15 +208,18 @@ func (b *Builder) OnceEach(row *literal.Value) literal.Value {
 // bounds what a log's held requests take.
 const MaxRequestBytes = 256 << 10
 
-// AddExtra keeps an input key as an attribute once.
-func (b *Builder) AddExtra(dst []attribute.KeyValue, k string, v *literal.Value) []attribute.KeyValue {
+// AddExtra keeps an input key as an attribute of dst once: at most
+// MaxExtras of them, within MaxRequestBytes of the request's; a key not
+// kept is counted in dropped.
+func (b *Builder) AddExtra(dst []attribute.KeyValue, dropped *int, k string, v *literal.Value) []attribute.KeyValue {
 	key := extraKey(k)
 	for _, kv := range dst {
 		if kv.Key == key {
 			return dst
 		}
 	}
-	if len(dst) >= MaxExtras {
+	if len(dst) >= MaxExtras || k == droppedKeys {
+		*dropped++
 		return dst
 	}
 	kv := extraValue(k, v)
@@ -222,6 +229,7 @@ func (b *Builder) AddExtra(dst []attribute.KeyValue, k string, v *literal.Value)
 			b.tooManyBytes = true
 			b.note("keys beyond %d KiB of attributes", MaxRequestBytes>>10)
 		}
+		*dropped++
 		return dst
 	}
 	b.Bytes += n
@@ -311,7 +319,7 @@ func parseLabel(label string) (int, string, bool) {
 	if err != nil || id < 0 || id > 1<<20 {
 		return 0, "", false
 	}
-	return id, sanitize.String(strings.TrimSpace(name), MaxIDBytes), true
+	return id, strings.Clone(sanitize.String(strings.TrimSpace(name), MaxIDBytes)), true
 }
 
 // parseEdge reads an edge, "0->1".

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -69,6 +70,7 @@ func integer(v *literal.Value) (int64, error) {
 // from), so that two ids that differ only past what a span shows, or only
 // in their invalid bytes, stay two requests with two trace ids; the span's
 // omni.request.id is cut and repaired as every string otelomni records.
+// It is a copy (see own).
 func IDOf(v *literal.Value, key string) (string, error) {
 	switch {
 	case v == nil || v.Kind == literal.Null:
@@ -77,9 +79,9 @@ func IDOf(v *literal.Value, key string) (string, error) {
 		if v.Str == "" {
 			return "", ErrNoRequestID
 		}
-		return v.Str, nil
+		return own(v.Str), nil
 	case v.Finite():
-		return v.Str, nil
+		return own(v.Str), nil
 	}
 	return "", fmt.Errorf("%w: %s is neither a string nor a finite number", ErrBadField, key)
 }
@@ -110,9 +112,15 @@ func stringOf(obj *literal.Value, key string, dst *string) error {
 	if v.Kind != literal.String {
 		return fmt.Errorf("%w: %s is not a string", ErrBadField, key)
 	}
-	*dst = sanitize.String(v.Str, MaxIDBytes)
+	*dst = own(sanitize.String(v.Str, MaxIDBytes))
 	return nil
 }
+
+// own returns a copy of s, a string of a parsed value: such a string
+// shares the memory of the whole text it was parsed from (a record of up
+// to a line, a summary entry, a table), which a request held or queued
+// must not keep for one short string of it.
+func own(s string) string { return strings.Clone(s) }
 
 func intOf(obj *literal.Value, key string, dst *int) error {
 	v, ok := obj.Get(key)
@@ -128,21 +136,18 @@ func intOf(obj *literal.Value, key string, dst *int) error {
 }
 
 // extras keeps the members of obj not in known as omni.record.<key>
-// attributes, at most MaxExtras, bounded and valid UTF-8.
-func extras(dst []attribute.KeyValue, obj *literal.Value, known func(string) bool) []attribute.KeyValue {
-	dropped := 0
+// attributes, at most MaxExtras, bounded and valid UTF-8, and counts in
+// dropped those it does not keep.
+func extras(dst []attribute.KeyValue, obj *literal.Value, known func(string) bool, dropped *int) []attribute.KeyValue {
 	for i, k := range obj.Keys {
 		if known(k) {
 			continue
 		}
-		if len(dst) >= MaxExtras {
-			dropped++
+		if len(dst) >= MaxExtras || k == droppedKeys {
+			*dropped++
 			continue
 		}
 		dst = append(dst, extraValue(k, &obj.Vals[i]))
-	}
-	if dropped > 0 {
-		dst = append(dst, omniattr.RecordKey("dropped_keys").Int(dropped))
 	}
 	return dst
 }
@@ -156,7 +161,7 @@ func extraValue(k string, v *literal.Value) attribute.KeyValue {
 	key := extraKey(k)
 	switch v.Kind {
 	case literal.String:
-		return key.String(sanitize.String(v.Str, MaxValueBytes))
+		return key.String(own(sanitize.String(v.Str, MaxValueBytes)))
 	case literal.Bool:
 		return key.Bool(v.Bool)
 	case literal.Number:
@@ -166,7 +171,7 @@ func extraValue(k string, v *literal.Value) attribute.KeyValue {
 		if v.Finite() {
 			return key.Float64(v.Num)
 		}
-		return key.String(v.Str) // NaN and Infinity, as written
+		return key.String(own(v.Str)) // NaN and Infinity, as written
 	}
 	return key.String(string(appendJSON(nil, v, MaxValueBytes))) // objects, arrays, null
 }

@@ -67,13 +67,24 @@ func MergeForms(parts []*Request) (*Request, []string) {
 	ps = slices.CompactFunc(ps, func(a, b *Request) bool { return a.Source == b.Source && a.Digest == b.Digest })
 	m := &merger{r: ps[0]}
 	sources := []string{ps[0].Source}
+	// The merged request's digest is of every part's, in their order: a
+	// request read from one input keeps its own.
+	digest := ps[0].Digest
 	for _, p := range ps[1:] {
 		m.merge(p)
 		if !slices.Contains(sources, p.Source) {
 			sources = append(sources, p.Source)
 		}
+		for _, x := range [...]uint64{uint64(FormRank(p.Source)), p.Digest} {
+			for range 8 {
+				digest ^= x & 0xff
+				digest *= fnvPrime
+				x >>= 8
+			}
+		}
 	}
 	m.r.Source = strings.Join(sources, "+")
+	m.r.Digest = digest
 	for i := range m.r.Stages {
 		settleUnmeasured(&m.r.Stages[i])
 	}
@@ -110,7 +121,8 @@ func (m *merger) merge(p *Request) {
 	if r.Guidance == nil {
 		r.Guidance = p.Guidance
 	}
-	r.Extra = m.attrs(p, "", r.Extra, p.Extra)
+	r.DroppedKeys = max(r.DroppedKeys, p.DroppedKeys)
+	r.Extra = m.attrs(p, "", r.Extra, p.Extra, &r.DroppedKeys)
 	for i := range p.Stages {
 		ps := &p.Stages[i]
 		j, found := slices.BinarySearchFunc(r.Stages, ps.ID, func(s Stage, id int) int { return s.ID - id })
@@ -218,8 +230,9 @@ func (m *merger) stage(p *Request, s, o *Stage) {
 			m.note(p, "%sthe hand-over's bytes %d and %d", where, *s.RxBytes, *o.RxBytes)
 		}
 	}
-	s.RxExtra = m.attrs(p, where, s.RxExtra, o.RxExtra)
-	s.Extra = m.attrs(p, where, s.Extra, o.Extra)
+	s.RxExtra = m.attrs(p, where, s.RxExtra, o.RxExtra, nil)
+	s.DroppedKeys = max(s.DroppedKeys, o.DroppedKeys)
+	s.Extra = m.attrs(p, where, s.Extra, o.Extra, &s.DroppedKeys)
 	for _, f := range o.Unmeasured {
 		unmeasured(s, f)
 	}
@@ -229,11 +242,14 @@ func isTransferPart(ph spans.Phase) bool {
 	return ph == plan.TransferTx || ph == plan.TransferInFlight || ph == plan.TransferRxDecode
 }
 
-// attrs merges two parts' attributes: the union, by key.
-func (m *merger) attrs(p *Request, where string, dst, src []attribute.KeyValue) []attribute.KeyValue {
+// attrs merges two parts' attributes: the union, by key, of at most
+// MaxExtras when dropped counts those beyond.
+func (m *merger) attrs(p *Request, where string, dst, src []attribute.KeyValue, dropped *int) []attribute.KeyValue {
 	for _, kv := range src {
 		i := slices.IndexFunc(dst, func(d attribute.KeyValue) bool { return d.Key == kv.Key })
 		switch {
+		case i < 0 && dropped != nil && len(dst) >= MaxExtras:
+			*dropped++
 		case i < 0:
 			dst = append(dst, kv)
 		case !sameAttr(dst[i].Value, kv.Value):

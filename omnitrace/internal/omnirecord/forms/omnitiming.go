@@ -278,7 +278,7 @@ func (t *OmniTiming) Apply(b *Builder) {
 		{"ar2diffusion_time_s", t.ar2diffusion, t.hasAR2D}} {
 		if e.ok {
 			v := floatValue(e.v)
-			b.R.Extra = b.AddExtra(b.R.Extra, e.key, &v)
+			b.R.Extra = b.AddExtra(b.R.Extra, &b.R.DroppedKeys, e.key, &v)
 		}
 	}
 	for i, s := range t.stages {
@@ -309,7 +309,7 @@ func (t *OmniTiming) Apply(b *Builder) {
 		// The line gives the sum of the hand-over's parts only: it is kept,
 		// and makes no span, since it is no one part.
 		v := floatValue(tr.v)
-		st.Extra = b.AddExtra(st.Extra, "transfer.total_time_ms", &v)
+		st.Extra = b.AddExtra(st.Extra, &st.DroppedKeys, "transfer.total_time_ms", &v)
 	}
 	for _, h := range t.handoffs {
 		from, _, ok := parseEdge(h.label)
@@ -325,10 +325,10 @@ func (t *OmniTiming) Apply(b *Builder) {
 			continue
 		}
 		v := floatValue(h.ms)
-		st.Extra = b.AddExtra(st.Extra, "stage_handoff_time_ms", &v)
+		st.Extra = b.AddExtra(st.Extra, &st.DroppedKeys, "stage_handoff_time_ms", &v)
 		if h.hasAR2D {
 			v := floatValue(h.ar2diffusion)
-			st.Extra = b.AddExtra(st.Extra, "ar2diffusion_time_ms", &v)
+			st.Extra = b.AddExtra(st.Extra, &st.DroppedKeys, "ar2diffusion_time_ms", &v)
 		}
 	}
 	b.Complete, b.Timed = true, true

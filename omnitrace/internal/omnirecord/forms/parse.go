@@ -70,7 +70,7 @@ func FromRecord(top *literal.Value) (*Request, error) {
 	if r.Arrival, err = timeOf(av, "arrival_time"); err != nil {
 		return nil, err
 	}
-	r.Run = av.Str
+	r.Run = own(av.Str)
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -117,7 +117,7 @@ func FromRecord(top *literal.Value) (*Request, error) {
 		r.Stages = append(r.Stages, st)
 	}
 	sort.SliceStable(r.Stages, func(i, j int) bool { return r.Stages[i].ID < r.Stages[j].ID })
-	r.Extra = extras(nil, top, func(k string) bool { return requestKeys[k] })
+	r.Extra = extras(nil, top, func(k string) bool { return requestKeys[k] }, &r.DroppedKeys)
 	return r, nil
 }
 
@@ -213,7 +213,7 @@ func parseStage(obj *literal.Value) (Stage, error) {
 	if err := checkExecParts(&st); err != nil {
 		return st, err
 	}
-	st.Extra = extras(nil, &flat, func(k string) bool { return used[k] })
+	st.Extra = extras(nil, &flat, func(k string) bool { return used[k] }, &st.DroppedKeys)
 	return st, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -32,9 +33,11 @@ type Request struct {
 	Height   int
 	Width    int
 	Frames   int
-	// Extra are the keys this package does not map, as attributes.
-	Extra  []attribute.KeyValue
-	Stages []Stage
+	// Extra are the keys this package does not map, as attributes;
+	// DroppedKeys counts those not kept (see [MaxExtras]).
+	Extra       []attribute.KeyValue
+	DroppedKeys int
+	Stages      []Stage
 	// Source names the form the request was read from: "jsonl", "summary",
 	// "log" or "events"; the forms merged, joined by "+", for a request
 	// read from several (see [MergeForms]).
@@ -101,6 +104,8 @@ type Stage struct {
 	// previous stage.
 	RxExtra []attribute.KeyValue
 	Extra   []attribute.KeyValue
+	// DroppedKeys counts the keys of the stage not kept in Extra.
+	DroppedKeys int
 	// Unmeasured names the fields whose 0 was read as "not measured": the
 	// writer puts 0 there when it measured nothing.
 	Unmeasured []string
@@ -176,6 +181,34 @@ func (r *Request) Key() [16]byte {
 		k[15] = 1 // an all-zero trace id is invalid
 	}
 	return k
+}
+
+// KeysDropped returns how many of the input's keys of r, and of its
+// stages, were not kept as attributes.
+func (r *Request) KeysDropped() int {
+	n := r.DroppedKeys
+	for i := range r.Stages {
+		n += r.Stages[i].DroppedKeys
+	}
+	return n
+}
+
+// DroppedKeysKey is the attribute that counts the input's keys of a span's
+// request or stage that the import does not map and did not keep.
+var DroppedKeysKey = omniattr.RecordKey(droppedKeys)
+
+// droppedKeys is the input key that DroppedKeysKey would be made of: an
+// input key of that name is never kept (it would be taken for the count),
+// and is counted in it instead.
+const droppedKeys = "dropped_keys"
+
+// WithDroppedKeys appends to kv the count of keys dropped, when there are
+// any.
+func WithDroppedKeys(kv []attribute.KeyValue, n int) []attribute.KeyValue {
+	if n > 0 {
+		kv = append(kv, DroppedKeysKey.Int(n))
+	}
+	return kv
 }
 
 // sourceJSONL is the Source of this project's JSON-lines records.

@@ -208,12 +208,12 @@ func (b *Builder) ApplyStageRow(row *literal.Value, src RowSource) {
 				if n, ok := number(&row.Vals[i]); ok && n == 0 {
 					unmeasured(s, k)
 				} else {
-					s.Extra = b.AddExtra(s.Extra, k, &row.Vals[i])
+					s.Extra = b.AddExtra(s.Extra, &s.DroppedKeys, k, &row.Vals[i])
 				}
 			}
 			continue
 		}
-		s.Extra = b.AddExtra(s.Extra, k, &row.Vals[i])
+		s.Extra = b.AddExtra(s.Extra, &s.DroppedKeys, k, &row.Vals[i])
 	}
 }
 
@@ -310,7 +310,7 @@ func (b *Builder) applyTransfer(from, to int, obj *literal.Value, q Quality, siz
 			}
 		case k == "edge" || k == "from_stage" || k == "to_stage" || k == "request_id" || k == "type":
 		default:
-			s.Extra = b.AddExtra(s.Extra, "transfer."+k, v)
+			s.Extra = b.AddExtra(s.Extra, &s.DroppedKeys, "transfer."+k, v)
 		}
 	}
 }
@@ -341,7 +341,7 @@ func (b *Builder) ApplyE2ERow(row *literal.Value, src RowSource) {
 		if k == "request_id" || k == "type" || k == "stages" || used[k] {
 			continue
 		}
-		b.R.Extra = b.AddExtra(b.R.Extra, k, &row.Vals[i])
+		b.R.Extra = b.AddExtra(b.R.Extra, &b.R.DroppedKeys, k, &row.Vals[i])
 	}
 	b.Complete = true
 }

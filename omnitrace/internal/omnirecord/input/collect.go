@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/forms"
@@ -125,9 +126,11 @@ func (c *collector) add(id, source string, at time.Time, offset int64, once bool
 		}
 		p = &pendingReq{b: forms.NewBuilder(id, source, ""), firstOff: offset}
 		// The id is held too, whole (it tells requests apart): it counts.
+		// The builder's copy of it is the key: id shares the memory of
+		// the record it was read from.
 		p.b.Bytes += len(id)
 		p.b.Line = c.line
-		c.pending[id] = p
+		c.pending[p.b.R.ID] = p
 		p.elem = c.queue.PushBack(p)
 	}
 	p.lastSeq, p.lastWall, p.lastOff = c.seq, time.Now(), offset
@@ -241,6 +244,9 @@ func runOf(n int) string { return "#" + strconv.Itoa(n) }
 // remember keeps a request handed on: for the checkpoint, to tell a late
 // record of it from a new request, and to count the requests with its id.
 func (c *collector) remember(d Done) {
+	// A copy: the id it was made of shares the memory of the record it was
+	// read from, which 4 096 requests remembered must not keep.
+	d.Key = strings.Clone(d.Key)
 	c.recent.PushBack(d)
 	c.recentIDs[d.Key]++
 	if d.Nth > c.lastNth[d.Key] {

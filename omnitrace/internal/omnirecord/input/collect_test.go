@@ -174,7 +174,7 @@ func TestHeldRequestsAreBoundedInBytes(t *testing.T) {
 		coll.add(fmt.Sprint("r", i), "log", at, int64(i), false, func(b *forms.Builder) {
 			var kv []attribute.KeyValue
 			for k := 0; k < forms.MaxExtras; k++ {
-				kv = b.AddExtra(kv, fmt.Sprint("key", k), &big)
+				kv = b.AddExtra(kv, &b.R.DroppedKeys, fmt.Sprint("key", k), &big)
 			}
 			b.R.Extra = kv
 		})

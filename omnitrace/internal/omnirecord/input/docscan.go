@@ -23,12 +23,15 @@ import (
 // its writer likes. It is never held whole. Its top level is walked as its
 // lines come, and each entry of its tables (one request's rows in one
 // table) is a unit of its own, bounded by maxUnitBytes and maxUnitValues.
-// A request's entries lie in three tables one after another, so the
-// entries of each request are kept, as text, until the dict ends: at most
-// Options.MaxPending requests and summaryHeldBytes of their text. A dict
-// of more is read again from its file, once per part of its requests that
-// fits (the requests whose id hashes to that part), so that memory never
-// depends on its length.
+// A request's entries lie in three tables one after another, so what each
+// request has of them is kept until the dict ends: at most
+// Options.MaxPending requests and summaryHeldBytes. Of an input that can
+// be read again (a file), that is where each entry lies, a few dozen bytes
+// whatever the entry holds, and the entries are read again from there once
+// the dict ends, one at a time; of one that cannot (stdin, -follow), their
+// text. A dict of more is read again from its file, once per part of its
+// requests that fits (the requests whose id hashes to that part), so that
+// memory never depends on its length.
 
 // Bounds of one unit read over lines: an entry of a summary's table, the
 // value of one of its other keys, an event dict of a log.
@@ -45,8 +48,10 @@ var maxUnitBytes = 4 << 20
 // it ends (a variable for tests).
 var summaryHeldBytes = maxHeldBytes
 
-// heldOverhead is what a request kept of a summary costs beside its text.
-const heldOverhead = 192
+// heldOverhead is what a request kept of a summary costs beside its id
+// and the text of its entries: its heldRequest, and its places in held
+// and order.
+const heldOverhead = 320
 
 // maxSummaryPasses bounds how many times one summary is read again.
 const maxSummaryPasses = 256
@@ -186,13 +191,76 @@ const (
 	valueRun
 )
 
-// heldRequest is what a summary holds of one request until it ends: the
-// text of its first entry in each table, and how many more it had.
+// heldRequest is what a summary holds of one request until it ends: its
+// first entry in each table (where it lies in the input, or its text), and
+// how many more it had.
 type heldRequest struct {
 	id    string
+	held  uint8 // the tables it has an entry in, by bit
+	at    [len(summaryTables)]entryAt
 	texts [len(summaryTables)][]byte
 	dups  [len(summaryTables)]int
 }
+
+// entryAt is where an entry of a summary's table lies in its input: from
+// the start of the line it begins on (of the log line, in a log) to the
+// end of the line it ends on, beginning at byte col of its first line as
+// read (the line's message, in a log; first: the dict's first line, whose
+// message is read after its [Summary] tag), with the digest of its text.
+type entryAt struct {
+	from, to int64
+	col      int
+	first    bool
+	sum      uint64
+}
+
+// entrySource reads the entries of a summary again from an input that
+// can be read again, where they were read the first time.
+type entrySource struct {
+	r      io.ReaderAt
+	python bool
+	ref    time.Time // a log's, to find each line's message
+	br     *bufio.Reader
+}
+
+func newEntrySource(r io.ReaderAt, python bool, ref time.Time) *entrySource {
+	if r == nil {
+		return nil
+	}
+	return &entrySource{r: r, python: python, ref: ref}
+}
+
+// text returns the text of the entry at at, as it was read the first time.
+func (s *entrySource) text(at *entryAt) ([]byte, error) {
+	var v valueScan
+	v.reset(s.python, true)
+	col, done := at.col, false
+	feed := func(line []byte, _, _ int64) {
+		if !done {
+			_, done = v.feed(line, col)
+			col = 0
+		}
+	}
+	if s.python {
+		feed = literalLinesFrom(s.ref, at.first, feed)
+	}
+	sec := io.NewSectionReader(s.r, at.from, at.to-at.from)
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(sec, 16<<10)
+	} else {
+		s.br.Reset(sec)
+	}
+	if err := linesOf(s.br, at.from, feed); err != nil {
+		return nil, fmt.Errorf("reading the summary again: %w", err)
+	}
+	if !done || v.tooLarge || v.sum != at.sum {
+		return nil, errChanged
+	}
+	return v.text, nil
+}
+
+// errChanged: what a summary read again holds is not what was read.
+var errChanged = errors.New("the file changed while its summary was read again: the rest of it is not imported")
 
 // summaryReader reads one summary dict over lines, in one pass: all its
 // requests, or in a pass again over a dict too large to hold at once,
@@ -222,6 +290,13 @@ type summaryReader struct {
 	sum    uint64
 	closed bool
 
+	// src reads the entries held again; nil: their text is held.
+	src *entrySource
+	// lineFrom and lineTo are where the line being read lies in the
+	// input; cur is where the entry being read lies.
+	lineFrom, lineTo int64
+	cur              entryAt
+
 	held    map[string]*heldRequest
 	order   []*heldRequest
 	bytes   int
@@ -233,18 +308,20 @@ type summaryReader struct {
 	broken  error
 }
 
-func newSummaryReader(python bool, maxReqs int, bad func(error)) *summaryReader {
+// newSummaryReader returns a reader of a summary dict, which holds at
+// most maxReqs requests; src, when not nil, reads its entries again.
+func newSummaryReader(python bool, maxReqs int, src *entrySource, bad func(error)) *summaryReader {
 	if maxReqs <= 0 {
 		maxReqs = DefaultMaxPending
 	}
-	return &summaryReader{python: python, first: true, mod: 1, seed: maphash.MakeSeed(), maxReqs: maxReqs,
+	return &summaryReader{python: python, first: true, mod: 1, seed: maphash.MakeSeed(), maxReqs: maxReqs, src: src,
 		maxBytes: summaryHeldBytes, bad: bad, held: map[string]*heldRequest{}, notList: -1, sum: fnvOffset}
 }
 
 // again returns a reader of the same dict for a pass over the requests
 // whose id hashes to res modulo mod.
 func (r *summaryReader) again(mod, res uint64) *summaryReader {
-	return &summaryReader{python: r.python, mod: mod, res: res, seed: r.seed, maxReqs: r.maxReqs,
+	return &summaryReader{python: r.python, mod: mod, res: res, seed: r.seed, maxReqs: r.maxReqs, src: r.src,
 		maxBytes: r.maxBytes, bad: func(error) {}, held: map[string]*heldRequest{}, notList: -1, sum: fnvOffset}
 }
 
@@ -271,10 +348,13 @@ func (r *summaryReader) fail(line []byte, i int, format string, args ...any) (in
 	return r.step(line, i)
 }
 
-// feed reads line from i (a line of the dict, its line end removed) and
-// returns where the dict ends and true, or len(line) and false.
-func (r *summaryReader) feed(line []byte, i int) (int, bool) {
+// feed reads line from i (a line of the dict, its line end removed),
+// which lies from from to to in the input (in a log: the log line whose
+// message it is), and returns where the dict ends and true, or len(line)
+// and false.
+func (r *summaryReader) feed(line []byte, i int, from, to int64) (int, bool) {
 	r.lines++
+	r.lineFrom, r.lineTo = from, to
 	end, closed := r.step(line, i)
 	seg := line[i:end]
 	r.fed += int64(len(seg)) + 1
@@ -391,12 +471,14 @@ func (r *summaryReader) step(line []byte, i int) (int, bool) {
 				return r.fail(line, i, "expected an entry")
 			}
 			r.val.reset(r.python, true)
+			r.cur = entryAt{from: r.lineFrom, col: i, first: r.lines == 1}
 			r.at = inItem
 		case inItem:
 			j, done := r.val.feed(line, i)
 			if !done {
 				return j, false
 			}
+			r.cur.to, r.cur.sum = r.lineTo, r.val.sum
 			r.entry()
 			r.index++
 			r.at, i = atItemSep, j
@@ -552,12 +634,17 @@ func (r *summaryReader) hold(t int, id string) {
 		r.order = append(r.order, h)
 		r.bytes += heldOverhead + len(id)
 	}
-	if h.texts[t] != nil {
+	if h.held&(1<<t) != 0 {
 		h.dups[t]++
 		return
 	}
-	h.texts[t] = bytes.Clone(r.val.text)
-	r.bytes += len(h.texts[t])
+	h.held |= 1 << t
+	if r.src != nil {
+		h.at[t] = r.cur // read again once the dict ends
+	} else {
+		h.texts[t] = bytes.Clone(r.val.text)
+		r.bytes += len(h.texts[t])
+	}
 	if len(r.order) > r.maxReqs || r.bytes > r.maxBytes {
 		r.over, r.overAt = true, r.fed
 		r.held, r.order, r.bytes = nil, nil, 0
@@ -633,17 +720,26 @@ func (r *summaryReader) problem() error {
 
 // requests hands on each request kept, in the order its first entry came:
 // its entries as a summary of its own, which summaryRows groups as it
-// groups a whole dict's.
-func (r *summaryReader) requests(bad func(error), fn func(sr *forms.SummaryRequest)) {
-	for i, h := range r.order {
-		r.order[i] = nil
+// groups a whole dict's. It stops at an entry that cannot be read again as
+// it was read (the file changed).
+func (r *summaryReader) requests(bad func(error), fn func(sr *forms.SummaryRequest)) error {
+	order := r.order
+	r.order, r.held = nil, nil
+	for i, h := range order {
+		order[i] = nil
 		doc := literal.Value{Kind: literal.Object}
 		for t, text := range h.texts {
 			for range h.dups[t] {
 				bad(fmt.Errorf("%s: a second entry of request %q", summaryTables[t].name, literal.Clip(h.id)))
 			}
-			if text == nil {
+			if h.held&(1<<t) == 0 {
 				continue
+			}
+			if r.src != nil {
+				var err error
+				if text, err = r.src.text(&h.at[t]); err != nil {
+					return err
+				}
 			}
 			v, err := r.parse(text)
 			if err != nil {
@@ -664,7 +760,7 @@ func (r *summaryReader) requests(bad func(error), fn func(sr *forms.SummaryReque
 			fn(&reqs[j])
 		}
 	}
-	r.order, r.held = nil, nil
+	return nil
 }
 
 // passes reads the dict again, from read, once per part of its requests
@@ -696,22 +792,29 @@ func (r *summaryReader) passes(feedAll func(*summaryReader) error, bad func(erro
 			return fmt.Errorf("reading the summary again: %w: the rest of it is not imported", err)
 		}
 		if !pass.closed || pass.sum != r.sum {
-			return errors.New("the file changed while its summary was read again: the rest of it is not imported")
+			return errChanged
 		}
 		if pass.over {
 			todo = append(todo, part{2 * p.mod, p.res + p.mod}, part{2 * p.mod, p.res})
 			continue
 		}
-		pass.requests(bad, fn)
+		if err := pass.requests(bad, fn); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // readLines feeds fn the lines of r from off to end as the import reads
 // them: split at line ends, which are removed, and a line longer than
-// MaxLine skipped.
-func readLines(r io.ReaderAt, off, end int64, fn func([]byte)) error {
-	br := bufio.NewReaderSize(io.NewSectionReader(r, off, end-off), 64<<10)
+// MaxLine skipped; each with where it lies.
+func readLines(r io.ReaderAt, off, end int64, fn func(line []byte, from, to int64)) error {
+	return linesOf(bufio.NewReaderSize(io.NewSectionReader(r, off, end-off), 64<<10), off, fn)
+}
+
+// linesOf feeds fn the lines of br, which begins at offset off of the
+// input, as readLines does.
+func linesOf(br *bufio.Reader, off int64, fn func(line []byte, from, to int64)) error {
 	var long []byte
 	tooLong := false
 	for {
@@ -722,15 +825,18 @@ func readLines(r io.ReaderAt, off, end int64, fn func([]byte)) error {
 			} else {
 				tooLong, long = true, long[:0]
 			}
+			off += int64(len(chunk))
 			continue
 		}
 		line := chunk
 		if len(long) > 0 {
 			line = append(long, chunk...)
 		}
+		from := off - int64(len(line)-len(chunk))
+		off += int64(len(chunk))
 		line = bytes.TrimSuffix(line, newline)
 		if !tooLong && (len(line) > 0 || err == nil) && len(line) <= MaxLine {
-			fn(line)
+			fn(line, from, from+int64(len(line)))
 		}
 		long, tooLong = long[:0], false
 		if err == io.EOF {
@@ -746,9 +852,14 @@ func readLines(r io.ReaderAt, off, end int64, fn func([]byte)) error {
 // the first of them was read from (see logScanner.line): its first line's
 // message after [Summary], and each line continuing it (a message that
 // begins with a space).
-func literalLines(ref time.Time, fn func([]byte)) func([]byte) {
-	first := true
-	return func(line []byte) {
+func literalLines(ref time.Time, fn func(line []byte, from, to int64)) func([]byte, int64, int64) {
+	return literalLinesFrom(ref, true, fn)
+}
+
+// literalLinesFrom is literalLines of lines whose first is the literal's
+// first only when first is set.
+func literalLinesFrom(ref time.Time, first bool, fn func(line []byte, from, to int64)) func([]byte, int64, int64) {
+	return func(line []byte, from, to int64) {
 		l := strings.TrimRight(string(line), "\r")
 		if first {
 			l = strings.TrimPrefix(l, literal.BOM)
@@ -756,11 +867,11 @@ func literalLines(ref time.Time, fn func([]byte)) func([]byte) {
 		_, msg := forms.SplitLogLine(l, ref, time.UTC, nil) // only the message is read again
 		if first {
 			first = false
-			fn([]byte(strings.TrimPrefix(strings.TrimSpace(msg), "[Summary] ")))
+			fn([]byte(strings.TrimPrefix(strings.TrimSpace(msg), "[Summary] ")), from, to)
 			return
 		}
 		if strings.HasPrefix(msg, " ") {
-			fn([]byte(msg))
+			fn([]byte(msg), from, to)
 		}
 	}
 }

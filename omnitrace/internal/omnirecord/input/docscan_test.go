@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -230,5 +231,61 @@ func TestADocumentThatCannotBeReadIsSaidIfItNeverEnds(t *testing.T) {
 	c := readFrom(t, []byte(doc), Options{}, nil)
 	if len(c.problems) != 2 || !strings.Contains(c.problems[1], "expected") {
 		t.Errorf("problems %q, want the entry and the document said", c.problems)
+	}
+}
+
+// TestEntriesReadAgainAreTheEntriesRead: of a file, a summary's entries
+// are held as where they lie and read again once it ends; what that makes
+// is what holding their text makes, whatever the lines look like (CR LF
+// ends, a byte-order mark, an entry on the document's first line, two
+// documents on one line, entries over lines, a log's [Summary] dict among
+// other processes' lines, coloured prefixes); and an entry that is no
+// longer what was read is said, not imported.
+func TestEntriesReadAgainAreTheEntriesRead(t *testing.T) {
+	cases := map[string][]byte{
+		"a summary":                  summaryDoc(20, true),
+		"CR LF ends and a BOM":       append([]byte("\ufeff"), bytes.ReplaceAll(summaryDoc(5, false), []byte("\n"), []byte("\r\n"))...),
+		"an entry on the first line": []byte(`{"stage_table": [{"request_id": "a", "stages": [{"stage_id": 0, "forward_time_ms": 2}]},` + "\n" + `{"request_id": "b", "stages": [{"stage_id": 0, "forward_time_ms": 3}]}], "e2e_table": [{"request_id": "a", "e2e_total_ms": 9}]}` + "\n"),
+		"two documents on one line":  []byte(`{"e2e_table": [{"request_id": "a", "e2e_total_ms": 9}]} {"e2e_table": [{"request_id": "b",` + "\n" + ` "e2e_total_ms": 4}]}` + "\n"),
+		"a log's [Summary] dict": logOf("[Summary] {'stage_table': [{'request_id': 'a', 'stages': [{'stage_id': 0,",
+			"                                              'forward_time_ms': 2}]},",
+			"(EngineCore pid=7) a line of another process",
+			"  {'request_id': 'b', 'stages': [{'stage_id': 0, 'forward_time_ms': 3}]}],",
+			" 'e2e_table': [{'request_id': 'a', 'e2e_total_ms': 9}]}"),
+		"coloured prefixes": []byte("\x1b[32mINFO\x1b[0m 11-30 09:14:15 [stats.py:590] [Summary] {'e2e_table': [{'request_id': 'a',\n" +
+			"\x1b[32mINFO\x1b[0m 11-30 09:14:15 [stats.py:590]  'e2e_total_ms': 9}]}\n"),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			held := readFrom(t, data, Options{}, nil)
+			again := readFrom(t, data, Options{}, bytes.NewReader(data))
+			if len(held.reqs) == 0 {
+				t.Fatalf("no request read; problems %q", held.problems)
+			}
+			if got, want := keysOf(again), keysOf(held); !slices.Equal(got, want) {
+				t.Errorf("read again: %q, held: %q", got, want)
+			}
+			for i := range held.reqs {
+				if i < len(again.reqs) && !reflect.DeepEqual(again.reqs[i], held.reqs[i]) {
+					t.Errorf("request %d read again:\n%+v\nheld:\n%+v", i, again.reqs[i], held.reqs[i])
+				}
+			}
+			if !slices.Equal(again.problems, held.problems) {
+				t.Errorf("problems read again %q, held %q", again.problems, held.problems)
+			}
+			// The same file, its first end-to-end time 1 ms more after it
+			// was read.
+			i := bytes.Index(data, []byte("e2e_total_ms"))
+			j := i + bytes.IndexAny(data[i:], "0123456789")
+			changed := slices.Clone(data)
+			changed[j]++
+			c := readFrom(t, data, Options{}, bytes.NewReader(changed))
+			if !slices.ContainsFunc(c.problems, func(p string) bool { return strings.Contains(p, "changed") }) {
+				t.Errorf("a changed entry: problems %q, want the change said", c.problems)
+			}
+			if got, want := len(c.reqs), len(held.reqs); got >= want {
+				t.Errorf("a changed entry: %d requests imported of %d", got, want)
+			}
+		})
 	}
 }

@@ -76,7 +76,9 @@ type Input struct {
 	sumFirstOff int64
 	sumStart    int64
 	reread      io.ReaderAt
-	Skipped     int // records skipped, and requests dropped unfinished
+	// src reads a summary document's entries again from reread.
+	src     *entrySource
+	Skipped int // records skipped, and requests dropped unfinished
 }
 
 // NewInput returns an input whose reference time is ref: the time a log
@@ -326,7 +328,9 @@ func (in *Input) logSummary(rec logRecord) {
 		in.coll.add(sr.ID, "log", rec.at, rec.offset, false, sr.ApplyTo)
 	}
 	if !r.over {
-		r.requests(bad, add)
+		if err := r.requests(bad, add); err != nil {
+			bad(err)
+		}
 		return
 	}
 	if in.reread == nil {
@@ -334,9 +338,9 @@ func (in *Input) logSummary(rec logRecord) {
 		return
 	}
 	err := r.passes(func(p *summaryReader) error {
-		return readLines(in.reread, rec.offset, rec.end, literalLines(in.scan.ref, func(line []byte) {
+		return readLines(in.reread, rec.offset, rec.end, literalLines(in.scan.ref, func(line []byte, from, to int64) {
 			if !p.closed {
-				p.feed(line, 0)
+				p.feed(line, 0, from, to)
 			}
 		}))
 	}, bad, add)
@@ -398,10 +402,10 @@ func (in *Input) summaryLine(line []byte, offset, base int64) {
 				return
 			}
 			first := in.lineNo
-			in.sum = newSummaryReader(false, in.opts.MaxPending, func(err error) { in.problem(first, err) })
+			in.sum = newSummaryReader(false, in.opts.MaxPending, in.src, func(err error) { in.problem(first, err) })
 			in.sumFirst, in.sumFirstOff, in.sumStart = first, offset, base+int64(i)
 		}
-		end, closed := in.sum.feed(line, i)
+		end, closed := in.sum.feed(line, i, base, base+int64(len(line)))
 		if !closed {
 			return
 		}
@@ -429,7 +433,9 @@ func (in *Input) summaryDone(r *summaryReader, first int, firstOff, lastOff, sta
 		in.handOn(sr.Build("summary", in.coll.handedOn(sr.ID, firstOff, lastOff)), first)
 	}
 	if !r.over {
-		r.requests(bad, handOn)
+		if err := r.requests(bad, handOn); err != nil {
+			in.problem(first, err)
+		}
 		return
 	}
 	if in.reread == nil {
@@ -437,9 +443,9 @@ func (in *Input) summaryDone(r *summaryReader, first int, firstOff, lastOff, sta
 		return
 	}
 	err := r.passes(func(p *summaryReader) error {
-		return readLines(in.reread, start, end, func(line []byte) {
+		return readLines(in.reread, start, end, func(line []byte, from, to int64) {
 			if !p.closed {
-				p.feed(line, 0)
+				p.feed(line, 0, from, to)
 			}
 		})
 	}, bad, handOn)
@@ -451,7 +457,11 @@ func (in *Input) summaryDone(r *summaryReader, first int, firstOff, lastOff, sta
 // ReadAgain says the input can be read again at its offsets (a regular
 // file): a summary document whose requests are too many to hold at once
 // is then read in parts, from r, rather than skipped.
-func (in *Input) ReadAgain(r io.ReaderAt) { in.reread = r }
+func (in *Input) ReadAgain(r io.ReaderAt) {
+	in.reread = r
+	in.src = newEntrySource(r, false, in.ref)
+	in.scan.src = newEntrySource(r, true, in.ref)
+}
 
 // Tick hands on the requests of a followed log that have had no record
 // for idle, finished or not.

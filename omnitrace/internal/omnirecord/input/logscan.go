@@ -66,8 +66,12 @@ type logScanner struct {
 	bad  func(lineNo int, err error)
 	last time.Time
 	n    int // the number of the line being read
-	// lineEnd is where the line being read ends in the input.
-	lineEnd int64
+	// lineOff and lineEnd are where the line being read starts and ends
+	// in the input.
+	lineOff, lineEnd int64
+	// src, when not nil, reads the input again: a [Summary] dict's
+	// entries are read again from it rather than held (see summaryReader).
+	src *entrySource
 
 	tables map[string]*boxTable
 	tabAt  map[string]logRecord
@@ -100,7 +104,7 @@ const maxOpenGap = 1000
 // line reads line number n (without its line end), which starts at offset
 // and ends at end in the input.
 func (s *logScanner) line(line string, offset, end int64, n int) {
-	s.n, s.lineEnd = n, end
+	s.n, s.lineOff, s.lineEnd = n, offset, end
 	if s.gap++; s.gap > maxOpenGap && (s.litOpen || len(s.tables) > 0) {
 		s.dropOpen(fmt.Sprintf("left unfinished for %d lines", maxOpenGap))
 	}
@@ -285,7 +289,7 @@ func (s *logScanner) openLiteral(first string, rec logRecord) {
 	s.litOpen, s.litRec, s.litSum = true, rec, nil
 	if rec.summary {
 		line := rec.lineNo
-		s.litSum = newSummaryReader(true, s.maxPending, func(err error) { s.bad(line, err) })
+		s.litSum = newSummaryReader(true, s.maxPending, s.src, func(err error) { s.bad(line, err) })
 	} else {
 		s.lit.reset(true, true)
 	}
@@ -301,7 +305,7 @@ func (s *logScanner) literalLine(line string) {
 	var end int
 	var done bool
 	if s.litSum != nil {
-		end, done = s.litSum.feed(b, 0)
+		end, done = s.litSum.feed(b, 0, s.lineOff, s.lineEnd)
 	} else {
 		end, done = s.lit.feed(b, 0)
 	}
