@@ -3,6 +3,7 @@ module github.com/otelomni/otelomni/omnitrace
 go 1.26.0
 
 require (
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/goccy/go-json v0.12.0
 	github.com/json-iterator/go v1.1.12
 	github.com/otelomni/otelomni v0.0.0-00010101000000-000000000000
@@ -18,6 +19,8 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.opentelemetry.io/proto/otlp v1.11.1
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
+	gonum.org/v1/gonum v0.17.0
 	google.golang.org/protobuf v1.36.12
 )
 
