@@ -8,6 +8,7 @@
 //	omnitrace import -follow [-checkpoint FILE] [-idle D] FILE
 //	omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
 //	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
+//	omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on PCT] BASE NEW
 //
 // import reads what vLLM-Omni writes (its orchestrator's summary dicts, the
 // [OmniTiming] lines and per-request tables of its log, its older event
@@ -59,6 +60,9 @@ const usage = `usage:
   omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
   omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
   omnitrace recover [-out FILE] DIR                   export the spans a dead engine's crash journal holds
+  omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on 10%] BASE NEW
+                                                      what changed between two runs (each FILE[,FILE...])
+  omnitrace diff -jaeger URL -service NAME BASE NEW   the same, each side a time window START/END (-2h/-1h)
 `
 
 func main() {
@@ -87,6 +91,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runSummary(ctx, args[1:], stdin, stdout, stderr)
 	case "recover":
 		return runRecover(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return runDiff(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

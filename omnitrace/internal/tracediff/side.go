@@ -409,7 +409,10 @@ func (s *Side) stageLabel(r stageRaw) string {
 	if r.transfer {
 		l = fmt.Sprintf("transfer %d->%s", r.id, r.name)
 	} else {
-		l = fmt.Sprintf("%s %d %s", label(r.typ), r.id, display(r.name))
+		l = fmt.Sprintf("%s %d", label(r.typ), r.id)
+		if n := display(r.name); n != "" {
+			l += " " + n
+		}
 	}
 	if len(s.labels) >= maxLabels {
 		clear(s.labels)
