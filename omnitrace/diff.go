@@ -231,27 +231,27 @@ func writeHTML(name string, rep *tracediff.Report, names tracediff.Names) error 
 }
 
 // parseWindow reads a -jaeger side's time window, START/END: each an RFC
-// 3339 time, "now", or a duration before now ("-2h").
+// 3339 time, now, or a time before now (now-2h).
 func parseWindow(s string, now time.Time) ([2]time.Time, error) {
 	var w [2]time.Time
 	a, b, ok := strings.Cut(s, "/")
 	if !ok {
-		return w, fmt.Errorf("window %q: START/END, such as -2h/-1h or 2026-01-05T10:00:00Z/2026-01-05T11:00:00Z", sanitize.Display(s, 64))
+		return w, fmt.Errorf("window %q: START/END, such as now-2h/now-1h or 2026-01-05T10:00:00Z/2026-01-05T11:00:00Z", sanitize.Display(s, 64))
 	}
 	for i, p := range []string{a, b} {
-		switch {
+		switch ago, rel := strings.CutPrefix(p, "now-"); {
 		case p == "now":
 			w[i] = now
-		case strings.HasPrefix(p, "-"):
-			d, err := time.ParseDuration(p)
-			if err != nil || d > 0 || d < -100*365*24*time.Hour {
-				return w, fmt.Errorf("window %q: %q is not a duration before now", sanitize.Display(s, 64), sanitize.Display(p, 64))
+		case rel:
+			d, err := time.ParseDuration(ago)
+			if err != nil || d < 0 || d > 100*365*24*time.Hour {
+				return w, fmt.Errorf("window %q: %q is not now less a duration", sanitize.Display(s, 64), sanitize.Display(p, 64))
 			}
-			w[i] = now.Add(d)
+			w[i] = now.Add(-d)
 		default:
 			t, err := time.Parse(time.RFC3339Nano, p)
 			if err != nil {
-				return w, fmt.Errorf("window %q: %q is not an RFC 3339 time, now, or a duration before now", sanitize.Display(s, 64), sanitize.Display(p, 64))
+				return w, fmt.Errorf("window %q: %q is not an RFC 3339 time, now, or now less a duration", sanitize.Display(s, 64), sanitize.Display(p, 64))
 			}
 			w[i] = t
 		}

@@ -62,7 +62,7 @@ const usage = `usage:
   omnitrace recover [-out FILE] DIR                   export the spans a dead engine's crash journal holds
   omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on 10%] BASE NEW
                                                       what changed between two runs (each FILE[,FILE...])
-  omnitrace diff -jaeger URL -service NAME BASE NEW   the same, each side a time window START/END (-2h/-1h)
+  omnitrace diff -jaeger URL -service NAME BASE NEW   the same, each side a time window START/END (now-2h/now-1h)
 `
 
 func main() {
