@@ -6,7 +6,7 @@
 //
 //	omnitrace import [-out FILE] [-format F] [-start T] [-run NAME] [-tz ZONE] [FILE ...]
 //	omnitrace import -follow [-checkpoint FILE] [-idle D] FILE
-//	omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
+//	omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [-critical] [TRACE_ID]
 //	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
 //	omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on PCT] BASE NEW
 //
@@ -57,7 +57,7 @@ const usage = `usage:
                                                       vLLM-Omni's summaries, logs or records to traces (stdin when no FILE)
   omnitrace import -follow [-checkpoint FILE] [-idle 10s] FILE
                                                       the same, as the engine appends to FILE
-  omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
+  omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [-critical] [TRACE_ID]
   omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
   omnitrace recover [-out FILE] DIR                   export the spans a dead engine's crash journal holds
   omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on 10%] BASE NEW
@@ -190,6 +190,7 @@ func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	src := source{stdin: stdin}
 	src.flags(fs)
 	requestID := fs.String("request", "", "pick the trace whose omni.request.id is this (with -file)")
+	critical := fs.Bool("critical", false, "mark with * the cells on each request's critical path")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -236,7 +237,7 @@ func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *requestID != "" {
 		only = []string{*requestID}
 	}
-	n := tracetable.Write(stdout, pick, only...)
+	n := tracetable.WriteWith(stdout, pick, tracetable.Options{Critical: *critical}, only...)
 	if note != "" {
 		fmt.Fprintf(stdout, "note: %s\n", note)
 	}
