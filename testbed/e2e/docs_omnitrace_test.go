@@ -37,13 +37,13 @@ const (
 )
 
 // omnitracePath is the PATH under which the page's commands find the
-// `omnitrace` built in the clone: `export PATH=$PWD:$PATH`, as it says.
+// `omnitrace` built in the clone: `export PATH=$PWD/bin:$PATH`, as it says.
 func omnitracePath(t *testing.T, s *docSession) string {
 	t.Helper()
 	if _, ok := s.state["omnitrace"]; !ok {
 		t.Fatal("no omnitrace built (docs/omnitrace.md#omnitrace/1 did not run)")
 	}
-	return "PATH=" + s.ws.clone + string(os.PathListSeparator) + os.Getenv("PATH")
+	return "PATH=" + filepath.Join(s.ws.clone, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
 // otRun runs a command of the page to its end, with the built omnitrace
@@ -58,7 +58,7 @@ func otRun(t *testing.T, s *docSession, c string) (stdout, stderr string) {
 func otFile(t *testing.T, s *docSession, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	omnitracePath(t, s)
-	c := exec.CommandContext(s.ctx, filepath.Join(s.ws.clone, "omnitrace"), args...)
+	c := exec.CommandContext(s.ctx, filepath.Join(s.ws.clone, "bin", "omnitrace"), args...)
 	c.Dir = s.ws.clone
 	c.Env = docEnv()
 	var out, errb strings.Builder
@@ -75,11 +75,11 @@ func otFile(t *testing.T, s *docSession, args ...string) (code int, stdout, stde
 }
 
 // runBuildOmnitrace: the build leaves an executable `omnitrace` in the
-// clone's root.
+// clone's bin/.
 func runBuildOmnitrace(t *testing.T, s *docSession, c string) {
 	s.run(t, c)
-	st, err := os.Stat(filepath.Join(s.ws.clone, "omnitrace"))
-	if err != nil || st.Mode().Perm()&0o111 == 0 {
+	st, err := os.Stat(filepath.Join(s.ws.clone, "bin", "omnitrace"))
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		t.Fatalf("%s: no executable omnitrace (%v)", c, err)
 	}
 	s.state["omnitrace"] = true

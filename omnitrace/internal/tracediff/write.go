@@ -4,6 +4,7 @@
 package tracediff
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,17 @@ func (r *Report) Method() string {
 // WriteText writes the report as tables a person reads: benchstat's
 // columns, "~" where a change is not significant.
 func (r *Report) WriteText(w io.Writer, names Names) error {
+	var b bytes.Buffer
+	r.writeText(&b, names)
+	for line := range strings.Lines(b.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Report) writeText(w io.Writer, names Names) {
 	fmt.Fprintf(w, "base: %s: %s\n", names.Base, r.Base.describe())
 	fmt.Fprintf(w, "new:  %s: %s\n", names.New, r.New.describe())
 	fmt.Fprintf(w, "tests: %s\n\n", r.Method())
@@ -53,9 +65,7 @@ func (r *Report) WriteText(w io.Writer, names Names) error {
 			measured(row.New), center(row.New.P50, row.New.P50Lo, row.New.P50Hi), center(row.New.P99, row.New.P99Lo, row.New.P99Hi),
 			row.durationChange(), row.measuredChange())
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	tw.Flush()
 	fmt.Fprintf(w, "\ncritical path: each row's share of the requests' length on it (self: a stage's own time, in none of its phases)\n\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%sstage\tphase\t│ base\t│ new\t│ vs base\n", head)
@@ -67,7 +77,7 @@ func (r *Report) WriteText(w io.Writer, names Names) error {
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t│ %s\t│ %s\t│ %s\n", lead, c.Stage, c.Phase, pct(c.BaseShare), pct(c.NewShare), c.change())
 	}
-	return tw.Flush()
+	tw.Flush()
 }
 
 func (c Counts) describe() string {
