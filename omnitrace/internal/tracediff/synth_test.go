@@ -42,6 +42,23 @@ type synth struct {
 	t   time.Time
 }
 
+// hexIDs are the ids of spans, made once.
+var hexIDs = func() []string {
+	ids := make([]string, 1<<16)
+	for i := range ids {
+		ids[i] = strconv.FormatInt(int64(i), 16)
+	}
+	return ids
+}()
+
+// hexID is n in hex: an id unique within a side's traces.
+func hexID(n int) string {
+	if n < len(hexIDs) {
+		return hexIDs[n]
+	}
+	return strconv.FormatInt(int64(n), 16)
+}
+
 func newSynth(seed uint64, r run) *synth {
 	return &synth{rng: rand.New(rand.NewPCG(seed, 7)), run: r, t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 }
@@ -64,7 +81,7 @@ func (s *synth) present(modality string, p phaseSpec) bool {
 
 func (s *synth) span(tid, parent, name string, start, end time.Time, kv ...attribute.KeyValue) traceview.Span {
 	s.n++
-	sp := traceview.Span{TraceID: tid, SpanID: strconv.FormatInt(int64(s.n), 16), ParentID: parent, Name: name, Start: start, End: end}
+	sp := traceview.Span{TraceID: tid, SpanID: hexID(s.n), ParentID: parent, Name: name, Start: start, End: end}
 	if len(kv) > 0 {
 		sp.Attrs = make(map[string]attribute.Value, len(kv))
 	}
@@ -86,7 +103,7 @@ var (
 // diffusion draws a single-stage diffusion request of a modality (image,
 // video) whose durations are scaled by k.
 func (s *synth) diffusion(modality string, k float64) []traceview.Span {
-	tid := strconv.FormatInt(int64(s.n+1), 16)
+	tid := hexID(s.n + 1)
 	t := s.t
 	s.t = s.t.Add(time.Second)
 	ph := map[string]phaseSpec{}
@@ -95,7 +112,7 @@ func (s *synth) diffusion(modality string, k float64) []traceview.Span {
 		ph[p.name] = p
 	}
 	var out []traceview.Span
-	reqID := strconv.FormatInt(int64(s.n+1), 16)
+	reqID := hexID(s.n + 1)
 	req := s.span(tid, "", "omni.request", t, t, attribute.String("omni.output.modality", modality), attribute.String("omni.stage.type", "diffusion"))
 	cur := t
 	phase := func(parent, name string, d time.Duration) {
@@ -106,7 +123,7 @@ func (s *synth) diffusion(modality string, k float64) []traceview.Span {
 		phase(reqID, p.name, s.dur(modality, p))
 	}
 	execStart := cur
-	execID := strconv.FormatInt(int64(s.n+1), 16)
+	execID := hexID(s.n + 1)
 	out = append(out, s.span(tid, reqID, "omni.diffusion.exec", cur, cur)) // its end below
 	execIdx := len(out) - 1
 	if p := ph["queue_wait"]; s.present(modality, p) {
@@ -129,20 +146,19 @@ func (s *synth) diffusion(modality string, k float64) []traceview.Span {
 	return append([]traceview.Span{req}, out...)
 }
 
-// speech draws a three-stage audio request: thinker and talker LLM
-// stages, a code2wav stage streaming three chunks, a transfer between
-// each.
+// speech draws a two-stage audio request: a thinker LLM stage, a
+// transfer, a code2wav stage streaming three chunks.
 func (s *synth) speech() []traceview.Span {
 	const modality = "audio"
-	tid := strconv.FormatInt(int64(s.n+1), 16)
+	tid := hexID(s.n + 1)
 	t := s.t
 	s.t = s.t.Add(time.Second)
-	reqID := strconv.FormatInt(int64(s.n+1), 16)
+	reqID := hexID(s.n + 1)
 	req := s.span(tid, "", "omni.request", t, t, attribute.String("omni.output.modality", modality))
 	out := []traceview.Span{}
 	cur := t
 	stage := func(id int, name, typ string, body func(stageID string)) {
-		stageID := strconv.FormatInt(int64(s.n+1), 16)
+		stageID := hexID(s.n + 1)
 		out = append(out, s.span(tid, reqID, "omni.stage", cur, cur,
 			attribute.Int("omni.stage.id", id), attribute.String("omni.stage.name", name), attribute.String("omni.stage.type", typ)))
 		i := len(out) - 1
@@ -163,7 +179,7 @@ func (s *synth) speech() []traceview.Span {
 		}
 	}
 	transfer := func(from, to int) {
-		xID := strconv.FormatInt(int64(s.n+1), 16)
+		xID := hexID(s.n + 1)
 		out = append(out, s.span(tid, reqID, "omni.transfer", cur, cur,
 			attribute.Int("omni.transfer.from_stage", from), attribute.Int("omni.transfer.to_stage", to)))
 		i := len(out) - 1
@@ -180,9 +196,7 @@ func (s *synth) speech() []traceview.Span {
 	}
 	stage(0, "thinker", "llm", llm("thinker "))
 	transfer(0, 1)
-	stage(1, "talker", "llm", llm("talker "))
-	transfer(1, 2)
-	stage(2, "code2wav", "other", func(stageID string) {
+	stage(1, "code2wav", "other", func(stageID string) {
 		for i := range 3 {
 			d := s.dur(modality, phaseSpec{"output", 25, 1})
 			out = append(out, s.span(tid, stageID, "omni.output", cur, cur.Add(d), attribute.Int("omni.output.index", i), attribute.Bool("omni.output.final", i == 2)))
