@@ -167,6 +167,14 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	rep := tracediff.Compare(sides[0], sides[1], tracediff.Options{Alpha: fl.alpha, Correction: tracediff.Correction(fl.correction)})
+	// The report's file first: a reader of stdout that stops early (a
+	// pager, head) must not cost it.
+	if fl.html != "" {
+		if err := writeHTML(fl.html, rep, names); err != nil {
+			fmt.Fprintf(stderr, "omnitrace diff: -html: %s\n", sanitize.Display(err.Error(), 1024))
+			return 1
+		}
+	}
 	switch fl.format {
 	case "json":
 		err = rep.WriteJSON(stdout, names)
@@ -178,12 +186,6 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace diff: %s\n", sanitize.Display(err.Error(), 1024))
 		return 1
-	}
-	if fl.html != "" {
-		if err := writeHTML(fl.html, rep, names); err != nil {
-			fmt.Fprintf(stderr, "omnitrace diff: -html: %s\n", sanitize.Display(err.Error(), 1024))
-			return 1
-		}
 	}
 	if fail != nil {
 		if found := regressions(rep, fail); len(found) > 0 {

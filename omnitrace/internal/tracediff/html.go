@@ -61,7 +61,7 @@ func (r *Report) Charts() ([]Chart, error) {
 		if !row.Share.Significant {
 			continue
 		}
-		p, err := boxes("share of the request on its critical path", row.Base, row.New)
+		p, err := boxes("share of the request", row.Base, row.New)
 		if err != nil {
 			return nil, fmt.Errorf("drawing %s: %w", row.Key, err)
 		}
@@ -117,6 +117,7 @@ func bars(base, new float64) (*plot.Plot, error) {
 }
 
 func draw(title string, p *plot.Plot) (Chart, error) {
+	p.Title.TextStyle.Font.Size = vg.Points(9)
 	wt, err := p.WriterTo(4*vg.Inch, 3*vg.Inch, "svg")
 	if err != nil {
 		return Chart{}, err
