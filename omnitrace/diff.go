@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,6 +153,18 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if stdinUsed > 1 {
 			return usageErr("stdin (-) can be read once")
 		}
+		if fl.html != "" {
+			// Writing the report must not replace an input.
+			if out, err := os.Stat(fl.html); err == nil {
+				for i := range 2 {
+					for _, name := range strings.Split(fs.Arg(i), ",") {
+						if in, err := os.Stat(name); err == nil && os.SameFile(in, out) {
+							return usageErr(fmt.Sprintf("-html %s is one of the inputs", fl.html))
+						}
+					}
+				}
+			}
+		}
 		for i := range 2 {
 			r := &diffReader{side: sides[i], stdin: stdin, stderr: stderr, maxSpans: fl.maxSpans, what: []string{"base", "new"}[i]}
 			if err := r.read(ctx, strings.Split(fs.Arg(i), ",")); err != nil {
@@ -289,9 +302,19 @@ type diffReader struct {
 // several files, merged into one request).
 func (d *diffReader) read(ctx context.Context, names []string) error {
 	var forms []string
+	var seen []os.FileInfo
 	for _, name := range names {
 		if name == "" {
 			return fmt.Errorf("%s: an empty file name", d.what)
+		}
+		if fi, err := os.Stat(name); err == nil && name != "-" {
+			// A file named twice in one side is read once: its requests
+			// would count twice.
+			if slices.ContainsFunc(seen, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
+				fmt.Fprintf(d.stderr, "omnitrace diff: %s: %s is named twice: read once\n", d.what, sanitize.Display(name, 256))
+				continue
+			}
+			seen = append(seen, fi)
 		}
 		otlp, err := d.isOTLP(name)
 		if err != nil {

@@ -118,3 +118,26 @@ func TestDiffOfHostileInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffRefusesToWriteOverAnInputAndReadsAFileOnce: -html naming an
+// input is a usage error (the input stays); a file named twice in one side
+// is read once.
+func TestDiffRefusesToWriteOverAnInputAndReadsAFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	otlp := filepath.Join(dir, "t.json")
+	run(context.Background(), []string{"import", "-out", otlp, filepath.Join(testdata, "vllm.log")}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	before, err := os.ReadFile(otlp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := diffRun(t, "", "-html", otlp, otlp, otlp); code != 2 || !strings.Contains(errOut, "is one of the inputs") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if after, _ := os.ReadFile(otlp); !bytes.Equal(before, after) {
+		t.Error("the input was written over")
+	}
+	code, out, errOut := diffRun(t, "", otlp+","+otlp, otlp)
+	if code != 0 || !strings.Contains(out, "base: "+otlp+","+otlp+": 3 requests") || !strings.Contains(errOut, "is named twice: read once") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
