@@ -25,7 +25,10 @@
 // for a phase not measured. summary prints, per phase, how many requests
 // measured it and the p50, p90, p99 and max of its durations. Neither ever
 // adds phases together, and neither prints more than a person reads,
-// whatever the trace holds. Every command's memory is bounded by its
+// whatever the trace holds. diff compares two runs row by row (modality,
+// stage, phase): the share of requests that measured each phase, p50 and
+// p99, their change and its significance, each row's share of the
+// requests' critical path. Every command's memory is bounded by its
 // settings, whatever the length of its input (docs/omnitrace.md, Memory).
 package main
 
