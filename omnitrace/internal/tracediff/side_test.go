@@ -217,3 +217,35 @@ func TestASideIsBoundedWhateverItsInput(t *testing.T) {
 		t.Errorf("request row: measured %d, seen %d, kept %d", r.measured, r.res.seen, len(r.res.vals))
 	}
 }
+
+// TestByModelSplitsRows: with ByModel, each model's requests make rows of
+// their own, and the table names the model.
+func TestByModelSplitsRows(t *testing.T) {
+	add := func(s *Side) {
+		for i, m := range []string{"Qwen/Qwen-Image", "black-forest-labs/FLUX.1", ""} {
+			tid := fmt.Sprint(i)
+			s.Add([]traceview.Span{
+				sp(tid, "r", "", "omni.request", 0, 100, attribute.String("gen_ai.request.model", m), attribute.String("omni.output.modality", "image")),
+				sp(tid, "e", "r", "omni.diffusion.exec", 0, 90),
+			})
+		}
+	}
+	by, all := NewSide(Settings{ByModel: true}), NewSide(Settings{})
+	add(by)
+	add(all)
+	for _, m := range []string{"Qwen/Qwen-Image", "black-forest-labs/FLUX.1", stageNone} {
+		if r := rowOf(t, by, 0, Key{Modality: "image", Model: m, Stage: "diffusion", Phase: "exec"}); r.measured != 1 {
+			t.Errorf("%s: %d requests measured exec, want 1", m, r.measured)
+		}
+	}
+	if r := rowOf(t, all, 0, Key{Modality: "image", Stage: "diffusion", Phase: "exec"}); r.measured != 3 {
+		t.Errorf("without ByModel: %d requests measured exec, want 3", r.measured)
+	}
+	var b strings.Builder
+	if err := Compare(by, by, Options{}).WriteText(&b, Names{"a", "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nmodel ") || !strings.Contains(b.String(), "black-forest-labs/FLUX.1  image") {
+		t.Errorf("the table does not name the models:\n%s", b.String())
+	}
+}
