@@ -94,32 +94,9 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	fail, err := parseFailOn(fl.failOn)
-	switch {
-	case err != nil:
+	fail, err := fl.check(fs)
+	if err != nil {
 		return usageErr(err.Error())
-	case fs.NArg() != 2:
-		return usageErr("diff compares two sides: BASE and NEW")
-	case fl.by != "" && fl.by != "model":
-		return usageErr("-by takes model")
-	case fl.format != "text" && fl.format != "json" && fl.format != "csv":
-		return usageErr("-format is text, json or csv")
-	case fl.correction != string(tracediff.Holm) && fl.correction != string(tracediff.BH):
-		return usageErr("-correction is holm or bh")
-	case !(fl.alpha > 0 && fl.alpha < 1):
-		return usageErr("-alpha lies between 0 and 1")
-	case fl.samples < 2 || fl.samples > maxDiffSamples:
-		return usageErr(fmt.Sprintf("-samples is from 2 to %d", maxDiffSamples))
-	case fl.maxRows < 1 || fl.maxRows > maxDiffRows:
-		return usageErr(fmt.Sprintf("-max-rows is from 1 to %d", maxDiffRows))
-	case fl.maxSpans <= 0:
-		return usageErr("-max-spans is above 0")
-	case fl.jaeger != "" && fl.service == "":
-		return usageErr("-service is needed with -jaeger")
-	case fl.jaeger == "" && fl.service != "":
-		return usageErr("-service goes with -jaeger")
-	case fl.limit <= 0:
-		return usageErr("-limit is above 0")
 	}
 	set := tracediff.Settings{Samples: fl.samples, MaxRows: fl.maxRows, ByModel: fl.by == "model"}
 	sides := [2]*tracediff.Side{tracediff.NewSide(set), tracediff.NewSide(set)}
@@ -209,6 +186,42 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	return 0
+}
+
+// check checks the flags and the arguments, and returns -fail-on.
+func (fl *diffFlags) check(fs *flag.FlagSet) (*failOn, error) {
+	fail, err := parseFailOn(fl.failOn)
+	var bad string
+	switch {
+	case err != nil:
+		return nil, err
+	case fs.NArg() != 2:
+		bad = "diff compares two sides: BASE and NEW"
+	case fl.by != "" && fl.by != "model":
+		bad = "-by takes model"
+	case fl.format != "text" && fl.format != "json" && fl.format != "csv":
+		bad = "-format is text, json or csv"
+	case fl.correction != string(tracediff.Holm) && fl.correction != string(tracediff.BH):
+		bad = "-correction is holm or bh"
+	case !(fl.alpha > 0 && fl.alpha < 1):
+		bad = "-alpha lies between 0 and 1"
+	case fl.samples < 2 || fl.samples > maxDiffSamples:
+		bad = fmt.Sprintf("-samples is from 2 to %d", maxDiffSamples)
+	case fl.maxRows < 1 || fl.maxRows > maxDiffRows:
+		bad = fmt.Sprintf("-max-rows is from 1 to %d", maxDiffRows)
+	case fl.maxSpans <= 0:
+		bad = "-max-spans is above 0"
+	case fl.jaeger != "" && fl.service == "":
+		bad = "-service is needed with -jaeger"
+	case fl.jaeger == "" && fl.service != "":
+		bad = "-service goes with -jaeger"
+	case fl.limit <= 0:
+		bad = "-limit is above 0"
+	}
+	if bad != "" {
+		return nil, errors.New(bad)
+	}
+	return fail, nil
 }
 
 // Bounds of diff's settings: memory is their product (see
