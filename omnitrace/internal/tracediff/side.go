@@ -218,7 +218,7 @@ func (s *Side) Add(trace []traceview.Span) {
 		s.problemTraces++
 	}
 	indexed := false
-	stack := append(s.stack[:0], make([]item, 0, len(roots))...)
+	stack := s.stack[:0]
 	for _, r := range roots {
 		stack = append(stack, item{n: r})
 	}
