@@ -29,7 +29,7 @@ demo:
 ## fuzz runs of the record parser, the import's readers of every form and
 ## its merge of several forms of one request, the import's spans against
 ## the record path's, the OTLP/JSON reader, the trace-tree builders and the
-## table, the string bounding, the import's OTLP requests, and the crash
+## table, diff's critical path and comparison, the string bounding, the import's OTLP requests, and the crash
 ## journal's recovery and decoder.
 test: lint unit fuzz
 
@@ -65,6 +65,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/tracetable
+	$(GO) test -run '^$$' -fuzz '^FuzzCriticalPath$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/critpath
+	$(GO) test -run '^$$' -fuzz '^FuzzCompare$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/tracediff
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./internal/sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./omnitrace
 	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
