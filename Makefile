@@ -29,8 +29,8 @@ demo:
 ## fuzz runs of the record parser, the import's readers of every form and
 ## its merge of several forms of one request, the import's spans against
 ## the record path's, the OTLP/JSON reader, the trace-tree builders and the
-## table, diff's critical path and comparison, the string bounding, the import's OTLP requests, and the crash
-## journal's recovery and decoder.
+## table, diff's critical path and comparison, the string bounding, the
+## import's OTLP requests, and the crash journal's recovery and decoder.
 test: lint unit fuzz
 
 lint: vet staticcheck
