@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,31 +85,44 @@ func writeDiffBenchInput(b *testing.B, path string, seed uint64, n int, k float6
 
 // BenchmarkDiff measures omnitrace diff of two OTLP/JSON files of 100 000
 // requests each against omnitrace summary of each, in turns within each
-// iteration, so that a machine busy with other work slows both alike:
-// diff/summary is the ratio of the two times, summary-s and diff-s each
-// one's seconds.
+// iteration: summary-s and diff-s are each one's seconds, diff/summary
+// their ratio, and diff/summary-cpu the ratio of the CPU time the process
+// spent on each (its own and its collector's, from getrusage), which
+// other work on a busy machine changes far less than the time.
 func BenchmarkDiff(b *testing.B) {
 	n := diffBenchRequests(b)
 	dir := b.TempDir()
 	base, new := filepath.Join(dir, "base.json"), filepath.Join(dir, "new.json")
 	writeDiffBenchInput(b, base, 1, n, 1)
 	writeDiffBenchInput(b, new, 2, n, 1.05)
-	var summary, diff time.Duration
+	var summary, diff, summaryCPU, diffCPU time.Duration
 	for b.Loop() {
-		t := time.Now()
+		t, c := time.Now(), cpuTime(b)
 		for _, f := range []string{base, new} {
 			if code := run(context.Background(), []string{"summary", "-file", f}, nil, io.Discard, io.Discard); code != 0 {
 				b.Fatalf("summary: exit %d", code)
 			}
 		}
 		summary += time.Since(t)
-		t = time.Now()
+		summaryCPU += cpuTime(b) - c
+		t, c = time.Now(), cpuTime(b)
 		if code := run(context.Background(), []string{"diff", base, new}, nil, io.Discard, io.Discard); code != 0 {
 			b.Fatalf("diff: exit %d", code)
 		}
 		diff += time.Since(t)
+		diffCPU += cpuTime(b) - c
 	}
 	b.ReportMetric(summary.Seconds()/float64(b.N), "summary-s")
 	b.ReportMetric(diff.Seconds()/float64(b.N), "diff-s")
 	b.ReportMetric(float64(diff)/float64(summary), "diff/summary")
+	b.ReportMetric(float64(diffCPU)/float64(summaryCPU), "diff/summary-cpu")
+}
+
+// cpuTime is the CPU time the process has spent, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
