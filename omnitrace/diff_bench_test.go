@@ -54,7 +54,8 @@ func writeDiffBenchInput(b *testing.B, path string, seed uint64, n int, k float6
 	var batch []traceview.Span
 	for i := range n {
 		tid := fmt.Sprintf("%016x%016x", seed, i)
-		id := func(k int) string { return fmt.Sprintf("%08x%08x", i, k) }
+		// Ids from 1: an id of zeros is no id in OTLP.
+		id := func(k int) string { return fmt.Sprintf("%08x%08x", i+1, k) }
 		t := t0.Add(time.Duration(i) * 10 * time.Millisecond)
 		span := func(k int, parent, name string, start time.Time, l time.Duration) traceview.Span {
 			return traceview.Span{TraceID: tid, SpanID: id(k), ParentID: parent, Name: name, Start: start, End: start.Add(l)}
