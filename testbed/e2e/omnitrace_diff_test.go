@@ -45,7 +45,7 @@ func diffTraces(seed uint64, n int, r diffRun) []traceview.Span {
 	var out []traceview.Span
 	for i := range n {
 		tid := fmt.Sprintf("%016x%016x", seed, i)
-		id := func(k int) string { return fmt.Sprintf("%08x%08x", i, k) }
+		id := func(k int) string { return fmt.Sprintf("%08x%08x", i+1, k) } // an id of zeros is no id in OTLP
 		t := r.start.Add(time.Duration(i) * time.Second)
 		req := traceview.Span{TraceID: tid, SpanID: id(0), Name: "omni.request", Start: t,
 			Attrs: map[string]attribute.Value{"omni.output.modality": attribute.StringValue("image"), "omni.stage.type": attribute.StringValue("diffusion")}}
