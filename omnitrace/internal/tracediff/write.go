@@ -81,7 +81,7 @@ func (r *Report) writeText(w io.Writer, names Names) {
 }
 
 func (c Counts) describe() string {
-	s := fmt.Sprintf("%d requests in %d traces", c.Requests, c.Traces)
+	s := plural(c.Requests, "request") + " in " + plural(c.Traces, "trace")
 	var notes []string
 	if c.NoLength > 0 {
 		notes = append(notes, fmt.Sprintf("%d ending before they start, not measured", c.NoLength))
@@ -96,6 +96,13 @@ func (c Counts) describe() string {
 		s += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return s
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func (r *Report) byModel() bool {
