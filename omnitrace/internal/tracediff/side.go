@@ -5,14 +5,10 @@ package tracediff
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/plan"
-	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/omnitrace/internal/critpath"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
@@ -453,127 +449,3 @@ func (s *Side) add(t []*row, table int, id int32, v float64) *row {
 	return rw
 }
 
-// singleStage names the stage of a single-stage request: its
-// omni.stage.type, else what its phases are.
-func singleStage(req *traceview.Node) string {
-	if t := req.Span.Str(string(attrs.StageTypeKey)); t != "" {
-		return label(t)
-	}
-	for _, c := range req.Children {
-		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
-			if p >= plan.LLMQueue && p <= plan.LLMDecode {
-				return attrs.StageLLM
-			}
-			if p < plan.LLMQueue {
-				return attrs.StageDiffusion
-			}
-		}
-	}
-	return stageNone
-}
-
-func phaseOf(c *traceview.Span) string {
-	if p, ok := spans.LookupSpanName(c.Name); ok {
-		return p.String()
-	}
-	if c.Name == spans.OutputSpanName {
-		return PhaseOutput
-	}
-	return display(c.Name)
-}
-
-func phaseRank(c *traceview.Span) int {
-	if p, ok := spans.LookupSpanName(c.Name); ok {
-		return int(p) + 1
-	}
-	if c.Name == spans.OutputSpanName {
-		return plan.NumPhases + 2
-	}
-	return plan.NumPhases + 3
-}
-
-func lengthUnmeasured(s *traceview.Span) bool {
-	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
-	return v
-}
-
-func bad(s *traceview.Span) bool { return s.End.Before(s.Start) }
-
-// maxLabel bounds the strings of a row's key, in bytes.
-const maxLabel = 64
-
-// display bounds a string from the trace for a row's key: valid UTF-8,
-// no control characters.
-func display(s string) string { return sanitize.Display(s, maxLabel) }
-
-// label is display, "-" for nothing.
-func label(s string) string {
-	if s == "" {
-		return stageNone
-	}
-	return display(s)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// clip is c's interval within the request's.
-func clip(c, req *traceview.Span) interval {
-	iv := interval{c.Start, c.End}
-	if iv.start.Before(req.Start) {
-		iv.start = req.Start
-	}
-	if iv.end.After(req.End) {
-		iv.end = req.End
-	}
-	if iv.end.Before(iv.start) {
-		iv.end = iv.start
-	}
-	return iv
-}
-
-// union is the time the intervals cover, each instant once: overlapping
-// phases are never added up. It sorts ivs.
-func union(ivs []interval) time.Duration {
-	slices.SortFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
-	var total time.Duration
-	var cur interval
-	for i, iv := range ivs {
-		switch {
-		case i == 0:
-			cur = iv
-		case iv.start.After(cur.end):
-			total += cur.end.Sub(cur.start)
-			cur = iv
-		case iv.end.After(cur.end):
-			cur.end = iv.end
-		}
-	}
-	if len(ivs) > 0 {
-		total += cur.end.Sub(cur.start)
-	}
-	return total
-}
-
-// reservoir keeps a uniform sample of at most max values (Vitter's
-// algorithm R), from a generator seeded per row: the same input keeps the
-// same sample.
-type reservoir struct {
-	max, seen int
-	seed      uint64
-	vals      []float64
-	rng       *rand.Rand
-}
-
-func (r *reservoir) add(v float64) {
-	r.seen++
-	if len(r.vals) < r.max {
-		r.vals = append(r.vals, v)
-		return
-	}
-	if r.rng == nil {
-		r.rng = rand.New(rand.NewPCG(r.seed, 0x6f6d6e69))
-	}
-	if i := r.rng.IntN(r.seen); i < r.max {
-		r.vals[i] = v
-	}
-}
