@@ -73,4 +73,3 @@ func label(s string) string {
 	}
 	return display(s)
 }
-

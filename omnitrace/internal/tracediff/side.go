@@ -448,4 +448,3 @@ func (s *Side) add(t []*row, table int, id int32, v float64) *row {
 	rw.res.add(v)
 	return rw
 }
-
