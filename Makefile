@@ -16,7 +16,7 @@ BENCHCOUNT  ?= 5
 # stops at a module's edge.
 PKGS        := github.com/otelomni/otelomni/...
 
-.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin prometheus-bin sizing clean
+.PHONY: demo test lint vet staticcheck unit fuzz bench import-bench load jaeger fleet jaeger-bin otelcol-bin prometheus-bin chromium-bin sizing clean
 
 ## demo: a simulated pipeline instrumented end to end; needs no server.
 ## Then a request that kills its engine (SIGKILL, mid-request) and the
@@ -29,8 +29,8 @@ demo:
 ## fuzz runs of the record parser, the import's readers of every form and
 ## its merge of several forms of one request, the import's spans against
 ## the record path's, the OTLP/JSON reader, the trace-tree builders and the
-## table, the string bounding, the import's OTLP requests, and the crash
-## journal's recovery and decoder.
+## table, diff's critical path and comparison, the string bounding, the
+## import's OTLP requests, and the crash journal's recovery and decoder.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -46,7 +46,7 @@ staticcheck:
 # The end-to-end tests need Jaeger, and the fleet tests the tier's
 # collector; OTELOMNI_REQUIRE_JAEGER makes them fail, not skip, if either is
 # missing.
-unit: $(JAEGER) $(OTELCOL) prometheus-bin
+unit: $(JAEGER) $(OTELCOL) prometheus-bin chromium-bin
 	OTELOMNI_REQUIRE_JAEGER=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # Each fuzz target runs FUZZTIME executions; go test fuzzes one target at a
@@ -65,6 +65,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTable$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/tracetable
+	$(GO) test -run '^$$' -fuzz '^FuzzCriticalPath$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/critpath
+	$(GO) test -run '^$$' -fuzz '^FuzzCompare$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/tracediff
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./internal/sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./omnitrace
 	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
@@ -113,6 +115,13 @@ $(OTELCOL): tools/otelcol/go.mod tools/otelcol/go.sum tools/otelcol/main.go
 prometheus-bin:
 	@command -v prometheus >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }; }
 	@prometheus --version 2>&1 | head -1
+
+## chromium-bin: install Debian's Chromium, which the test of `omnitrace
+## diff -html` opens the report in, headless, with a fresh profile and no
+## network. Needs root, as apt-get does.
+chromium-bin:
+	@command -v chromium >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }; }
+	@chromium --version 2>&1 | head -1
 
 ## sizing: the measured memory of the tail-sampling decision caches and
 ## decision timer, per entry (docs/fleet.md, "Sizing").

@@ -6,8 +6,9 @@
 //
 //	omnitrace import [-out FILE] [-format F] [-start T] [-run NAME] [-tz ZONE] [FILE ...]
 //	omnitrace import -follow [-checkpoint FILE] [-idle D] FILE
-//	omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
+//	omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [-critical] [TRACE_ID]
 //	omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
+//	omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on PCT] BASE NEW
 //
 // import reads what vLLM-Omni writes (its orchestrator's summary dicts, the
 // [OmniTiming] lines and per-request tables of its log, its older event
@@ -24,7 +25,10 @@
 // for a phase not measured. summary prints, per phase, how many requests
 // measured it and the p50, p90, p99 and max of its durations. Neither ever
 // adds phases together, and neither prints more than a person reads,
-// whatever the trace holds. Every command's memory is bounded by its
+// whatever the trace holds. diff compares two runs row by row (modality,
+// stage, phase): the share of requests that measured each phase, p50 and
+// p99, their change and its significance, each row's share of the
+// requests' critical path. Every command's memory is bounded by its
 // settings, whatever the length of its input (docs/omnitrace.md, Memory).
 package main
 
@@ -56,9 +60,12 @@ const usage = `usage:
                                                       vLLM-Omni's summaries, logs or records to traces (stdin when no FILE)
   omnitrace import -follow [-checkpoint FILE] [-idle 10s] FILE
                                                       the same, as the engine appends to FILE
-  omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [TRACE_ID]
+  omnitrace table  (-jaeger URL | -file FILE [-max-spans N]) [-request ID] [-critical] [TRACE_ID]
   omnitrace summary (-jaeger URL -service NAME [-since 1h] | -file FILE [-max-spans N])
   omnitrace recover [-out FILE] DIR                   export the spans a dead engine's crash journal holds
+  omnitrace diff [-by model] [-format text|json|csv] [-html FILE] [-fail-on 10%] BASE NEW
+                                                      what changed between two runs (each FILE[,FILE...])
+  omnitrace diff -jaeger URL -service NAME BASE NEW   the same, each side a time window START/END (now-2h/now-1h)
 `
 
 func main() {
@@ -87,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runSummary(ctx, args[1:], stdin, stdout, stderr)
 	case "recover":
 		return runRecover(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return runDiff(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -184,6 +193,7 @@ func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	src := source{stdin: stdin}
 	src.flags(fs)
 	requestID := fs.String("request", "", "pick the trace whose omni.request.id is this (with -file)")
+	critical := fs.Bool("critical", false, "mark with * the cells on each request's critical path")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -230,7 +240,7 @@ func runTable(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *requestID != "" {
 		only = []string{*requestID}
 	}
-	n := tracetable.Write(stdout, pick, only...)
+	n := tracetable.WriteWith(stdout, pick, tracetable.Options{Critical: *critical}, only...)
 	if note != "" {
 		fmt.Fprintf(stdout, "note: %s\n", note)
 	}

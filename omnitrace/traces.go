@@ -142,14 +142,14 @@ func (w *traceWindow) notes() string {
 	return strings.Join(n, "; ")
 }
 
-// viewKeys are the attributes table and summary read; a span is held with
+// viewKeys are the attributes table, summary and diff read; a span is held with
 // those alone (see slim).
 var viewKeys = []string{string(attrs.RequestIDKey), string(attrs.StageIDKey), string(attrs.StageNameKey),
 	string(attrs.StageTypeKey), string(attrs.TransferFromStageKey), string(attrs.TransferToStageKey),
 	string(attrs.NumInferenceStepsKey), string(attrs.LengthUnmeasuredKey), string(attrs.ErrorTypeKey),
-	string(attrs.OutputIndexKey)}
+	string(attrs.OutputIndexKey), string(attrs.OutputModalityKey), string(attrs.RequestModelKey)}
 
-// slim returns what table and summary read of a span: its ids, name,
+// slim returns what table, summary and diff read of a span: its ids, name,
 // times, status and the attributes of viewKeys. A span held costs a few
 // hundred bytes, whatever attributes it carried.
 func slim(s *traceview.Span) traceview.Span {

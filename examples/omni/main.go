@@ -47,6 +47,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the simulated durations")
 	waterfall := flag.Bool("waterfall", false, "print waterfalls and the summary even when exporting")
 	manifest := flag.String("manifest", "", "write each request's id, pipeline and special case to this file (JSON lines)")
+	flag.StringVar(&outFile, "out", "", "with no OTEL_* exporter set: also write every process's spans to this OTLP/JSON file")
 	stage := flag.String("stage", "", "run as this stage's process (internal)")
 	pipe := flag.String("pipeline", "", "the stage's pipeline (internal)")
 	flag.Parse()
@@ -101,6 +102,9 @@ func (c *child) call(m pipeline.Message) (pipeline.Message, error) {
 		return pipeline.Message{}, errors.New("stage process did not answer in 30s")
 	}
 }
+
+// outFile is -out: where the embedded mode also writes the spans.
+var outFile string
 
 // spanSink gathers every process's spans in the embedded mode.
 type spanSink struct {
@@ -202,6 +206,11 @@ func runGateway(out io.Writer, requests, concurrency int, seed uint64, waterfall
 	}
 	_ = tel.Shutdown(ctx)
 	fmt.Fprintf(out, "served %d requests (%d failed)\n", requests, failed)
+	if outFile != "" && embedded() {
+		if err := writeSpans(outFile, sink.spans); err != nil {
+			return err
+		}
+	}
 
 	if show {
 		traces := traceview.ByTrace(sink.spans)
@@ -232,6 +241,19 @@ func runGateway(out io.Writer, requests, concurrency int, seed uint64, waterfall
 		return fmt.Errorf("%d requests failed", failed)
 	}
 	return nil
+}
+
+// writeSpans writes the spans to an OTLP/JSON file.
+func writeSpans(name string, ss []traceview.Span) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := traceview.WriteOTLPJSON(f, ss); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // serve sends one request through its pipeline's stages.

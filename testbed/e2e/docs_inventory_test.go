@@ -239,6 +239,27 @@ func docsInventory() []docEntry {
 			{prefix: "omnitrace summary -file t.json", run: runSummaryFile},
 		}},
 		{key: summarySampleKey, contains: "requests", checkedBy: "docs/omnitrace.md#omnitrace-summary/1"},
+		{key: diffOmniKey, contains: "-mix slow=1", cmds: []docCmd{
+			{prefix: "go run ./examples/omni -requests 40 -out base.json", run: runDiffExample},
+			{prefix: "go run ./examples/omni -requests 40 -mix slow=1 -slow 150ms -out new.json", run: runDiffExample},
+			{prefix: "omnitrace diff base.json new.json", run: runDiffOmni},
+			{prefix: "omnitrace diff -fail-on 50% base.json new.json; echo $?", run: runDiffFailOn},
+		}},
+		{key: diffLogsKey, contains: "before/vllm.log", cmds: []docCmd{
+			{prefix: "omnitrace diff before/vllm.log after/summary.json,after/vllm.log", run: runDiffLogs},
+		}},
+		{key: diffSampleKey, contains: "critical path:", checkedBy: diffLogsKey},
+		{key: diffCritKey, contains: "-critical", cmds: []docCmd{
+			{prefix: "omnitrace table -critical -file new.json -request chatcmpl-speech-00010000", run: runTableCritical},
+		}},
+		{key: diffFormatsKey, contains: "-format json", cmds: []docCmd{
+			{prefix: "omnitrace diff -format json base.json new.json > diff.json", run: runDiffJSON},
+			{prefix: "omnitrace diff -format csv base.json new.json > diff.csv", run: runDiffCSV},
+			{prefix: "omnitrace diff -html report.html base.json new.json", run: runDiffHTML},
+			{prefix: "omnitrace diff -jaeger http://127.0.0.1:16686 -service omni-gateway now-2h/now-1h now-1h/now", covered: &docCover{
+				reason: "two runs an hour apart in the reader's Jaeger; the test sends two runs an hour apart to a Jaeger and diffs their windows",
+				tests:  []string{"TestDiffReadsJaegerWindows"}}},
+		}},
 		{key: "docs/omnitrace.md#omnitrace-recover/1", contains: "omnitrace recover", cmds: []docCmd{
 			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 omnitrace recover /var/lib/engine/journal", covered: &docCover{
 				reason: "reads the crash journal of the reader's engine in /var/lib, which the tests do not write; the same command on the journal of an engine killed with SIGKILL",

@@ -17,6 +17,7 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/omnitrace/internal/critpath"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -41,6 +42,19 @@ type (
 // can read whatever the trace holds. Spans that could not be placed in the
 // tree (a shared id, a loop of parents) are noted under the table.
 func Write(w io.Writer, trace []traceview.Span, requestIDs ...string) int {
+	return WriteWith(w, trace, Options{}, requestIDs...)
+}
+
+// Options change what [WriteWith] writes.
+type Options struct {
+	// Critical marks with * each cell whose span held part of the
+	// request's critical path (see critpath), and says under the table
+	// how much of the request the path gave to no phase.
+	Critical bool
+}
+
+// WriteWith is [Write] with options.
+func WriteWith(w io.Writer, trace []traceview.Span, o Options, requestIDs ...string) int {
 	roots, problems := traceview.Trees(trace)
 	requests := requestNodes(roots)
 	if len(requestIDs) > 0 {
@@ -52,8 +66,22 @@ func Write(w io.Writer, trace []traceview.Span, requestIDs ...string) int {
 	if len(shown) > maxTables {
 		shown = shown[:maxTables]
 	}
+	var paths *critpath.Trace
 	for _, root := range shown {
 		t := newTable()
+		var own time.Duration
+		if o.Critical {
+			if paths == nil {
+				paths = critpath.New(roots)
+			}
+			t.critical = map[*span]bool{}
+			for _, seg := range paths.Path(root) {
+				t.critical[seg.Node.Span] = true
+				if seg.Node == root {
+					own += seg.Duration()
+				}
+			}
+		}
 		if kindOf(root) == kindMulti {
 			for _, c := range root.Children {
 				switch c.Span.Name {
@@ -61,14 +89,14 @@ func Write(w io.Writer, trace []traceview.Span, requestIDs ...string) int {
 					id, _ := c.Span.Int(string(attrs.StageIDKey))
 					col := t.column(fmt.Sprintf("%d %s", id, sanitize.Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell)), int(id)*2+1)
 					if !lengthUnmeasured(c.Span) {
-						t.set("stage", 0, col, c.Span.Duration())
+						t.set("stage", 0, col, c.Span)
 					}
 					t.scope(c, col)
 				case spans.TransferSpanName:
 					from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
 					to, _ := c.Span.Int(string(attrs.TransferToStageKey))
 					col := t.column(fmt.Sprintf("%d->%d", from, to), int(from)*2+2)
-					t.set("transfer", 0, col, c.Span.Duration())
+					t.set("transfer", 0, col, c.Span)
 					t.phases(c, plan.TransferParts(), col)
 				}
 			}
@@ -90,6 +118,9 @@ func Write(w io.Writer, trace []traceview.Span, requestIDs ...string) int {
 		}
 		fmt.Fprintf(w, "request %q  trace %s  %s%s\n", sanitize.Display(s.Str(string(attrs.RequestIDKey)), maxIDCell), sanitize.Display(s.TraceID, maxIDCell), length, status)
 		t.write(w)
+		if o.Critical {
+			fmt.Fprintf(w, "  * on the critical path (the spans that decided when the request ended); %.3f ms of it in no phase\n", ms(own))
+		}
 		fmt.Fprintln(w)
 	}
 	if n := len(requests) - len(shown); n > 0 {
@@ -215,6 +246,8 @@ type table struct {
 	order []string
 	// hiddenCols and hiddenRows count what the bounds left out.
 	hiddenCols, hiddenRows int
+	// critical holds the spans on the critical path, when marked.
+	critical map[*span]bool
 }
 
 type tableCol struct {
@@ -225,7 +258,14 @@ type tableCol struct {
 type tableRow struct {
 	label string
 	rank  int
-	cells map[int][]time.Duration
+	cells map[int][]cellValue
+}
+
+// cellValue is one span's duration in a cell, and whether the span held
+// part of the critical path.
+type cellValue struct {
+	d        time.Duration
+	critical bool
 }
 
 func newTable() *table { return &table{rows: map[string]*tableRow{}} }
@@ -240,7 +280,8 @@ func (t *table) column(name string, rank int) int {
 	return len(t.cols) - 1
 }
 
-func (t *table) set(label string, rank, col int, d time.Duration) {
+func (t *table) set(label string, rank, col int, s *span) {
+	d := s.Duration()
 	if col < 0 || d < 0 {
 		return // a span that ends before it starts is noted, never shown
 	}
@@ -250,11 +291,11 @@ func (t *table) set(label string, rank, col int, d time.Duration) {
 			t.hiddenRows++
 			return
 		}
-		r = &tableRow{label: label, rank: rank, cells: map[int][]time.Duration{}}
+		r = &tableRow{label: label, rank: rank, cells: map[int][]cellValue{}}
 		t.rows[label] = r
 		t.order = append(t.order, label)
 	}
-	r.cells[col] = append(r.cells[col], d)
+	r.cells[col] = append(r.cells[col], cellValue{d, t.critical[s]})
 }
 
 func (t *table) scope(n *node, col int) {
@@ -270,7 +311,7 @@ func (t *table) scope(n *node, col int) {
 		} else {
 			label = fmt.Sprintf("output #%d", i)
 		}
-		t.set(label, plan.NumPhases*100+i, col, c.Span.Duration())
+		t.set(label, plan.NumPhases*100+i, col, c.Span)
 	}
 }
 
@@ -289,7 +330,7 @@ func (t *table) phases(n *node, expected []spans.Phase, col int) {
 					rank++
 				}
 			}
-			t.set(label, rank, col, c.Span.Duration())
+			t.set(label, rank, col, c.Span)
 			if nested := plan.NestedPhases(p); nested != nil {
 				t.phases(c, nested, col)
 			}
@@ -325,12 +366,16 @@ func (t *table) write(w io.Writer) {
 			cell := ""
 			if ds := r.cells[c]; len(ds) > 0 {
 				vals := make([]string, 0, maxCellValues+1)
-				for i, d := range ds {
+				for i, v := range ds {
 					if i == maxCellValues {
 						vals = append(vals, fmt.Sprintf("+%d more", len(ds)-i))
 						break
 					}
-					vals = append(vals, fmt.Sprintf("%.3f", ms(d)))
+					mark := ""
+					if v.critical {
+						mark = "*"
+					}
+					vals = append(vals, fmt.Sprintf("%.3f%s", ms(v.d), mark))
 				}
 				cell = strings.Join(vals, "/")
 			}

@@ -1,0 +1,143 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// diffRun runs omnitrace diff in process.
+func diffRun(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"diff"}, args...), strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const testdata = "internal/omnirecord/testdata"
+
+// TestDiffReadsTheFormsImportReads: a log against a summary and a log of
+// one run merged, as import merges them; the same request on both sides.
+func TestDiffReadsTheFormsImportReads(t *testing.T) {
+	code, out, errOut := diffRun(t, "", "-format", "json", filepath.Join(testdata, "vllm.log"),
+		filepath.Join(testdata, "run", "summary.json")+","+filepath.Join(testdata, "run", "vllm.log"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var rep struct {
+		Base struct{ Requests int } `json:"base_counts"`
+		New  struct{ Requests int } `json:"new_counts"`
+		Rows []struct {
+			Stage, Phase string
+			Base, New    struct{ Measured int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Base.Requests != 3 || rep.New.Requests != 3 {
+		t.Errorf("requests %d and %d, want 3 and 3", rep.Base.Requests, rep.New.Requests)
+	}
+	found := false
+	for _, r := range rep.Rows {
+		if r.Stage == "diffusion 1 dit" && r.Phase == "queue_wait" {
+			found = r.Base.Measured == 0 && r.New.Measured == 1
+		}
+	}
+	if !found {
+		t.Errorf("queue_wait: measured by the summary (as 0), not by the log: want 0 and 1 measured:\n%s", out)
+	}
+}
+
+// TestDiffReadsStdin: one side from stdin, OTLP/JSON or a log.
+func TestDiffReadsStdin(t *testing.T) {
+	dir := t.TempDir()
+	otlp := filepath.Join(dir, "t.json")
+	if code := run(context.Background(), []string{"import", "-out", otlp, filepath.Join(testdata, "vllm.log")}, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 1 {
+		t.Fatalf("import: exit %d (want 1: the log has a bad line)", code)
+	}
+	b, err := os.ReadFile(otlp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(testdata, "vllm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]string{"otlp": string(b), "log": string(log)} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := diffRun(t, in, "-", otlp)
+			if code != 0 || !strings.Contains(out, "base: -: 3 requests in 3 traces") || !strings.Contains(out, "new:  "+otlp+": 3 requests") {
+				t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestDiffOfHostileInputs: garbage, a side of one request, a file of
+// requests with nothing measured: a report or a clear error, never a
+// panic.
+func TestDiffOfHostileInputs(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	garbage := write("garbage", "\x00\xff{{{ not anything\n"+strings.Repeat("z", 1<<20)+"\n")
+	one := filepath.Join(testdata, "run", "events.jsonl")
+	bare := write("bare.json", `{"resourceSpans":[{"scopeSpans":[{"spans":[`+
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"omni.request","startTimeUnixNano":"1","endTimeUnixNano":"2"},`+
+		`{"traceId":"0102030405060708090a0b0c0d0e0f11","spanId":"0102030405060709","name":"omni.request","startTimeUnixNano":"9","endTimeUnixNano":"3"},`+
+		`{"traceId":"0102030405060708090a0b0c0d0e0f12","spanId":"010203040506070a","name":"omni.request","startTimeUnixNano":"18446744073709551615","endTimeUnixNano":"18446744073709551615"}`+
+		`]}]}]}`+"\n")
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		inOutput string
+	}{
+		{"garbage", []string{garbage, bare}, 1, "no omni.request found in BASE"},
+		{"one request against requests with nothing measured", []string{one, bare}, 0, "requests in"},
+		{"the same file on both sides", []string{bare, bare}, 0, "~"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := diffRun(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.inOutput) {
+				t.Errorf("exit %d, want %d with %q\n%s\n%s", code, tc.code, tc.inOutput, out, errOut)
+			}
+		})
+	}
+}
+
+// TestDiffRefusesToWriteOverAnInputAndReadsAFileOnce: -html naming an
+// input is a usage error (the input stays); a file named twice in one side
+// is read once.
+func TestDiffRefusesToWriteOverAnInputAndReadsAFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	otlp := filepath.Join(dir, "t.json")
+	run(context.Background(), []string{"import", "-out", otlp, filepath.Join(testdata, "vllm.log")}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	before, err := os.ReadFile(otlp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := diffRun(t, "", "-html", otlp, otlp, otlp); code != 2 || !strings.Contains(errOut, "is one of the inputs") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if after, _ := os.ReadFile(otlp); !bytes.Equal(before, after) {
+		t.Error("the input was written over")
+	}
+	code, out, errOut := diffRun(t, "", otlp+","+otlp, otlp)
+	if code != 0 || !strings.Contains(out, "base: "+otlp+","+otlp+": 3 requests") || !strings.Contains(errOut, "is named twice: read once") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,71 @@
+// Copyright The otelomni Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package tracediff
+
+import (
+	"math"
+	"testing"
+)
+
+// TestUTestOfTinyTiedSamplesIsNotZero: the exact U distribution with
+// ties gives 0 for samples of 3 and 1 that do not overlap; the least p a
+// two-sided test of them can give is 2/C(4,3) = 0.5.
+func TestUTestOfTinyTiedSamplesIsNotZero(t *testing.T) {
+	got := uTest([]float64{0.028, 1, 1}, []float64{0.0058}, 0.05)
+	if got.P < 0.5 {
+		t.Errorf("p = %v for [0.028 1 1] against [0.0058], want at least 0.5", got.P)
+	}
+	if got := uTest([]float64{1, 1, 1}, []float64{1, 1}, 0.05); got.P != 1 {
+		t.Errorf("p = %v for samples all equal, want 1", got.P)
+	}
+}
+
+// TestCorrections: Holm's and Benjamini–Hochberg's adjusted p-values of
+// a known family.
+func TestCorrections(t *testing.T) {
+	ps := []float64{0.01, 0.04, 0.03, 0.005}
+	for _, tc := range []struct {
+		c    Correction
+		want []float64
+	}{
+		// Holm: sorted 0.005 0.01 0.03 0.04 times 4 3 2 1, running max.
+		{Holm, []float64{0.03, 0.06, 0.06, 0.02}},
+		// BH: sorted times 4/1 4/2 4/3 4/4, running min from the top.
+		{BH, []float64{0.02, 0.04, 0.04, 0.02}},
+	} {
+		tests := make([]*Test, len(ps))
+		for i, p := range ps {
+			tests[i] = &Test{Done: true, P: p}
+		}
+		tests = append(tests, &Test{}) // not made: not counted
+		if n := correct(tests, Options{Alpha: 0.05, Correction: tc.c}.withDefaults()); n != len(ps) {
+			t.Errorf("%s: %d tests counted, want %d", tc.c, n, len(ps))
+		}
+		for i, want := range tc.want {
+			if math.Abs(tests[i].Adjusted-want) > 1e-12 {
+				t.Errorf("%s: p %v adjusted to %v, want %v", tc.c, ps[i], tests[i].Adjusted, want)
+			}
+			if tests[i].Significant != (want < 0.05) {
+				t.Errorf("%s: p %v significant %v", tc.c, ps[i], tests[i].Significant)
+			}
+		}
+	}
+}
+
+// TestShareTest: 90 % against 60 % of 200 is a change; 50 % against 50 %
+// is none; too few to expect 5 in a cell is no test.
+func TestShareTest(t *testing.T) {
+	if r := shareTest(180, 200, 120, 200); !r.Done || r.P > 1e-6 {
+		t.Errorf("90%% against 60%% of 200: %+v", r)
+	}
+	if r := shareTest(100, 200, 100, 200); !r.Done || r.P < 0.99 {
+		t.Errorf("50%% against 50%%: %+v", r)
+	}
+	if r := shareTest(2, 3, 1, 3); r.Done {
+		t.Errorf("3 requests a side: tested %+v", r)
+	}
+	if r := shareTest(5, 3, 1, 3); r.Done {
+		t.Errorf("more measured than requests: tested %+v", r)
+	}
+}
