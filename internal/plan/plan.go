@@ -47,12 +47,60 @@ func IsLLM(p spans.Phase) bool { return p >= LLMQueue && p <= LLMDecode }
 // Valid reports whether p is a phase of the catalogue.
 func Valid(p spans.Phase) bool { return p > 0 && int(p) < NumPhases }
 
-// The range of times a span can carry, as spans.InRange checks it.
+// The range of times a span can carry, as an Interval's Validate checks
+// it: OTLP encodes a time as nanoseconds since 1970, and the OpenTelemetry
+// Go SDK converts through int64 nanoseconds.
 var (
 	// MinTime is 1970-01-01T00:00:00Z.
 	MinTime = time.Unix(0, 0).UTC()
 	// MaxTime is 2262-04-11T23:47:16.854775807Z.
 	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// InRange reports whether t lies in the range a span can carry, from
+// MinTime to MaxTime, both included.
+func InRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
+
+// Phases returns every phase of the catalogue in tree order: the diffusion
+// phases, the LLM phases, then a transfer's parts.
+func Phases() []spans.Phase {
+	out := make([]spans.Phase, 0, NumPhases-1)
+	for p := spans.Phase(1); int(p) < NumPhases; p++ {
+		out = append(out, p)
+	}
+	return out
+}
+
+// LookupSpanName returns the phase whose span is named name, such as
+// "omni.llm.prefill".
+func LookupSpanName(name string) (spans.Phase, bool) {
+	for p := spans.Phase(1); int(p) < NumPhases; p++ {
+		if p.SpanName() == name {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// Names of the spans that are neither a request, a stage nor a phase.
+const (
+	// TransferSpanName is the span of one hand-over between two stages.
+	TransferSpanName = "omni.transfer"
+	// OutputSpanName is the span of one emitted output at a stage that is
+	// not a diffusion stage (an audio chunk, a text chunk).
+	OutputSpanName = "omni.output"
+	// BatchSpanName is the span of one forward pass that ran several
+	// requests together: the root of a trace of its own.
+	BatchSpanName = "omni.batch"
+	// EngineStartSpanName is the root of an engine's own trace: from its
+	// start to ready.
+	EngineStartSpanName = "omni.engine.start"
+	// EngineLoadSpanName is loading a model's weights.
+	EngineLoadSpanName = "omni.engine.load"
+	// EngineWarmupSpanName is the warm-up runs before serving.
+	EngineWarmupSpanName = "omni.engine.warmup"
+	// EngineStageInitSpanName is one stage's initialisation.
+	EngineStageInitSpanName = "omni.engine.stage_init"
 )
 
 // Parent says which span a phase's span hangs under.

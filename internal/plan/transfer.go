@@ -5,7 +5,6 @@ package plan
 
 import (
 	"errors"
-	"time"
 
 	"github.com/otelomni/otelomni/spans"
 )
@@ -48,19 +47,3 @@ func Transfer(dst []Span, r *spans.TransferRecord) ([]Span, spans.Interval, erro
 	return dst, spans.Between(start, end), errors.Join(errs...)
 }
 
-// TransferOf builds a transfer's record from the header the sender put in
-// the stage message and the receiver's measured receive-and-decode
-// interval, for the stage toStage. The in-flight part runs from the
-// header's TxEnd to rx's start, and is measured only when both are.
-func TransferOf(h spans.TransferHeader, toStage int, rx spans.Interval) spans.TransferRecord {
-	r := spans.TransferRecord{FromStage: h.FromStage, ToStage: toStage, Bytes: h.Bytes, Connector: h.Connector, RxDecode: rx}
-	if h.TxStart != 0 && h.TxEnd != 0 {
-		r.Tx = spans.Between(time.Unix(0, h.TxStart), time.Unix(0, h.TxEnd))
-	}
-	if h.TxEnd != 0 && rx.Measured() && !rx.Start().IsZero() {
-		// Strip the receiver's monotonic reading: the difference must be
-		// taken on the wall clocks, the only ones the two hosts share.
-		r.InFlight = spans.Between(time.Unix(0, h.TxEnd), rx.Start().Round(0))
-	}
-	return r
-}
