@@ -12,7 +12,6 @@ import (
 	"os"
 	"time"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -52,7 +51,7 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return usageFail(fmt.Sprintf("%s is not a directory", dir))
 	}
-	if err := otelsetup.CheckEnvironment(); err != nil {
+	if err := checkEnvironment(); err != nil {
 		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
 		return recoverUsage
 	}
@@ -101,12 +100,11 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		}
 		return newFileExporter(f), out, nil
 	case envNamesExporter():
-		e, err := autoexport.NewSpanExporter(ctx)
-		if err != nil {
+		// otelsetup's exporter: a collector's partial success is counted
+		// from its answer, as in an engine.
+		e, err := otelsetup.NewSpanExporter(ctx)
+		if err != nil || e == nil {
 			return nil, "", err
-		}
-		if autoexport.IsNoneSpanExporter(e) {
-			return nil, "", nil
 		}
 		return e, describeExporter(), nil
 	}

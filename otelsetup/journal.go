@@ -89,7 +89,7 @@ func isJournalDir(v string) error {
 }
 
 // journalOptions are the journal's settings from the environment.
-func journalOptions(env envValues) []journal.Option {
+func journalOptions(env *environ) []journal.Option {
 	var opts []journal.Option
 	if n, ok := env.nums[envJournalSize]; ok {
 		opts = append(opts, journal.WithSize(int(n)<<20))
@@ -128,7 +128,7 @@ type crashJournal struct {
 // a safe exporter of its own, whose counts are kept apart: the recovered
 // spans were never handed to this process's batch processor). It returns
 // nil, logged, when the journal cannot be opened.
-func openJournal(dir string, env envValues, exp sdktrace.SpanExporter, maxValue int) *crashJournal {
+func openJournal(dir string, env *environ, exp sdktrace.SpanExporter, maxValue int) *crashJournal {
 	j, err := journal.Open(dir, journalOptions(env)...)
 	if err != nil {
 		otel.Handle(fmt.Errorf("otelsetup: the crash journal is off: %w", err))

@@ -186,16 +186,19 @@ func TestSetupFromEnvironment(t *testing.T) {
 	}
 }
 
-func TestSetupMalformedVariableGivesErrorAndNoopTelemetry(t *testing.T) {
+// TestAnUnknownExporterIsIgnoredAndTracingStaysOn: a value no reader
+// knows is warned about, and the default exporter takes its place.
+func TestAnUnknownExporterIsIgnoredAndTracingStaysOn(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	errs := handled(t)
 	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-	if err == nil || tel == nil || tel.Enabled() {
-		t.Fatalf("err %v, tel %v: want an error and a usable no-op Telemetry", err, tel)
+	if err != nil || !tel.Enabled() || tel.Exporter() != "otlp (http/protobuf) to https://localhost:4318/v1/traces" {
+		t.Fatalf("err %v, enabled %v, exporting %s: want tracing on, to the default", err, tel.Enabled(), tel.Exporter())
 	}
-	if err := tel.Shutdown(context.Background()); err != nil {
-		t.Error(err)
-	}
+	oneWarning(t, errs(), "OTEL_TRACES_EXPORTER")
+	_ = tel.Shutdown(canceledContext()) // nothing sent to the default endpoint
 }
 
 func TestSetupSamplerFromEnvironment(t *testing.T) {

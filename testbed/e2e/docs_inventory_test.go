@@ -51,9 +51,9 @@ func docsInventory() []docEntry {
 		// docs/engine.md
 		{key: "docs/engine.md#the-engines-start/1", contains: "in.StartEngine", goex: &goExample{record: true, given: engineStartGiven, run: runEngineStart}},
 		{key: "docs/engine.md#the-engines-start/2", contains: "omni.engine.start", checkedBy: "docs/engine.md#the-engines-start/1"},
-		{key: "docs/engine.md#the-configuration-on-the-resource/1", contains: "WithEngineConfig", goex: &goExample{
+		{key: "docs/engine.md#the-configuration-on-the-resource/1", contains: "WithResourceAttributes", goex: &goExample{
 			given:   ctxGiven,
-			outcome: []string{"TestEngineConfigIsOnTheResource", "TestEngineConfigRecordsWhatIsSetAndNothingElse"}}},
+			outcome: []string{"TestResourceAttributesAreOnTheResourceAndWin"}}},
 		{key: "docs/engine.md#batches-and-their-links/1", contains: "trace of the batch", checkedBy: "docs/engine.md#batches-and-their-links/2"},
 		{key: "docs/engine.md#batches-and-their-links/2", contains: "runForwardPass()", goex: &goExample{record: true, given: batchLiveGiven, run: runBatchLive}},
 		{key: "docs/engine.md#batches-and-their-links/3", contains: "rb.Record(reqA, recA)", goex: &goExample{record: true, given: batchRecordGiven, run: runBatchRecord}},
