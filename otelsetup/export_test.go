@@ -5,15 +5,23 @@ package otelsetup_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -840,5 +848,132 @@ func TestRecoverWithNewSpanExporterCountsAPartialSuccess(t *testing.T) {
 				t.Errorf("Recover = %+v, %v: a plain exporter's partial success is a failure, the journal kept", rep, err)
 			}
 		})
+	}
+}
+
+// TestAnHTTPSEndpointTrustsTheCertificateNamed: over https, the exporters
+// Setup builds trust the certificate OTEL_EXPORTER_OTLP_CERTIFICATE names,
+// and only it, over HTTP and gRPC: the transport is Setup's own.
+func TestAnHTTPSEndpointTrustsTheCertificateNamed(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		for _, trusted := range []bool{true, false} {
+			t.Run(fmt.Sprint(protocol, " trusted ", trusted), func(t *testing.T) {
+				clearOTelEnv(t)
+				handled(t)
+				c := &collector{}
+				srv := httptest.NewUnstartedServer(c)
+				if protocol == "grpc" {
+					gs := grpc.NewServer()
+					coltrace.RegisterTraceServiceServer(gs, c)
+					srv.Config.Handler = gs
+					srv.EnableHTTP2 = true
+				}
+				srv.StartTLS()
+				t.Cleanup(srv.Close)
+				ca := filepath.Join(t.TempDir(), "ca.pem")
+				der := srv.Certificate().Raw
+				if !trusted {
+					der = selfSigned(t) // httptest's servers share one certificate
+				}
+				if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL) // https://127.0.0.1:port
+				t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+				t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+				if !trusted {
+					// The gRPC exporter tries again until its timeout.
+					t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+				}
+				tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+				_ = tel.ForceFlush(context.Background())
+				_ = tel.Shutdown(canceledContext())
+				if got := c.spans.Load(); (got == 1) != trusted {
+					t.Errorf("the collector got %d spans over TLS with the certificate trusted %v", got, trusted)
+				}
+			})
+		}
+	}
+}
+
+// TestHostileAnswersAreCountedAsTheyMean: a collector's answer is read
+// within bounds and believed only as far as the batch goes: a rejected
+// count beyond the batch rejects the batch, a negative one none, an
+// answer larger than the exporters read fails the export, a body that is
+// not an answer fails it.
+func TestHostileAnswersAreCountedAsTheyMean(t *testing.T) {
+	for _, c := range []struct {
+		name                       string
+		answer                     func(w http.ResponseWriter)
+		exported, rejected, failed uint64
+	}{
+		{"beyond the batch", answerWith(&coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{RejectedSpans: 1 << 62}}), 0, 3, 0},
+		{"negative", answerWith(&coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{RejectedSpans: -5}}), 3, 0, 0},
+		{"a message only", answerWith(&coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{ErrorMessage: "slow down"}}), 3, 0, 0},
+		{"8 MiB", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			_, _ = w.Write(make([]byte, 8<<20))
+		}, 0, 0, 3},
+		{"not protobuf", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			_, _ = w.Write([]byte("\xff\xff\xff garbage"))
+		}, 0, 0, 3},
+		{"another content type", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte("ok"))
+		}, 3, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearOTelEnv(t)
+			handled(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				c.answer(w)
+			}))
+			t.Cleanup(srv.Close)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+			}
+			_ = tel.Shutdown(context.Background())
+			st := tel.ExportStats()
+			if st.Exported != c.exported || st.Rejected != c.rejected || st.Failed != c.failed || !addsUp(st) {
+				t.Errorf("%+v, want %d exported, %d rejected, %d failed", st, c.exported, c.rejected, c.failed)
+			}
+		})
+	}
+}
+
+// selfSigned returns a fresh self-signed certificate, DER-encoded.
+func selfSigned(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+func answerWith(m *coltrace.ExportTraceServiceResponse) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(m)
+		_, _ = w.Write(b)
 	}
 }

@@ -618,3 +618,32 @@ func TestLogQueueMemoryIsItsFormula(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownFreesThePrometheusPort: once Shutdown returns, the port the
+// Prometheus exporter listened on is free again, even when its server's
+// goroutine had not begun to serve, so that a Setup that follows (a
+// restart in the same process, the next test) can bind it.
+func TestShutdownFreesThePrometheusPort(t *testing.T) {
+	clearOTelEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port)
+	for i := range 200 {
+		tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
+		if err != nil || tel.MetricsExporter() != "prometheus on http://127.0.0.1:"+port+"/metrics" {
+			t.Fatalf("round %d: Setup = %v, metrics to %s", i, err, tel.MetricsExporter())
+		}
+		_ = tel.Shutdown(context.Background())
+		l, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			t.Fatalf("round %d: the port is still bound after Shutdown: %v", i, err)
+		}
+		l.Close()
+	}
+}
