@@ -150,10 +150,10 @@ func otlp(s, suffix string, v envVar) envVar {
 	if s == "" {
 		return v
 	}
-	general, def := "OTEL_EXPORTER_OTLP_"+suffix, v.using
+	def := v.using
 	v.using = func(e *environ) string {
-		if _, ok := e.vals[general]; ok {
-			return general + "'s value"
+		if name, _ := e.signal(s, suffix); name != "" {
+			return name + "'s value"
 		}
 		return def(e)
 	}
