@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -62,6 +63,9 @@ func NewProducer(ctx context.Context, seed uint64, record bool) (*Producer, erro
 	}
 	p := &Producer{}
 	opts := []sdktrace.TracerProviderOption{
+		// The environment's resource as it is now (OTEL_SERVICE_NAME):
+		// the SDK's default resource is read once per process.
+		sdktrace.WithResource(resource.Environment()),
 		sdktrace.WithIDGenerator(newSeededIDs(seed)),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(endCounter{&p.ended}),
