@@ -20,7 +20,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -722,44 +721,36 @@ func exporterTakesDest(t *testing.T, env *environ) {
 	}
 }
 
-// testCertificates are a CA certificate, and a client certificate and its
-// key, in PEM files.
+// certFiles are a CA certificate, and a client certificate and its key,
+// in PEM files.
 type certFiles struct{ ca, cert, key string }
 
-var (
-	certsOnce sync.Once
-	certs     certFiles
-)
-
+// testCertificates writes a self-signed certificate and its key into a
+// directory of t's.
 func testCertificates(t *testing.T) certFiles {
-	certsOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "otelsetup-certs")
-		if err != nil {
+	t.Helper()
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "otelsetup test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "otelsetup test"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		write := func(name, typ string, b []byte) string {
-			p := filepath.Join(dir, name)
-			if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
-		certs = certFiles{ca: write("ca.pem", "CERTIFICATE", der), cert: write("cert.pem", "CERTIFICATE", der),
-			key: write("key.pem", "EC PRIVATE KEY", kder)}
-	})
-	return certs
+		return p
+	}
+	return certFiles{ca: write("ca.pem", "CERTIFICATE", der), cert: write("cert.pem", "CERTIFICATE", der),
+		key: write("key.pem", "EC PRIVATE KEY", kder)}
 }
