@@ -10,7 +10,6 @@ require (
 	github.com/otelomni/otelomni/otelsetup v0.0.0-00010101000000-000000000000
 	github.com/valyala/fastjson v1.6.10
 	go.opentelemetry.io/collector/pdata v1.71.0
-	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0

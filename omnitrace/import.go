@@ -26,7 +26,6 @@ import (
 
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/emit"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/input"
@@ -272,8 +271,8 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case <-ctx.Done():
 		select {
 		case status = <-finished:
-		case <-time.After(setupopt.ShutdownTimeout + interruptGrace):
-			fmt.Fprintf(stderr, "omnitrace import: interrupted: the exporter did not finish within %v; spans not yet exported are lost\n", setupopt.ShutdownTimeout+interruptGrace)
+		case <-time.After(shutdownTimeout + interruptGrace):
+			fmt.Fprintf(stderr, "omnitrace import: interrupted: the exporter did not finish within %v; spans not yet exported are lost\n", shutdownTimeout+interruptGrace)
 			return 1
 		}
 	}
@@ -367,6 +366,11 @@ func (c *closingWriter) close() {
 	c.closed = true
 	c.mu.Unlock()
 }
+
+// shutdownTimeout bounds the export of what is queued when an import
+// ends: long enough to flush a full batch to a live collector, short
+// enough that a dead one never holds up the command's exit.
+const shutdownTimeout = 5 * time.Second
 
 // interruptGrace is how long an interrupted import waits for a reader or
 // an exporter before it gives up on them.
@@ -722,7 +726,7 @@ func (im *importer) finish() int {
 	dest := im.x.dest
 	var l loss
 	if p := im.x.pipe; p != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), setupopt.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), shutdownTimeout)
 		var err error
 		l, err = p.shutdown(ctx)
 		cancel()

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -56,7 +55,7 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return usageFail(fmt.Sprintf("%s is not a directory", dir))
 	}
-	if err := otelsetup.CheckEnvironment(); err != nil {
+	if err := checkEnvironment(); err != nil {
 		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
 		return recoverUsage
 	}
@@ -153,12 +152,11 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 		}
 		return e, out, nil
 	case envNamesExporter():
-		e, err := autoexport.NewSpanExporter(ctx)
-		if err != nil {
+		// otelsetup's exporter: a collector's partial success is counted
+		// from its answer, as in an engine.
+		e, err := otelsetup.NewSpanExporter(ctx)
+		if err != nil || e == nil {
 			return nil, "", err
-		}
-		if autoexport.IsNoneSpanExporter(e) {
-			return nil, "", nil
 		}
 		if k := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); k != "" && k != "otlp" {
 			return e, sanitize.Display(k, 64), nil // console

@@ -19,7 +19,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
@@ -50,8 +49,8 @@ func TestRecoverChildEngine(t *testing.T) {
 		t.Skip("run by the recover tests as a child")
 	}
 	time.AfterFunc(time.Minute, func() { os.Exit(3) })
-	tel, err := otelsetup.Setup(setupopt.With(context.Background(), setupopt.Options{SpanExporter: hung{}}), otelsetup.WithoutGlobal(),
-		otelsetup.WithFallbackExporter(nil), otelsetup.WithJournal(dir), otelsetup.WithServiceName("killed-engine"))
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(),
+		otelsetup.WithFallbackExporter(hung{}), otelsetup.WithJournal(dir), otelsetup.WithServiceName("killed-engine"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +144,8 @@ func TestRecoverExportsAKilledEnginesSpans(t *testing.T) {
 func TestRecoverLeavesLiveAndUnreadableJournals(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
-	tel, err := otelsetup.Setup(setupopt.With(context.Background(), setupopt.Options{SpanExporter: hung{}}), otelsetup.WithoutGlobal(),
-		otelsetup.WithFallbackExporter(nil), otelsetup.WithJournal(dir), otelsetup.WithShutdownTimeout(time.Millisecond))
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(),
+		otelsetup.WithFallbackExporter(hung{}), otelsetup.WithJournal(dir), otelsetup.WithShutdownTimeout(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelsetup"
 )
 
@@ -81,8 +80,8 @@ func TestRecoverChildRichEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel, err := otelsetup.Setup(setupopt.With(context.Background(), setupopt.Options{SpanExporter: downAfterSending{otlp}}), otelsetup.WithoutGlobal(),
-		otelsetup.WithFallbackExporter(nil), otelsetup.WithJournal(dir), otelsetup.WithServiceName("rich-engine"))
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(),
+		otelsetup.WithFallbackExporter(downAfterSending{otlp}), otelsetup.WithJournal(dir), otelsetup.WithServiceName("rich-engine"))
 	if err != nil {
 		t.Fatal(err)
 	}

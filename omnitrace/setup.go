@@ -18,9 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/emit"
-	"github.com/otelomni/otelomni/otelsetup"
 )
 
 // export is where an import's spans go, and what its spans are made
@@ -44,7 +42,7 @@ type export struct {
 func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, error) {
 	// Checked before an exporter of ours reads the environment: a
 	// malformed endpoint is then reported once, without its password.
-	if err := otelsetup.CheckEnvironment(); err != nil {
+	if err := checkEnvironment(); err != nil {
 		return nil, err
 	}
 	res, err := importResource(ctx)
@@ -83,7 +81,7 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, er
 		s, x.dest = newJSONSink(stdout, nil), "the console (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
 	}
 	set := batchSettings()
-	set.resource = sanitize.KeyValues(res.Attributes(), 256, setupopt.AttributeValueLengthLimit)
+	set.resource = sanitize.KeyValues(res.Attributes(), 256, valueLengthLimit)
 	set.resourceSchema = res.SchemaURL()
 	x.pipe = newPipe(set, s)
 	return x, nil
@@ -99,8 +97,14 @@ const (
 	exportTimeout   = 30 * time.Second
 )
 
+// valueLengthLimit bounds string attribute values, in bytes, when no
+// OTEL_*ATTRIBUTE_VALUE_LENGTH_LIMIT variable is set: otelsetup's default,
+// so that an imported span is cut as an engine's is
+// (TestImportCutsValuesAsOtelsetupDoes).
+const valueLengthLimit = 4096
+
 // envInt returns the first of the variables names that is set, or def.
-// otelsetup.CheckEnvironment has checked each is a number in its range.
+// checkEnvironment has checked each is a number in its range.
 func envInt(def int, names ...string) int {
 	for _, n := range names {
 		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
@@ -130,7 +134,7 @@ func batchSettings() pipeSettings {
 func spanLimits() emit.Limits {
 	return emit.Limits{
 		Attributes:  envInt(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
-		ValueLength: envInt(setupopt.AttributeValueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+		ValueLength: envInt(valueLengthLimit, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
 	}
 }
 

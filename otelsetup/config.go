@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-
-	"github.com/otelomni/otelomni/attrs"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -24,18 +22,21 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	serviceName     string
-	exporter        sdktrace.SpanExporter
+	resource        []attribute.KeyValue
 	processors      []sdktrace.SpanProcessor
-	batchOptions    []sdktrace.BatchSpanProcessorOption
 	noGlobal        bool
 	shutdownTimeout time.Duration
 	fallbackSet     bool
 	fallback        sdktrace.SpanExporter
 	metricReaders   []sdkmetric.Reader
-	noMetrics       bool
-	idGenerator     sdktrace.IDGenerator
-	engine          []attribute.KeyValue
 	journalDir      string
+
+	// Set by this package's tests only (names_test.go): an exporter in
+	// place of the environment's, the batch processor's options after the
+	// OTEL_BSP_* variables, no metric reader from the environment.
+	exporter     sdktrace.SpanExporter
+	batchOptions []sdktrace.BatchSpanProcessorOption
+	noMetrics    bool
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the
@@ -99,10 +100,15 @@ func WithShutdownTimeout(d time.Duration) Option {
 	})
 }
 
-// WithEngineConfig records the engine's configuration (parallel sizes,
-// dtype, quantization, scheduling mode, stage connector, devices) as
-// resource attributes, once: every span, metric and log of the engine then
-// says which configuration served it. See attrs.EngineConfig for the keys.
-func WithEngineConfig(cfg attrs.EngineConfig) Option {
-	return optionFunc(func(c *config) { c.engine = append(c.engine, cfg.Attributes()...) })
+// WithResourceAttributes adds attributes to the resource every span,
+// metric and log record carries, such as the engine's configuration
+// (attribute keys omni.engine.*, see docs/engine.md). They are the
+// program's resource, which the OpenTelemetry specification merges with
+// OTEL_RESOURCE_ATTRIBUTES as the primary one: an attribute given here
+// wins over the same key in the variable, and over what Setup detects
+// (host, process). For a service name the environment may override, use
+// [WithServiceName]. Keys are cut to 256 bytes and string values to 4096,
+// each made valid UTF-8; an attribute of no key is left out.
+func WithResourceAttributes(attrs ...attribute.KeyValue) Option {
+	return optionFunc(func(c *config) { c.resource = append(c.resource, attrs...) })
 }

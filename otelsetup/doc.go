@@ -4,19 +4,21 @@
 // Package otelsetup installs the OpenTelemetry SDK for an omni engine in
 // one call, from the standard OTEL_* variables: [Setup] builds the span
 // exporter and metric reader (OTLP over gRPC or HTTP, Prometheus, console or
-// none, through go.opentelemetry.io/contrib/exporters/autoexport), the
-// resource (never the command line, which can hold secrets) and the
-// providers, and returns a [Telemetry] to flush and shut them down.
+// none), the resource (never the command line, which can hold secrets) and
+// the providers, and returns a [Telemetry] to flush and shut them down.
 //
 // It adds what the SDK leaves to the program:
 //
-//   - every variable is checked first, every number against a range: a
-//     malformed one is an error naming it and a no-op
-//     Telemetry, never a panic, a spinning core, an allocation out of
-//     bounds or a silent default, and what is accepted is what takes
+//   - every variable is read as the OpenTelemetry specification says, every
+//     number within a range: a value that is not valid is warned about once,
+//     through the OpenTelemetry error handler, and ignored, its default
+//     taking effect; never a panic, a spinning core or an allocation out of
+//     bounds, and no value turns tracing off. Setup hands what it read to
+//     the SDK and the exporters as options, so what it takes is what takes
 //     effect;
 //   - every span handed to the exporter is accounted for
-//     ([Telemetry.ExportStats]), and [Telemetry.Shutdown] and
+//     ([Telemetry.ExportStats]), a collector's partial success from the
+//     collector's own answer, and [Telemetry.Shutdown] and
 //     [Telemetry.ForceFlush] report spans that did not reach the collector
 //     ([ErrSpansLost]) whatever the protocol;
 //   - string attribute values are bounded, by default to 4096 bytes

@@ -24,38 +24,39 @@ import (
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
-// One rule for every variable Setup, the SDK and the exporters read: a
-// value is taken as it is written, and a value that is not well formed is
-// an error. Setup then returns that error, naming each bad variable, and a
-// no-op Telemetry, so that an engine logs one clear line and runs untraced,
-// rather than running with a setting the operator did not ask for (spans
-// silently sent to localhost, a sampler silently replaced, a default queue
-// in place of a padded one, a core spinning, a panic). An empty or unset
-// variable takes its default.
+// One rule for every variable Setup, the SDK and the exporters read, the
+// rule of the OpenTelemetry specification (sdk-environment-variables.md):
+// a value that is not valid is warned about once, through the
+// OpenTelemetry error handler, and ignored, as if the variable were not
+// set; its default then takes effect. No value turns tracing off, and
+// none can cost more than its range allows: a number out of its range is
+// a warning and the default, never a panic, an allocation out of bounds or
+// a spinning core. An empty variable is an unset one.
 //
-// "As written" is what makes the check and the readers agree: some readers
-// trim a value and some do not, some fold its case and some do not, so a
-// single value may carry no white space at either end, and a name the
-// exporters compare exactly (otlp, grpc, gzip, ...) must be written in
-// lowercase. A number is written in decimal digits, without sign or leading
-// zeros, and has a range: what is in range is what the SDK uses, and no
-// conversion of it can overflow. Setup itself reads the numbers it can hand
-// to the SDK as options (the batch processors, the span and log limits), so
-// that the SDK's own reading of the same variable never takes effect. The
-// table is documented in docs/reliability.md.
+// A value is valid as written: a single value (a number, a name, a switch,
+// a URL, a path) carries no white space at either end, and a number is
+// written in decimal digits, without sign or leading zeros, within its
+// range. Names of a set (exporters, protocols, samplers, ...) and switches
+// are read in any case, as the specification says. Setup reads every
+// variable itself and hands what it read to the SDK and the exporters as
+// options, which win over their own reading of the same variable: what
+// Setup warns about never takes effect, and what it accepts takes effect
+// exactly. The table is documented in docs/reliability.md.
 
-// envVar is one variable Setup reads, and what a well-formed value is.
+// envVar is one variable Setup reads, and what a valid value is.
 type envVar struct {
 	name string
 	// lo and hi bound a number: the variable is a number when hi > 0.
 	lo, hi int64
 	// ms says the number counts milliseconds.
 	ms bool
-	// list allows white space around the value and its items, which every
-	// reader of the variable trims.
+	// list allows white space around the value and its items, which
+	// otelsetup trims, as every reader of the variable does.
 	list bool
 	// check checks a value that is not a number.
 	check func(string) error
+	// using says what takes effect when the value is ignored.
+	using func(*environ) string
 }
 
 // maxEnvValue bounds any variable's value: a header with a token fits, a
@@ -86,129 +87,200 @@ const (
 	// maxSeries bounds the metric cardinality limit, the series an
 	// instrument holds.
 	maxSeries = 1 << 16
-	// maxFileSize bounds a certificate or key file: the exporters read it
-	// whole.
+	// maxFileSize bounds a certificate or key file: it is read whole.
 	maxFileSize = 1 << 20
 )
 
-// The SDK's defaults, which the cross-variable checks need.
+// The defaults: the SDK's own, but for those otelsetup documents as its
+// own (the value length and link count limits, see setup.go).
 const (
-	defaultSpanQueue = 2048 // sdktrace.DefaultMaxQueueSize
-	defaultSpanBatch = 512  // sdktrace.DefaultMaxExportBatchSize
-	defaultLogQueue  = 2048
-	defaultLogBatch  = 512
+	defaultSpanQueue      = 2048 // sdktrace.DefaultMaxQueueSize
+	defaultSpanBatch      = 512  // sdktrace.DefaultMaxExportBatchSize
+	defaultSpanDelay      = 5000 // sdktrace.DefaultScheduleDelay, ms
+	defaultSpanTimeout    = 30000
+	defaultLogQueue       = 2048
+	defaultLogBatch       = 512
+	defaultLogDelay       = 1000
+	defaultLogTimeout     = 30000
+	defaultCount          = 128 // every count limit but the links'
+	defaultMetricInterval = 60000
+	defaultMetricTimeout  = 30000
+	defaultCardinality    = 2000
+	defaultOTLPTimeout    = 10000
+	defaultPrometheusPort = 9464
+	defaultSampler        = "parentbased_always_on"
+	defaultJournalMiB     = 64 // the journal's own (journal.DefaultSize)
 )
 
 // signals are the per-signal infixes of the OTLP variables.
 var signals = []string{"", "TRACES_", "METRICS_", "LOGS_"}
 
-func number(name string, lo, hi int64) envVar { return envVar{name: name, lo: lo, hi: hi} }
+// is says what is used instead of an ignored value: always the same.
+func is(what string) func(*environ) string { return func(*environ) string { return what } }
 
-func millis(name string, lo int64) envVar {
-	return envVar{name: name, lo: lo, hi: maxMillis, ms: true}
+// number is a number variable whose ignored value leaves def, or the
+// first of fallbacks that is set.
+func number(name string, lo, hi, def int64, fallbacks ...string) envVar {
+	return envVar{name: name, lo: lo, hi: hi, using: func(e *environ) string {
+		for _, f := range fallbacks {
+			if n, ok := e.nums[f]; ok {
+				return fmt.Sprintf("%d, from %s", n, f)
+			}
+		}
+		return strconv.FormatInt(def, 10)
+	}}
+}
+
+func millis(name string, lo, def int64) envVar {
+	v := number(name, lo, maxMillis, def)
+	v.ms = true
+	return v
+}
+
+// flag is a switch, false unless set: the SDK and the exporters read true,
+// in any case, as true, and anything else as false.
+func flag(name string) envVar {
+	return envVar{name: name, check: isBool, using: is("false")}
+}
+
+// otlp is an OTLP variable of the signal s ("" for the general one), which
+// falls back to the general one.
+func otlp(s, suffix string, v envVar) envVar {
+	v.name = "OTEL_EXPORTER_OTLP_" + s + suffix
+	if s == "" {
+		return v
+	}
+	def := v.using
+	v.using = func(e *environ) string {
+		if name, _ := e.signal(s, suffix); name != "" {
+			return name + "'s value"
+		}
+		return def(e)
+	}
+	return v
 }
 
 // envVars lists every variable that Setup, the SDK and the exporters it
 // builds read (OpenTelemetry Go v1.47.0, contrib v0.72.0).
 var envVars = func() []envVar {
 	vs := []envVar{
-		{name: "OTEL_SDK_DISABLED", check: isBool},
-		{name: "OTEL_PROPAGATORS", list: true, check: isPropagators},
-		{name: "OTEL_SERVICE_NAME", check: isText},
-		{name: "OTEL_RESOURCE_ATTRIBUTES", list: true, check: isResourceAttributes},
-		{name: "OTEL_TRACES_EXPORTER", check: exactly("otlp", "console", "none")},
-		{name: "OTEL_METRICS_EXPORTER", check: exactly("otlp", "prometheus", "console", "none")},
-		{name: "OTEL_LOGS_EXPORTER", check: exactly("otlp", "console", "none")},
-		{name: "OTEL_METRICS_PRODUCERS", check: isProducers},
-		{name: "OTEL_TRACES_SAMPLER", check: anyCase("always_on", "always_off", "traceidratio",
-			"parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio")},
-		millis("OTEL_BSP_SCHEDULE_DELAY", 1),
-		millis("OTEL_BSP_EXPORT_TIMEOUT", 1),
-		number("OTEL_BSP_MAX_QUEUE_SIZE", 1, maxSpanQueue),
-		number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 1, maxSpanQueue),
-		number("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength),
-		number("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength),
-		number("OTEL_ATTRIBUTE_COUNT_LIMIT", 0, maxCount),
-		number("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", 0, maxCount),
-		number("OTEL_SPAN_EVENT_COUNT_LIMIT", 0, maxCount),
-		number("OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT", 0, maxCount),
-		number("OTEL_SPAN_LINK_COUNT_LIMIT", 0, maxCount),
-		number("OTEL_LINK_ATTRIBUTE_COUNT_LIMIT", 0, maxCount),
-		millis("OTEL_BLRP_SCHEDULE_DELAY", 1),
-		millis("OTEL_BLRP_EXPORT_TIMEOUT", 1),
-		number("OTEL_BLRP_MAX_QUEUE_SIZE", 1, maxLogQueue),
-		number("OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", 1, maxLogQueue),
-		number("OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength),
-		number("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", 0, maxCount),
+		flag("OTEL_SDK_DISABLED"),
+		{name: "OTEL_PROPAGATORS", list: true, check: isPropagators, using: is("tracecontext,baggage")},
+		{name: "OTEL_SERVICE_NAME", check: isText, using: is("the program's name (WithServiceName), else unknown_service:<executable>")},
+		{name: "OTEL_RESOURCE_ATTRIBUTES", list: true, check: isResourceAttributes,
+			using: is("as the SDK reads it, under every provider: each key=value pair, the others left out, a value that does not decode kept as written, invalid UTF-8 replaced")},
+		{name: "OTEL_TRACES_EXPORTER", check: oneOf("otlp", "console", "none"), using: is("otlp")},
+		{name: "OTEL_METRICS_EXPORTER", check: oneOf("otlp", "prometheus", "console", "none"), using: is("otlp")},
+		{name: "OTEL_LOGS_EXPORTER", check: oneOf("otlp", "console", "none"), using: is("none: logs are exported only when asked for")},
+		{name: "OTEL_METRICS_PRODUCERS", list: true, check: isProducers, using: is("none")},
+		{name: "OTEL_TRACES_SAMPLER", check: oneOf("always_on", "always_off", "traceidratio",
+			"parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"), using: is(defaultSampler)},
+		millis("OTEL_BSP_SCHEDULE_DELAY", 1, defaultSpanDelay),
+		millis("OTEL_BSP_EXPORT_TIMEOUT", 1, defaultSpanTimeout),
+		number("OTEL_BSP_MAX_QUEUE_SIZE", 1, maxSpanQueue, defaultSpanQueue),
+		{name: "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", lo: 1, hi: maxSpanQueue, using: func(e *environ) string {
+			return strconv.Itoa(min(defaultSpanBatch, e.int(defaultSpanQueue, "OTEL_BSP_MAX_QUEUE_SIZE")))
+		}},
+		number("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength, defaultAttributeValueLengthLimit),
+		number("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength, defaultAttributeValueLengthLimit, "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+		number("OTEL_ATTRIBUTE_COUNT_LIMIT", 0, maxCount, defaultCount),
+		number("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", 0, maxCount, defaultCount, "OTEL_ATTRIBUTE_COUNT_LIMIT"),
+		number("OTEL_SPAN_EVENT_COUNT_LIMIT", 0, maxCount, defaultCount),
+		number("OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT", 0, maxCount, defaultCount),
+		number("OTEL_SPAN_LINK_COUNT_LIMIT", 0, maxCount, defaultLinkCountLimit),
+		number("OTEL_LINK_ATTRIBUTE_COUNT_LIMIT", 0, maxCount, defaultCount),
+		millis("OTEL_BLRP_SCHEDULE_DELAY", 1, defaultLogDelay),
+		millis("OTEL_BLRP_EXPORT_TIMEOUT", 1, defaultLogTimeout),
+		number("OTEL_BLRP_MAX_QUEUE_SIZE", 1, maxLogQueue, defaultLogQueue),
+		{name: "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", lo: 1, hi: maxLogQueue, using: func(e *environ) string {
+			return strconv.Itoa(min(defaultLogBatch, e.int(defaultLogQueue, "OTEL_BLRP_MAX_QUEUE_SIZE")))
+		}},
+		number("OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", 1, maxValueLength, defaultAttributeValueLengthLimit, "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
+		number("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", 0, maxCount, defaultCount, "OTEL_ATTRIBUTE_COUNT_LIMIT"),
 		// Each export sends every series: more than ten a second is a
 		// core's work, and the collector's.
-		millis("OTEL_METRIC_EXPORT_INTERVAL", 100),
-		millis("OTEL_METRIC_EXPORT_TIMEOUT", 1),
-		{name: "OTEL_METRICS_EXEMPLAR_FILTER", check: anyCase("always_on", "always_off", "trace_based")},
-		number("OTEL_GO_X_CARDINALITY_LIMIT", 1, maxSeries),
-		{name: "OTEL_GO_X_OBSERVABILITY", check: isBool},
-		{name: "OTEL_GO_X_SELF_OBSERVABILITY", check: isBool},
-		{name: "OTEL_GO_X_RESOURCE", check: isBool},
-		{name: "OTEL_GO_X_PER_SERIES_START_TIMESTAMPS", check: isBool},
-		{name: "OTEL_EXPORTER_PROMETHEUS_HOST", check: isHost},
-		number("OTEL_EXPORTER_PROMETHEUS_PORT", 1, 65535),
-		{name: "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", check: anyCase("cumulative", "delta", "lowmemory")},
-		{name: "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION", check: anyCase("explicit_bucket_histogram",
-			"base2_exponential_bucket_histogram")},
+		millis("OTEL_METRIC_EXPORT_INTERVAL", 100, defaultMetricInterval),
+		millis("OTEL_METRIC_EXPORT_TIMEOUT", 1, defaultMetricTimeout),
+		{name: "OTEL_METRICS_EXEMPLAR_FILTER", check: oneOf("always_on", "always_off", "trace_based"), using: is("trace_based")},
+		number("OTEL_GO_X_CARDINALITY_LIMIT", 1, maxSeries, defaultCardinality),
+		// Read by the SDK and the exporters themselves, which take only
+		// true, in any case, as true.
+		flag("OTEL_GO_X_OBSERVABILITY"),
+		flag("OTEL_GO_X_SELF_OBSERVABILITY"),
+		flag("OTEL_GO_X_RESOURCE"),
+		flag("OTEL_GO_X_PER_SERIES_START_TIMESTAMPS"),
+		{name: "OTEL_EXPORTER_PROMETHEUS_HOST", check: isHost, using: is("localhost")},
+		number("OTEL_EXPORTER_PROMETHEUS_PORT", 1, 65535, defaultPrometheusPort),
+		{name: "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", check: oneOf("cumulative", "delta", "lowmemory"), using: is("cumulative")},
+		{name: "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION", check: oneOf("explicit_bucket_histogram",
+			"base2_exponential_bucket_histogram"), using: is("explicit_bucket_histogram")},
 		// otelsetup's own: the crash journal (WithJournal).
-		{name: envJournalDir, check: isJournalDir},
-		number(envJournalSize, minJournalMiB, maxJournalMiB),
-		{name: envJournalSync, lo: minJournalSync, hi: maxJournalSync, ms: true},
+		{name: envJournalDir, check: isJournalDir, using: is("WithJournal's directory, else no journal")},
+		number(envJournalSize, minJournalMiB, maxJournalMiB, defaultJournalMiB),
+		{name: envJournalSync, lo: minJournalSync, hi: maxJournalSync, ms: true, using: is("never")},
 	}
 	// otelomni's exemplars: the collector tier's thresholds, read by the
-	// engine and by deploy/collector.yaml alike.
-	vs = append(vs, envVar{name: "OTELOMNI_EXEMPLARS", check: exactly("kept", "sampled")})
+	// engine and by deploy/collector.yaml alike, as they are written.
+	vs = append(vs, envVar{name: "OTELOMNI_EXEMPLARS", check: exactly("kept", "sampled"), using: is("kept")})
 	for _, v := range keep.Vars {
 		if strings.HasSuffix(v.Name, "_MS") {
 			// keep.Check's rule for a threshold is the table's.
-			vs = append(vs, envVar{name: v.Name, lo: 0, hi: keep.MaxMillis, ms: true})
+			vs = append(vs, envVar{name: v.Name, lo: 0, hi: keep.MaxMillis, ms: true, using: is(keepIgnored)})
 			continue
 		}
-		vs = append(vs, envVar{name: v.Name, check: func(s string) error { return keep.Check(v.Name, s) }})
+		vs = append(vs, envVar{name: v.Name, check: func(s string) error { return keep.Check(v.Name, s) }, using: is(keepIgnored)})
 	}
 	for _, s := range signals {
-		p := "OTEL_EXPORTER_OTLP_" + s
 		vs = append(vs,
-			envVar{name: p + "ENDPOINT", check: isEndpoint},
-			envVar{name: p + "PROTOCOL", check: exactly("grpc", "http/protobuf")},
-			millis(p+"TIMEOUT", 0),
-			envVar{name: p + "COMPRESSION", check: exactly("gzip", "none")},
-			envVar{name: p + "INSECURE", check: isBool},
-			envVar{name: p + "HEADERS", list: true, check: isHeaders},
-			envVar{name: p + "CERTIFICATE", check: isCertificate},
-			envVar{name: p + "CLIENT_CERTIFICATE", check: isFile},
-			envVar{name: p + "CLIENT_KEY", check: isFile},
+			otlp(s, "ENDPOINT", envVar{check: isEndpoint, using: is(defaultEndpoints)}),
+			otlp(s, "PROTOCOL", envVar{check: oneOf("grpc", "http/protobuf"), using: is("http/protobuf")}),
+			otlp(s, "TIMEOUT", millis("", 0, defaultOTLPTimeout)),
+			otlp(s, "COMPRESSION", envVar{check: oneOf("gzip", "none"), using: is("none")}),
+			otlp(s, "INSECURE", flag("")),
+			otlp(s, "HEADERS", envVar{list: true, check: isHeaders, using: is("no headers")}),
+			otlp(s, "CERTIFICATE", envVar{check: isCertificate, using: is("the system's roots")}),
+			otlp(s, "CLIENT_CERTIFICATE", envVar{check: isFile, using: is("no client certificate")}),
+			otlp(s, "CLIENT_KEY", envVar{check: isFile, using: is("no client certificate")}),
 		)
 	}
 	return vs
 }()
 
-// envError reports a variable whose value is not well formed; its message
-// names the variable.
+// keepIgnored is what otelomni.New makes of a threshold, share or salt
+// that is not valid: the collector tier reads such a value in its own way,
+// so neither the default nor any reading of the engine's would be the
+// tier's.
+const keepIgnored = "no trace vouched for by its rule (otelomni.New reads it so)"
+
+// defaultEndpoints describes the exporters' default endpoints.
+const defaultEndpoints = "localhost:4318 (http/protobuf) or localhost:4317 (grpc), " +
+	"with TLS unless OTEL_EXPORTER_OTLP_INSECURE (or the signal's own) is true"
+
+// envError is the warning about a variable whose value is not valid; its
+// message names the variable, quotes its value (bounded, secrets
+// redacted) and says what is used instead.
 type envError struct {
 	// Name is the variable.
 	Name string
-	// Value is its value, valid UTF-8 and cut to 64 bytes.
+	// Value is its value, valid UTF-8 and cut to 64 bytes, secrets
+	// redacted.
 	Value string
 	// Err says what is wrong.
 	Err error
+	// Using says what takes effect instead.
+	Using string
 }
 
 func (e *envError) Error() string {
-	return fmt.Sprintf("otelsetup: %s=%q: %v", e.Name, e.Value, e.Err)
+	return fmt.Sprintf("otelsetup: %s=%q: %v; ignored, using %s", e.Name, e.Value, e.Err, e.Using)
 }
 
 func (e *envError) Unwrap() error { return e.Err }
 
-// printable is what an error may print of a variable's value: at most 64
+// printable is what a warning may print of a variable's value: at most 64
 // bytes, and never a secret. An endpoint's password and query values and
 // every header's value are replaced by sanitize.Redacted, whether or not
-// the value is well formed: a malformed one is exactly the one printed.
+// the value is valid: an invalid one is exactly the one printed.
 func printable(name, v string) string {
 	switch {
 	case strings.HasSuffix(name, "_ENDPOINT"):
@@ -245,23 +317,33 @@ func isToken(s string) bool {
 	return true
 }
 
-// CheckEnvironment checks the OTEL_* variables as [Setup] does, and sets
-// nothing up. A program that builds an exporter of its own from the
-// environment before calling Setup calls it first, so that a malformed
-// value is reported once, clearly and without its secrets, rather than
-// by the exporter's own log.
-func CheckEnvironment() error {
-	_, err := readEnv()
-	return err
+// environ is the environment as Setup reads it: only valid values, so
+// that a value ignored is exactly a variable not set.
+type environ struct {
+	// vals are the valid values, as written.
+	vals map[string]string
+	// nums are the numbers among them.
+	nums map[string]int64
+	// notFor holds, by signal ("TRACES_", ...), the variables valid in
+	// themselves that the signal cannot use: an endpoint with a path over
+	// gRPC, a client certificate without its key.
+	notFor map[string]map[string]bool
+	// roots are the certificate pools the CERTIFICATE variables hold;
+	// pairs the client certificates, by prefix (OTEL_EXPORTER_OTLP_ and
+	// each signal's).
+	roots map[string]*x509.CertPool
+	pairs map[string]tls.Certificate
 }
 
-// envValues holds the numbers readEnv read, each in its range.
-type envValues struct {
-	nums map[string]int64
-}
+// str returns the value of name, "" when it is unset or ignored.
+func (e *environ) str(name string) string { return e.vals[name] }
+
+// lower returns the value of name in lowercase: a name of a set, which
+// Setup reads in any case.
+func (e *environ) lower(name string) string { return strings.ToLower(e.vals[name]) }
 
 // int returns the first of the variables names that is set, or def.
-func (e envValues) int(def int64, names ...string) int {
+func (e *environ) int(def int64, names ...string) int {
 	for _, n := range names {
 		if v, ok := e.nums[n]; ok {
 			return int(v)
@@ -271,111 +353,190 @@ func (e envValues) int(def int64, names ...string) int {
 }
 
 // duration returns the first of the millisecond variables names that is
-// set, or def.
-func (e envValues) duration(def time.Duration, names ...string) time.Duration {
-	for _, n := range names {
-		if v, ok := e.nums[n]; ok {
-			return time.Duration(v) * time.Millisecond // v <= maxMillis: no overflow
-		}
-	}
-	return def
+// set, or def milliseconds.
+func (e *environ) duration(def int64, names ...string) time.Duration {
+	return time.Duration(e.int(def, names...)) * time.Millisecond // at most maxMillis: no overflow
 }
 
-// readEnv checks every variable of the table, and the combinations the
-// table cannot see, and returns one error per bad variable, and the
-// numbers it read.
-func readEnv() (envValues, error) {
-	e := envValues{nums: map[string]int64{}}
-	var errs []error
-	refused := map[string]bool{}
-	bad := func(name, v string, err error) {
-		errs = append(errs, &envError{Name: name, Value: printable(name, v), Err: err})
-		refused[name] = true
+// signal returns the value of the OTLP variable suffix for the signal s
+// ("TRACES_", ...): the signal's own, else the general one, each only
+// when valid and usable by the signal.
+func (e *environ) signal(s, suffix string) (name, value string) {
+	for _, n := range []string{"OTEL_EXPORTER_OTLP_" + s + suffix, "OTEL_EXPORTER_OTLP_" + suffix} {
+		if v, ok := e.vals[n]; ok && !e.notFor[s][n] {
+			return n, v
+		}
 	}
+	return "", ""
+}
+
+// readEnv reads every variable of the table, and the combinations the
+// table cannot see, and returns what it read and one warning per variable
+// whose value it ignored.
+func readEnv() (*environ, []*envError) {
+	e := &environ{vals: map[string]string{}, nums: map[string]int64{}, notFor: map[string]map[string]bool{},
+		roots: map[string]*x509.CertPool{}, pairs: map[string]tls.Certificate{}}
+	type ignored struct {
+		v   envVar
+		val string
+		err error
+	}
+	var bad []ignored
+	byName := map[string]envVar{}
 	for _, v := range envVars {
+		byName[v.name] = v
 		val, ok := os.LookupEnv(v.name)
 		if !ok || val == "" {
 			continue
 		}
-		if err := wellWritten(val, v.list); err != nil {
-			bad(v.name, val, err)
-			continue
-		}
-		if v.hi > 0 {
-			n, err := parseNumber(val, v.lo, v.hi, v.ms)
-			if err != nil {
-				bad(v.name, val, err)
-				continue
+		err := wellWritten(val, v.list)
+		if err == nil && v.hi > 0 {
+			var n int64
+			if n, err = parseNumber(val, v.lo, v.hi, v.ms); err == nil {
+				e.nums[v.name] = n
 			}
-			e.nums[v.name] = n
+		} else if err == nil {
+			err = v.check(val)
+		}
+		if err != nil {
+			bad = append(bad, ignored{v, val, err})
 			continue
 		}
-		if err := v.check(val); err != nil {
-			bad(v.name, val, err)
-		}
+		e.vals[v.name] = val
+	}
+	ignore := func(name string, err error) {
+		bad = append(bad, ignored{byName[name], e.vals[name], err})
+		delete(e.vals, name)
+		delete(e.nums, name)
 	}
 	// A batch larger than its queue is one the queue never fills.
 	for _, q := range []struct {
 		queue, batch string
-		def          int
+		def          int64
 	}{{"OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaultSpanQueue},
 		{"OTEL_BLRP_MAX_QUEUE_SIZE", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", defaultLogQueue}} {
 		if b, ok := e.nums[q.batch]; ok {
-			if queue := e.int(int64(q.def), q.queue); b > int64(queue) {
-				bad(q.batch, os.Getenv(q.batch), fmt.Errorf("greater than the queue size (%s, %d by default)", q.queue, q.def))
-				delete(e.nums, q.batch)
+			if queue := e.int(q.def, q.queue); b > int64(queue) {
+				ignore(q.batch, fmt.Errorf("greater than the queue size (%s, %d by default)", q.queue, q.def))
 			}
 		}
 	}
-	// The argument is read only by the ratio samplers.
-	if s := strings.ToLower(os.Getenv("OTEL_TRACES_SAMPLER")); strings.HasSuffix(s, "traceidratio") {
+	// The argument is read only by the ratio samplers: a value that is not
+	// a ratio is ignored, as if unset (a ratio of 1).
+	if strings.HasSuffix(e.lower("OTEL_TRACES_SAMPLER"), "traceidratio") {
 		if arg := os.Getenv("OTEL_TRACES_SAMPLER_ARG"); arg != "" {
 			err := wellWritten(arg, false)
 			if err == nil {
 				err = isRatio(arg)
 			}
-			if err != nil {
-				bad("OTEL_TRACES_SAMPLER_ARG", arg, err)
+			if err == nil {
+				e.vals["OTEL_TRACES_SAMPLER_ARG"] = arg
+			} else {
+				bad = append(bad, ignored{envVar{name: "OTEL_TRACES_SAMPLER_ARG", using: is("1")}, arg, err})
 			}
 		}
 	}
-	// Over gRPC an endpoint's path is not used: one given would be left out.
-	for _, s := range signals[1:] {
-		p := "OTEL_EXPORTER_OTLP_"
-		proto := os.Getenv(p + s + "PROTOCOL")
-		if proto == "" {
-			proto = os.Getenv(p + "PROTOCOL")
-		}
-		name := p + s + "ENDPOINT"
-		if os.Getenv(name) == "" {
-			name = p + "ENDPOINT"
-		}
-		if v := os.Getenv(name); proto == "grpc" && v != "" && !refused[name] {
-			if u, err := url.Parse(v); err == nil && u.Path != "" && u.Path != "/" {
-				bad(name, v, fmt.Errorf("a path, which the gRPC exporter of %s does not use", strings.ToLower(strings.TrimSuffix(s, "_"))))
-			}
-		}
+	warnings := e.checkSignals()
+	for _, b := range bad {
+		warnings = append(warnings, &envError{Name: b.v.name, Value: printable(b.v.name, b.val), Err: b.err, Using: b.v.using(e)})
 	}
-	// A client certificate is used only with its key.
+	return e, warnings
+}
+
+// checkSignals checks what one OTLP variable cannot say alone, for each
+// signal, loads the certificates and the client certificates, and returns
+// a warning for each variable some signal cannot use.
+func (e *environ) checkSignals() []*envError {
 	for _, s := range signals {
 		p := "OTEL_EXPORTER_OTLP_" + s
-		cert, key := os.Getenv(p+"CLIENT_CERTIFICATE"), os.Getenv(p+"CLIENT_KEY")
-		switch {
-		case refused[p+"CLIENT_CERTIFICATE"] || refused[p+"CLIENT_KEY"] || cert == "" && key == "":
-		case cert == "":
-			bad(p+"CLIENT_KEY", key, fmt.Errorf("set without %sCLIENT_CERTIFICATE", p))
-		case key == "":
-			bad(p+"CLIENT_CERTIFICATE", cert, fmt.Errorf("set without %sCLIENT_KEY", p))
-		default:
-			if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
-				bad(p+"CLIENT_CERTIFICATE", cert, fmt.Errorf("not a certificate matching %sCLIENT_KEY, both PEM", p))
+		if ca := e.vals[p+"CERTIFICATE"]; ca != "" {
+			e.roots[p] = certPool(ca)
+		}
+	}
+	notUsable := func(s, name string) {
+		if e.notFor[s] == nil {
+			e.notFor[s] = map[string]bool{}
+		}
+		e.notFor[s][name] = true
+	}
+	var warnings []*envError
+	// Over gRPC an endpoint's path is not used: one given would be left
+	// out. The signals that cannot use an endpoint take the next one
+	// (the general variable's, else the default).
+	var pathless []string
+	by := map[string][]string{}
+	for _, s := range signals[1:] {
+		_, proto := e.signal(s, "PROTOCOL")
+		if name, v := e.signal(s, "ENDPOINT"); strings.EqualFold(proto, "grpc") && v != "" {
+			if u, err := url.Parse(v); err == nil && u.Path != "" && u.Path != "/" {
+				if by[name] == nil {
+					pathless = append(pathless, name)
+				}
+				by[name] = append(by[name], s)
+				notUsable(s, name)
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return envValues{}, errors.Join(errs...)
+	for _, name := range pathless {
+		var of, using []string
+		for _, s := range by[name] {
+			sig := strings.ToLower(strings.TrimSuffix(s, "_"))
+			next, _ := e.signal(s, "ENDPOINT")
+			if next == "" {
+				next = "the default endpoint"
+			}
+			of, using = append(of, sig), append(using, next+" for "+sig)
+		}
+		warnings = append(warnings, &envError{Name: name, Value: printable(name, e.vals[name]),
+			Err:   fmt.Errorf("a path, which the gRPC exporter of %s does not use", strings.Join(of, " and ")),
+			Using: strings.Join(using, ", ")})
 	}
-	return e, nil
+	// A client certificate is used only with its key; a pair that cannot
+	// be used is not used by any signal, which takes the next pair.
+	for _, s := range signals {
+		p := "OTEL_EXPORTER_OTLP_" + s
+		cert, key := e.vals[p+"CLIENT_CERTIFICATE"], e.vals[p+"CLIENT_KEY"]
+		name, value := p+"CLIENT_CERTIFICATE", cert
+		var err error
+		switch {
+		case cert == "" && key == "":
+			continue
+		case cert == "":
+			name, value, err = p+"CLIENT_KEY", key, fmt.Errorf("set without %sCLIENT_CERTIFICATE", p)
+		case key == "":
+			err = fmt.Errorf("set without %sCLIENT_KEY", p)
+		default:
+			pair, lerr := tls.LoadX509KeyPair(cert, key)
+			if lerr == nil {
+				e.pairs[p] = pair
+				continue
+			}
+			err = fmt.Errorf("not a certificate matching %sCLIENT_KEY, both PEM", p)
+		}
+		for _, t := range signals[1:] {
+			if s == "" || s == t {
+				notUsable(t, p+"CLIENT_CERTIFICATE")
+				notUsable(t, p+"CLIENT_KEY")
+			}
+		}
+		using := "no client certificate"
+		if _, ok := e.pairs["OTEL_EXPORTER_OTLP_"]; ok && s != "" {
+			using = "the pair of OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY"
+		}
+		warnings = append(warnings, &envError{Name: name, Value: printable(name, value), Err: err, Using: using})
+	}
+	return warnings
+}
+
+// certPool returns the pool of the certificates of the file path, which
+// isCertificate checked.
+func certPool(path string) *x509.CertPool {
+	b, err := os.ReadFile(path)
+	p := x509.NewCertPool()
+	if err == nil {
+		p.AppendCertsFromPEM(b)
+	}
+	return p
 }
 
 // wellWritten checks what every value must be: at most maxEnvValue bytes
@@ -390,9 +551,9 @@ func wellWritten(v string, list bool) error {
 	case strings.ContainsFunc(v, unicode.IsControl):
 		return errors.New("holds a control character")
 	case strings.TrimSpace(v) == "":
-		return errors.New("only white space (leave it empty, or unset it, for the default)")
+		return errors.New("only white space")
 	case !list && strings.TrimSpace(v) != v:
-		return errors.New("white space at its start or end (some readers trim it, others then use their default)")
+		return errors.New("white space at its start or end")
 	}
 	return nil
 }
@@ -446,8 +607,7 @@ func isPropagators(v string) error {
 	return nil
 }
 
-// isBool accepts what every reader of a switch takes: true or false, in
-// any case.
+// isBool accepts a switch: true or false, in any case.
 func isBool(v string) error {
 	if strings.EqualFold(v, "true") || strings.EqualFold(v, "false") {
 		return nil
@@ -462,19 +622,9 @@ func isText(v string) error {
 	return nil
 }
 
-// exactly accepts one of the names as written: its readers compare them
-// byte for byte.
-func exactly(allowed ...string) func(string) error {
-	return func(v string) error {
-		if slices.Contains(allowed, v) {
-			return nil
-		}
-		return fmt.Errorf("want one of %s, in lowercase", strings.Join(allowed, ", "))
-	}
-}
-
-// anyCase accepts one of the names in any case: its reader folds it.
-func anyCase(allowed ...string) func(string) error {
+// oneOf accepts one of the names, in any case, as the specification reads
+// the values of a set.
+func oneOf(allowed ...string) func(string) error {
 	return func(v string) error {
 		for _, a := range allowed {
 			if strings.EqualFold(v, a) {
@@ -485,12 +635,33 @@ func anyCase(allowed ...string) func(string) error {
 	}
 }
 
-// isProducers checks OTEL_METRICS_PRODUCERS, which autoexport splits at
-// commas and looks up as written.
-func isProducers(v string) error {
+// exactly accepts one of the names as written: otelomni's own variables,
+// which the collector tier reads too, compare them byte for byte.
+func exactly(allowed ...string) func(string) error {
+	return func(v string) error {
+		if slices.Contains(allowed, v) {
+			return nil
+		}
+		return fmt.Errorf("want one of %s, in lowercase", strings.Join(allowed, ", "))
+	}
+}
+
+// producerNames are the names of an OTEL_METRICS_PRODUCERS value, in
+// lowercase, each once.
+func producerNames(v string) []string {
+	var names []string
 	for _, p := range strings.Split(v, ",") {
+		if p = strings.ToLower(strings.TrimSpace(p)); !slices.Contains(names, p) {
+			names = append(names, p)
+		}
+	}
+	return names
+}
+
+func isProducers(v string) error {
+	for _, p := range producerNames(v) {
 		if p != "prometheus" && p != "none" {
-			return errors.New("want prometheus or none, separated by commas without spaces")
+			return errors.New("want prometheus or none, separated by commas")
 		}
 	}
 	return nil
@@ -536,13 +707,13 @@ func isEndpoint(v string) error {
 	return nil
 }
 
-// isHost checks the address the Prometheus exporter listens on, which
-// autoexport joins to the port as host:port: an IPv4 address, an IPv6
-// address in brackets, or localhost. A name that needs a lookup is not
-// taken: whether it resolves, and to an address of this host, is known
-// only when the exporter binds it.
+// isHost checks the address the Prometheus exporter listens on, joined to
+// the port as host:port: an IPv4 address, an IPv6 address in brackets, or
+// localhost. A name that needs a lookup is not taken: whether it resolves,
+// and to an address of this host, is known only when the exporter binds
+// it.
 func isHost(v string) error {
-	if v == "localhost" {
+	if strings.EqualFold(v, "localhost") {
 		return nil
 	}
 	if ip, ok := strings.CutPrefix(v, "["); ok {
@@ -566,7 +737,7 @@ func isHost(v string) error {
 var reservedHeaders = []string{"content-type", "content-encoding", "content-length", "user-agent", "te", "host",
 	"connection", "transfer-encoding", "upgrade", "keep-alive", "proxy-connection", "trailer"}
 
-// isHeaders checks the list the OTLP exporters read: name=value pairs
+// isHeaders checks the list the OTLP exporters are given: name=value pairs
 // separated by commas, values percent-encoded, white space around names
 // and decoded values ignored. What it accepts is what both exporters send:
 // gRPC carries header names of letters, digits, '-', '_' and '.' only (a
@@ -608,9 +779,24 @@ func isHeaders(v string) error {
 	return nil
 }
 
-// isFile checks a file an exporter reads whole: a regular file (not a
-// device or a pipe, which could block or never end) of at most
-// maxFileSize bytes, readable.
+// headers returns the headers of a value isHeaders accepted, as the
+// exporters decode them.
+func headers(v string) map[string]string {
+	h := map[string]string{}
+	if v == "" {
+		return h
+	}
+	for _, pair := range strings.Split(v, ",") {
+		k, val, _ := strings.Cut(pair, "=")
+		d, _ := url.PathUnescape(val)
+		h[strings.TrimSpace(k)] = strings.TrimSpace(d)
+	}
+	return h
+}
+
+// isFile checks a file read whole: a regular file (not a device or a
+// pipe, which could block or never end) of at most maxFileSize bytes,
+// readable.
 func isFile(v string) error {
 	st, err := os.Stat(v)
 	switch {
@@ -630,8 +816,7 @@ func isFile(v string) error {
 	return f.Close()
 }
 
-// isCertificate checks a file of PEM certificates: the exporters ignore
-// one they cannot parse, and then trust no collector.
+// isCertificate checks a file of PEM certificates.
 func isCertificate(v string) error {
 	if err := isFile(v); err != nil {
 		return err
@@ -647,9 +832,8 @@ func isCertificate(v string) error {
 }
 
 // isResourceAttributes checks key=value pairs separated by commas, values
-// percent-encoded, every key and decoded value valid UTF-8 (a resource
-// attribute that is not would cost every export), each key once (the SDK
-// would keep the last).
+// percent-encoded, every key and decoded value valid UTF-8, each key once
+// (the SDK would keep the last).
 func isResourceAttributes(v string) error {
 	seen := map[string]bool{}
 	for _, pair := range strings.Split(v, ",") {

@@ -17,7 +17,76 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
+// handled sets an OpenTelemetry error handler for the test that keeps
+// what it is given, and returns a function that reads it.
+func handled(t *testing.T) func() []error {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }))
+	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+	return func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), errs...)
+	}
+}
+
+// warnings returns the warnings of otelsetup among errs, by variable.
+func warnings(errs []error) map[string][]*otelsetup.EnvError {
+	by := map[string][]*otelsetup.EnvError{}
+	for _, err := range errs {
+		var w *otelsetup.EnvError
+		if errors.As(err, &w) {
+			by[w.Name] = append(by[w.Name], w)
+		}
+	}
+	return by
+}
+
+// setupQuietly sets up from the environment without the globals, and
+// shuts down without exporting anything: no test sends to a default
+// endpoint, where another process may listen.
+func setupQuietly(t *testing.T, opts ...otelsetup.Option) *otelsetup.Telemetry {
+	t.Helper()
+	tel, err := otelsetup.Setup(context.Background(), append([]otelsetup.Option{otelsetup.WithoutGlobal()}, opts...)...)
+	if err != nil {
+		t.Fatalf("Setup = %v, want no error: no value is an error", err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(canceledContext()) })
+	return tel
+}
+
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// oneWarning checks that the variable name, and no other, was warned
+// about, once, in one line of at most 512 bytes that says what is used
+// instead.
+func oneWarning(t *testing.T, errs []error, name string) *otelsetup.EnvError {
+	t.Helper()
+	by := warnings(errs)
+	if len(by[name]) != 1 || len(by) != 1 {
+		t.Fatalf("warnings %v, want one, naming %s", errs, name)
+	}
+	w := by[name][0]
+	if msg := w.Error(); len(msg) > 512 || strings.ContainsAny(msg, "\n\r") || !strings.Contains(msg, name) ||
+		!strings.Contains(msg, "; ignored, using ") || w.Using == "" {
+		t.Errorf("a warning of %d bytes, more than one line, or not saying what is used: %q", len(msg), msg)
+	}
+	return w
+}
+
+// TestInvalidVariablesAreWarnedAboutAndIgnored: each value here is not
+// valid; Setup warns about it once, naming it, and goes on with tracing
+// on.
+func TestInvalidVariablesAreWarnedAboutAndIgnored(t *testing.T) {
 	cases := []struct{ name, value string }{
 		{"OTEL_BSP_MAX_QUEUE_SIZE", "-5"},
 		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-1"},
@@ -63,28 +132,20 @@ func TestMalformedVariablesGiveAnErrorAndANoopTelemetry(t *testing.T) {
 		t.Run(tc.name+"="+tc.value[:min(len(tc.value), 20)], func(t *testing.T) {
 			clearOTelEnv(t)
 			t.Setenv(tc.name, tc.value)
-			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-			var envErr *otelsetup.EnvError
-			if !errors.As(err, &envErr) || envErr.Name != tc.name {
-				t.Fatalf("Setup = %v, want an *EnvError naming %s", err, tc.name)
+			errs := handled(t)
+			tel := setupQuietly(t)
+			if !tel.Enabled() {
+				t.Fatal("tracing off")
 			}
-			if len(err.Error()) > 512 || strings.ContainsAny(err.Error(), "\n\r") {
-				t.Errorf("an error of %d bytes, or of more than one line: %q", len(err.Error()), err.Error())
-			}
-			if tel == nil || tel.Enabled() {
-				t.Fatal("want a no-op Telemetry")
-			}
-			if err := tel.Shutdown(context.Background()); err != nil {
-				t.Error(err)
-			}
+			oneWarning(t, errs(), tc.name)
 		})
 	}
 }
 
-// TestMalformedVariablesNeverPrintTheirSecrets: a malformed endpoint or
-// header is exactly the value an error prints, and the error must not
+// TestInvalidVariablesNeverPrintTheirSecrets: an invalid endpoint or
+// header is exactly the value a warning prints, and the warning must not
 // show its password, token or header value.
-func TestMalformedVariablesNeverPrintTheirSecrets(t *testing.T) {
+func TestInvalidVariablesNeverPrintTheirSecrets(t *testing.T) {
 	cases := []struct{ name, value string }{
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3cret pw@127.0.0.1:1"},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://user:s3cret@127.0.0.1:1"},
@@ -93,64 +154,72 @@ func TestMalformedVariablesNeverPrintTheirSecrets(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization: Bearer s3cret"},
 		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "s3cret"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3c?ret@127.0.0.1:99999"},
-		// Well formed, but the exporters would silently not send them.
+		// Valid URLs, but the exporters would silently not send them.
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3cret@127.0.0.1:4318"},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://s3cret@collector:4318/v1/traces"},
 	}
 	for _, tc := range cases {
 		clearOTelEnv(t)
 		t.Setenv(tc.name, tc.value)
-		for _, check := range []func() error{otelsetup.CheckEnvironment, func() error {
-			_, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-			return err
-		}} {
-			err := check()
-			var envErr *otelsetup.EnvError
-			if !errors.As(err, &envErr) || envErr.Name != tc.name {
-				t.Fatalf("%s=%q: %v, want an *EnvError naming it", tc.name, tc.value, err)
-			}
-			if strings.Contains(err.Error(), "s3cret") {
-				t.Errorf("%s: the error shows the secret: %v", tc.name, err)
-			}
+		t.Setenv("OTEL_METRICS_EXPORTER", "none")
+		errs := handled(t)
+		setupQuietly(t)
+		if w := oneWarning(t, errs(), tc.name); strings.Contains(w.Error(), "s3cret") {
+			t.Errorf("%s: the warning shows the secret: %v", tc.name, w)
+		}
+		exp, err := otelsetup.NewSpanExporter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = exp.Shutdown(canceledContext())
+		if w := oneWarning(t, errs()[1:], tc.name); strings.Contains(w.Error(), "s3cret") {
+			t.Errorf("%s: NewSpanExporter's warning shows the secret: %v", tc.name, w)
 		}
 	}
 }
 
-func TestWellFormedVariablesAreAccepted(t *testing.T) {
-	// The control of the test above: each variable, well formed, passes.
+func TestValidVariablesAreAcceptedWithoutAWarning(t *testing.T) {
+	// The control of the tests above: each variable, valid, is taken
+	// without a word.
 	env := map[string]string{
 		"OTEL_BSP_MAX_QUEUE_SIZE": "4096", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "256", "OTEL_BSP_SCHEDULE_DELAY": "200",
-		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "false",
-		"OTEL_EXPORTER_OTLP_TIMEOUT": "1000", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-		"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=abc%20def,x=y",
-		"OTEL_METRICS_EXPORTER": "none", "OTEL_SERVICE_NAME": "dit-engine",
+		"OTEL_TRACES_SAMPLER": "ParentBased_TraceIdRatio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "FALSE",
+		"OTEL_EXPORTER_OTLP_TIMEOUT": "1000", "OTEL_EXPORTER_OTLP_PROTOCOL": "HTTP/Protobuf",
+		"OTEL_EXPORTER_OTLP_COMPRESSION": "GZIP", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=abc%20def,x=y",
+		"OTEL_METRICS_EXPORTER": "None", "OTEL_SERVICE_NAME": "dit-engine", "OTEL_TRACES_EXPORTER": "OTLP",
 		"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,team=gen%20ai",
-		"OTEL_PROPAGATORS":         "tracecontext, baggage, b3",
+		"OTEL_PROPAGATORS":         "tracecontext, baggage, B3",
 	}
 	clearOTelEnv(t)
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-	if err != nil || !tel.Enabled() {
-		t.Fatalf("Setup = %v, enabled %v", err, tel.Enabled())
+	errs := handled(t)
+	if tel := setupQuietly(t); !tel.Enabled() || tel.Exporter() != "otlp (http/protobuf) to http://127.0.0.1:4318/v1/traces" {
+		t.Errorf("enabled %v, exporting %s", tel.Enabled(), tel.Exporter())
 	}
-	_ = tel.Shutdown(context.Background())
+	if w := warnings(errs()); len(w) != 0 {
+		t.Errorf("warnings %v, want none", w)
+	}
 }
 
 func TestSamplerArgumentIsCheckedOnlyForARatioSampler(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "abc")
 	t.Setenv("OTEL_TRACES_EXPORTER", "none")
-	if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err != nil {
-		t.Errorf("no sampler reads the argument: %v", err)
+	errs := handled(t)
+	setupQuietly(t)
+	if w := warnings(errs()); len(w) != 0 {
+		t.Errorf("no sampler reads the argument: %v", w)
 	}
 	t.Setenv("OTEL_TRACES_SAMPLER", "traceidratio")
-	for _, arg := range []string{"abc", "1.5", "-0.1", "NaN"} {
+	for _, arg := range []string{"abc", "1.5", "-0.1", "NaN", " 0.5"} {
 		t.Setenv("OTEL_TRACES_SAMPLER_ARG", arg)
-		if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err == nil {
-			t.Errorf("traceidratio with %q accepted", arg)
+		errs := handled(t)
+		setupQuietly(t)
+		if w := oneWarning(t, errs(), "OTEL_TRACES_SAMPLER_ARG"); w.Using != "1" {
+			t.Errorf("traceidratio with %q: using %s, want a ratio of 1", arg, w.Using)
 		}
 	}
 }
@@ -212,80 +281,77 @@ func TestPropagatorRegisteredWithCapitalsIsFound(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "console")
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	t.Setenv("OTEL_PROPAGATORS", "OmniTest")
-	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = tel.Shutdown(context.Background())
+	tel := setupQuietly(t)
 	if f := tel.TextMapPropagator().Fields(); len(f) != 1 || f[0] != "baggage" {
 		t.Errorf("fields %v, want the registered baggage propagator", f)
 	}
 	t.Setenv("OTEL_PROPAGATORS", "tracecontext,ZipKin")
-	if _, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal()); err == nil || !strings.Contains(err.Error(), `"ZipKin"`) {
-		t.Errorf("Setup = %v, want the unknown name as written", err)
+	errs := handled(t)
+	tel = setupQuietly(t)
+	if w := oneWarning(t, errs(), "OTEL_PROPAGATORS"); !strings.Contains(w.Error(), `"ZipKin"`) {
+		t.Errorf("%v, want the unknown name as written", w)
+	}
+	if f := tel.TextMapPropagator().Fields(); len(f) != 3 {
+		t.Errorf("fields %v, want the default, trace context and baggage", f)
 	}
 }
 
-// TestNumbersOutOfRangeOrPaddedAreRefused: each value here, handed to the
-// SDK, would panic Setup, exhaust memory, spin a core, or be silently
-// replaced by the SDK's default. CheckEnvironment is asked first: a value
-// it accepted here would cost gigabytes or a panic in Setup, so Setup is
-// not called then.
-func TestNumbersOutOfRangeOrPaddedAreRefused(t *testing.T) {
-	cases := []struct{ name, value string }{
-		{"OTEL_BSP_MAX_QUEUE_SIZE", "9223372036854775807"}, // makechan: size out of range
-		{"OTEL_BSP_MAX_QUEUE_SIZE", "100000000000"},        // out of memory
-		{"OTEL_BSP_SCHEDULE_DELAY", "9223372036855"},       // overflows to a negative delay: a core spins
-		{"OTEL_BSP_EXPORT_TIMEOUT", "9223372036855"},
-		{"OTEL_METRIC_EXPORT_INTERVAL", "9223372036855"},
-		{"OTEL_METRIC_EXPORT_TIMEOUT", "9223372036855"},
-		{"OTEL_EXPORTER_OTLP_TIMEOUT", "9223372036855"},
-		{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "9223372036855"},
-		{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "9223372036855"},
-		{"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "9223372036855"},
-		{"OTEL_BSP_MAX_QUEUE_SIZE", "100000 "}, // the SDK, which does not trim, would use 2048
-		{"OTEL_BSP_MAX_QUEUE_SIZE", " 100000"},
-		{"OTEL_BSP_MAX_QUEUE_SIZE", "+5"},
-		{"OTEL_BSP_MAX_QUEUE_SIZE", "0x10"},
-		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100 "},
-		{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100\u00a0"},
-		{"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "5 "},
-		{"OTEL_ATTRIBUTE_COUNT_LIMIT", "-1"},     // no limit, to the SDK
-		{"OTEL_BLRP_MAX_QUEUE_SIZE", "20000000"}, // 12 GiB and 104 s inside Setup
-		{"OTEL_BLRP_SCHEDULE_DELAY", "soon"},     // the SDK's default, silently
-		{"OTEL_BLRP_EXPORT_TIMEOUT", "0"},
-		{"OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", "-1"},
-		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096"}, // more than the default queue of 2048
-		{"OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "-1"},
-		{"OTEL_EXPORTER_OTLP_COMPRESSION", "GZIP"}, // the exporters compare it as written: no compression
-		{"OTEL_TRACES_EXPORTER", " otlp"},          // autoexport looks it up as written
-		{"OTEL_METRICS_EXEMPLAR_FILTER", "sometimes"},
-		{"OTEL_EXPORTER_PROMETHEUS_HOST", "0x10"},
+// TestNumbersOutOfRangeOrPaddedAreIgnored: each value here, handed to the
+// SDK, would panic Setup, exhaust memory, spin a core, or be read by the
+// SDK otherwise than otelsetup reads it. Each is warned about and
+// ignored: the default takes effect (what takes effect is shown for every
+// variable by TestEveryVariableTakesEffectOrIsIgnored).
+func TestNumbersOutOfRangeOrPaddedAreIgnored(t *testing.T) {
+	cases := []struct{ name, value, using string }{
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "9223372036854775807", "2048"}, // makechan: size out of range
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "100000000000", "2048"},        // out of memory
+		{"OTEL_BSP_SCHEDULE_DELAY", "9223372036855", "5000"},       // overflows to a negative delay: a core spins
+		{"OTEL_BSP_EXPORT_TIMEOUT", "9223372036855", "30000"},
+		{"OTEL_METRIC_EXPORT_INTERVAL", "9223372036855", "60000"},
+		{"OTEL_METRIC_EXPORT_TIMEOUT", "9223372036855", "30000"},
+		{"OTEL_EXPORTER_OTLP_TIMEOUT", "9223372036855", "10000"},
+		{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "9223372036855", "10000"},
+		{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "9223372036855", "10000"},
+		{"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "9223372036855", "10000"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "100000 ", "2048"}, // the SDK, which does not trim, would use 2048
+		{"OTEL_BSP_MAX_QUEUE_SIZE", " 100000", "2048"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "+5", "2048"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "0x10", "2048"},
+		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100 ", "4096"},
+		{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100\u00a0", "4096"},
+		{"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "5 ", "128"},
+		{"OTEL_ATTRIBUTE_COUNT_LIMIT", "-1", "128"},      // no limit, to the SDK
+		{"OTEL_BLRP_MAX_QUEUE_SIZE", "20000000", "2048"}, // 12 GiB and 104 s inside Setup
+		{"OTEL_BLRP_SCHEDULE_DELAY", "soon", "1000"},
+		{"OTEL_BLRP_EXPORT_TIMEOUT", "0", "30000"},
+		{"OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", "-1", "512"},
+		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4096", "512"}, // more than the default queue of 2048
+		{"OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "-1", "128"},
+		{"OTEL_TRACES_EXPORTER", " otlp", "otlp"},
+		{"OTEL_METRICS_EXEMPLAR_FILTER", "sometimes", "trace_based"},
+		{"OTEL_EXPORTER_PROMETHEUS_HOST", "0x10", "localhost"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			clearOTelEnv(t)
 			t.Setenv(tc.name, tc.value)
-			var envErr *otelsetup.EnvError
-			if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != tc.name {
-				t.Fatalf("CheckEnvironment = %v, want an *EnvError naming %s", err, tc.name)
+			t.Setenv("OTEL_METRICS_EXPORTER", "none")
+			errs := handled(t)
+			if tel := setupQuietly(t); !tel.Enabled() {
+				t.Fatal("tracing off")
 			}
-			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-			if !errors.As(err, &envErr) || envErr.Name != tc.name {
-				t.Fatalf("Setup = %v, want an *EnvError naming %s", err, tc.name)
-			}
-			if tel == nil || tel.Enabled() || tel.Exporter() != "none" || tel.MetricsExporter() != "none" {
-				t.Fatal("want a no-op Telemetry")
+			if w := oneWarning(t, errs(), tc.name); w.Using != tc.using {
+				t.Errorf("using %q, want %q", w.Using, tc.using)
 			}
 		})
 	}
 }
 
-// TestHeadersTheExportersWouldNotSendAreRefused: each of these, handed to
+// TestHeadersTheExportersWouldNotSendAreIgnored: each of these, handed to
 // the exporters, would not be sent over one protocol or both (a quoted
 // name, as an env file leaves it), or would cost every span over gRPC (a
 // value gRPC cannot carry), reported only at Shutdown.
-func TestHeadersTheExportersWouldNotSendAreRefused(t *testing.T) {
+func TestHeadersTheExportersWouldNotSendAreIgnored(t *testing.T) {
 	for _, v := range []string{
 		`"api-key"=x`, `"api-key=x"`, `'api-key'=x`,
 		"api-key=%C3%A9", "api-key=caf\u00e9", "api-key=%00x", "api-key=%7F",
@@ -298,30 +364,37 @@ func TestHeadersTheExportersWouldNotSendAreRefused(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			clearOTelEnv(t)
 			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", v)
-			var envErr *otelsetup.EnvError
-			if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != "OTEL_EXPORTER_OTLP_HEADERS" {
-				t.Fatalf("CheckEnvironment = %v, want an *EnvError", err)
+			t.Setenv("OTEL_METRICS_EXPORTER", "none")
+			errs := handled(t)
+			setupQuietly(t)
+			if w := oneWarning(t, errs(), "OTEL_EXPORTER_OTLP_HEADERS"); w.Using != "no headers" {
+				t.Errorf("using %s, want no headers", w.Using)
 			}
 		})
 	}
 }
 
-// TestAGRPCEndpointWithAPathIsRefused: the gRPC exporters send to the
-// host only, so a path would be left out; over HTTP it is used.
-func TestAGRPCEndpointWithAPathIsRefused(t *testing.T) {
+// TestAGRPCEndpointWithAPathIsIgnoredForTheSignalsOverGRPC: the gRPC
+// exporters send to the host only, so a path would be left out; over
+// HTTP it is used.
+func TestAGRPCEndpointWithAPathIsIgnoredForTheSignalsOverGRPC(t *testing.T) {
 	clearOTelEnv(t)
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317/otlp")
-	if err := otelsetup.CheckEnvironment(); err != nil {
-		t.Fatalf("over HTTP, a base path is used: %v", err)
+	errs := handled(t)
+	if tel := setupQuietly(t); len(warnings(errs())) != 0 || tel.Exporter() != "otlp (http/protobuf) to http://collector:4317/otlp/v1/traces" {
+		t.Fatalf("over HTTP, a base path is used: %v, exporting %s", errs(), tel.Exporter())
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
-	var envErr *otelsetup.EnvError
-	if err := otelsetup.CheckEnvironment(); !errors.As(err, &envErr) || envErr.Name != "OTEL_EXPORTER_OTLP_ENDPOINT" ||
-		!strings.Contains(err.Error(), "traces") {
-		t.Errorf("CheckEnvironment = %v, want the endpoint's path refused for traces", err)
+	errs = handled(t)
+	tel := setupQuietly(t)
+	if w := oneWarning(t, errs(), "OTEL_EXPORTER_OTLP_ENDPOINT"); !strings.Contains(w.Error(), "traces") ||
+		w.Using != "the default endpoint for traces" || tel.Exporter() != "otlp (grpc) to https://localhost:4317" {
+		t.Errorf("%v, exporting %s: want the endpoint ignored for traces", w, tel.Exporter())
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4317")
-	if err := otelsetup.CheckEnvironment(); err != nil {
-		t.Errorf("traces have an endpoint of their own: %v", err)
+	errs = handled(t)
+	if tel := setupQuietly(t); len(warnings(errs())) != 0 || tel.Exporter() != "otlp (grpc) to http://collector:4317" {
+		t.Errorf("traces have an endpoint of their own: %v, exporting %s", errs(), tel.Exporter())
 	}
 }

@@ -4,11 +4,11 @@
 package otelsetup
 
 // The tests of this file walk every variable of the table: for each value,
-// either Setup refuses it with an *EnvError naming the variable and a no-op
-// Telemetry, or it accepts it and the value that takes effect in the SDK is
-// the value as written, observed in the SDK itself (spans held, batches
-// exported, limits applied, timers fired on a synctest clock), never by
-// timing.
+// either Setup warns about it once, naming the variable, keeps tracing on
+// and the variable's default takes effect, or it accepts it without a
+// word and the value that takes effect in the SDK is the value as
+// written, each observed in the SDK itself (spans held, batches exported,
+// limits applied, timers fired on a synctest clock), never by timing.
 
 import (
 	"context"
@@ -31,6 +31,7 @@ import (
 	"time"
 	"unicode"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
@@ -42,6 +43,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/otelomni/otelomni/internal/keep"
 )
 
 // unsetOTel unsets every OTEL_* variable for the test.
@@ -93,26 +96,73 @@ func rangeOf(v envVar) (lo, hi int64) {
 	return lo, hi
 }
 
-func refusedBy(t *testing.T, name string, err error) {
+// warnedOnce checks that errs hold exactly one warning of otelsetup, and
+// that it names name, in one line of at most 512 bytes.
+func warnedOnce(t *testing.T, name string, errs []error) {
 	t.Helper()
-	var envErr *EnvError
-	if !errors.As(err, &envErr) {
-		t.Fatalf("%v, want an *EnvError naming %s", err, name)
-	}
-	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		if errors.As(e, &envErr) && envErr.Name == name {
-			if strings.ContainsAny(e.Error(), "\r\n") || len(e.Error()) > 512 {
-				t.Errorf("an error of %d bytes or more than one line: %q", len(e.Error()), e)
-			}
-			return
+	var ws []*EnvError
+	for _, err := range errs {
+		var w *EnvError
+		if errors.As(err, &w) {
+			ws = append(ws, w)
 		}
 	}
-	t.Fatalf("%v names no %s", err, name)
+	if len(ws) != 1 || ws[0].Name != name {
+		t.Fatalf("warnings %v, want one, naming %s", errs, name)
+	}
+	if msg := ws[0].Error(); strings.ContainsAny(msg, "\r\n") || len(msg) > 512 {
+		t.Errorf("a warning of %d bytes or more than one line: %q", len(msg), msg)
+	}
 }
 
-// TestEveryNumberHasARangeAndTakesEffectAsWritten walks every variable of
-// the table with each odd value.
-func TestEveryNumberHasARangeAndTakesEffectAsWritten(t *testing.T) {
+// keptErrors sets an OpenTelemetry error handler that keeps what it gets,
+// for the test.
+func keptErrors(t *testing.T) func() []error {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }))
+	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+	return func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), errs...)
+	}
+}
+
+// keepVar reports whether name is a variable of the collector tier's
+// policy, which otelomni.New reads itself.
+func keepVar(name string) (keep.Var, bool) {
+	for _, v := range keep.Vars {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return keep.Var{}, false
+}
+
+// defaultNumber is what takes effect for a number variable when it is
+// unset or ignored, with every other variable unset.
+func defaultNumber(t *testing.T, v envVar) int64 {
+	t.Helper()
+	if v.name == envJournalSync {
+		return 0 // never
+	}
+	n, err := strconv.ParseInt(v.using(&environ{nums: map[string]int64{}, vals: map[string]string{}}), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: no default number: %v", v.name, err)
+	}
+	return n
+}
+
+// TestEveryNumberTakesEffectAsWrittenOrIsIgnored walks every variable of
+// the table with each odd value: each is accepted, and then the value
+// that takes effect is the value written, or it is warned about once,
+// tracing stays on, and the default takes effect.
+func TestEveryNumberTakesEffectAsWrittenOrIsIgnored(t *testing.T) {
 	for _, v := range envVars {
 		values := oddValues
 		if v.hi > 0 {
@@ -124,7 +174,7 @@ func TestEveryNumberHasARangeAndTakesEffectAsWritten(t *testing.T) {
 			}
 		}
 		t.Run(v.name, func(t *testing.T) {
-			observed := 0
+			observed, ignored := 0, 0
 			for _, val := range values {
 				unsetOTel(t)
 				t.Setenv(v.name, val)
@@ -150,35 +200,38 @@ func TestEveryNumberHasARangeAndTakesEffectAsWritten(t *testing.T) {
 					// around it or control characters, in 255 bytes.
 					accept = strings.TrimSpace(val) == val && !strings.ContainsFunc(val, unicode.IsControl) && len(val) <= 255
 				}
-				err := CheckEnvironment()
+				errs := keptErrors(t)
+				tel, err := Setup(context.Background(), WithoutGlobal(), WithFallbackExporter(discardExporter{}), WithoutMetrics())
+				if err != nil || !tel.Enabled() {
+					t.Fatalf("%s=%.40q: Setup = %v, enabled %v: want tracing on", v.name, val, err, tel.Enabled())
+				}
+				_ = tel.Shutdown(context.Background())
 				if !accept {
-					if err == nil {
-						// Setup is not called: a value the check lets
-						// through could cost gigabytes or a panic.
-						t.Errorf("%s=%.40q accepted, want an *EnvError", v.name, val)
+					// Setup is called: a value the check lets through
+					// would cost gigabytes or a panic.
+					warnedOnce(t, v.name, errs())
+					ignored++
+					if _, tier := keepVar(v.name); tier {
+						// otelomni.New reads these itself: its rule then
+						// vouches for no trace (keep.FromEnv), not the default.
 						continue
 					}
-					refusedBy(t, v.name, err)
-					tel, err := Setup(context.Background(), WithoutGlobal())
-					refusedBy(t, v.name, err)
-					if tel == nil || tel.Enabled() || tel.lp != nil || tel.mp != nil {
-						t.Fatalf("%s=%.40q: want a no-op Telemetry", v.name, val)
+					if v.hi > 0 {
+						want = defaultNumber(t, v)
 					}
+				} else if len(errs()) != 0 {
+					t.Errorf("%s=%.40q: %v, want no warning", v.name, val, errs())
 					continue
 				}
-				if err != nil {
-					t.Errorf("%s=%.40q refused: %v", v.name, val, err)
-					continue
-				}
-				if obs, ok := observers[v.name]; ok {
+				if obs, ok := observers[v.name]; ok && (accept || v.hi > 0) {
 					obs(t, v.name, val, want)
 					observed++
 				} else if v.hi > 0 {
 					t.Fatalf("%s is a number and no test observes what it sets", v.name)
 				}
 			}
-			if v.hi > 0 && observed < 3 {
-				t.Errorf("%s: %d accepted values observed, want at least 3 (its bounds and one between)", v.name, observed)
+			if v.hi > 0 && (observed < 3 || ignored < 3) {
+				t.Errorf("%s: %d values observed, %d ignored, want at least 3 of each (its bounds and one between; out of range)", v.name, observed, ignored)
 			}
 		})
 	}
@@ -570,10 +623,7 @@ func (l *logs) count() int {
 // loggerProvider builds the logger provider as Setup does, with exp.
 func loggerProvider(t *testing.T, exp sdklog.Exporter) (*sdklog.LoggerProvider, *sdklog.BatchProcessor) {
 	t.Helper()
-	env, err := readEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, _ := readEnv()
 	return newLoggerProvider(exp, resource.Empty(), env)
 }
 
@@ -738,28 +788,27 @@ func (m *metrics) Export(ctx context.Context, _ *metricdata.ResourceMetrics) err
 	return nil
 }
 
-// observeMetricReader: the periodic reader, built as autoexport builds
-// it, which reads these variables itself, exports on a synctest clock at
-// the interval, and gives up a hung export after the timeout.
+// observeMetricReader: the periodic reader, built with the options Setup
+// gives it (the SDK reads these variables itself, and an option wins),
+// exports on a synctest clock at the interval, and gives up a hung export
+// after the timeout.
 func observeMetricReader(t *testing.T, name, _ string, want int64) {
-	// autoexport's reader is the SDK's periodic reader, built without
-	// options: the SDK's reading of the variable is what takes effect.
 	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
-	tel := &Telemetry{}
-	rs, err := metricReaders(context.Background(), &config{}, tel)
-	if err != nil || len(rs) != 1 {
-		t.Fatalf("readers %v, %v", rs, err)
+	env, _ := readEnv()
+	rs := metricReaders(context.Background(), &config{}, env, &Telemetry{})
+	if len(rs) != 1 {
+		t.Fatalf("readers %v", rs)
 	}
 	if _, ok := rs[0].(*sdkmetric.PeriodicReader); !ok {
-		t.Fatalf("autoexport's reader is a %T", rs[0])
+		t.Fatalf("the reader is a %T", rs[0])
 	}
 	_ = rs[0].Shutdown(canceled())
 	d := time.Duration(want) * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		m := &metrics{exports: make(chan time.Time, 4), hang: name == "OTEL_METRIC_EXPORT_TIMEOUT"}
 		start := time.Now()
-		r := sdkmetric.NewPeriodicReader(m)
+		r := sdkmetric.NewPeriodicReader(m, periodicOptions(env, nil)...)
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 		if m.hang {
 			_ = mp.ForceFlush(context.Background())
@@ -855,8 +904,10 @@ func observeOTLPTimeout(t *testing.T, name, _ string, want int64) {
 		}
 	}
 	signal := strings.TrimSuffix(strings.TrimPrefix(name, "OTEL_EXPORTER_OTLP_"), "TIMEOUT")
+	t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
+	env, _ := readEnv()
 	if signal == "" || signal == "TRACES_" {
-		exp, err := spanExporter(context.Background(), &config{}, &Telemetry{})
+		exp, err := spanExporter(context.Background(), &config{}, env, &Telemetry{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -864,16 +915,15 @@ func observeOTLPTimeout(t *testing.T, name, _ string, want int64) {
 		_ = exp.Shutdown(canceled())
 	}
 	if signal == "" || signal == "METRICS_" {
-		rs, err := metricReaders(context.Background(), &config{}, &Telemetry{})
-		if err != nil || len(rs) != 1 {
-			t.Fatal(rs, err)
+		rs := metricReaders(context.Background(), &config{}, env, &Telemetry{})
+		if len(rs) != 1 {
+			t.Fatal(rs)
 		}
 		check("metric", rs[0])
 		_ = rs[0].Shutdown(canceled())
 	}
 	if signal == "" || signal == "LOGS_" {
-		t.Setenv("OTEL_LOGS_EXPORTER", "otlp")
-		exp, err := logExporter(context.Background())
+		exp, err := newLogExporter(context.Background(), env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1068,9 +1118,11 @@ func FuzzEnvironmentValue(f *testing.F) {
 		for _, name := range []string{envVars[int(i)%len(envVars)].name, "OTEL_EXPORTER_OTLP_HEADERS"} {
 			os.Unsetenv("OTEL_EXPORTER_OTLP_HEADERS")
 			t.Setenv(name, v)
-			env, err := readEnv()
-			if err != nil {
-				continue
+			env, _ := readEnv()
+			if _, ok := env.vals[name]; !ok {
+				if _, ok := env.nums[name]; !ok {
+					continue
+				}
 			}
 			if n, ok := env.nums[name]; ok && strconv.FormatInt(n, 10) != v {
 				t.Fatalf("%s=%q accepted as %d", name, v, n)

@@ -5,15 +5,23 @@ package otelsetup_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +40,8 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -48,6 +58,9 @@ type collector struct {
 	// reject is how many spans of each batch it rejects while accepting
 	// the batch (an OTLP partial success).
 	reject int64
+	// json answers over HTTP in OTLP/JSON, as a collector may whatever
+	// the request's encoding.
+	json bool
 }
 
 // rejectionReason is the reason the collector gives for the spans it
@@ -81,6 +94,12 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = c.Export(r.Context(), &req)
+	if c.json {
+		w.Header().Set("Content-Type", "application/json")
+		out, _ := protojson.Marshal(c.response())
+		_, _ = w.Write(out)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	out, _ := proto.Marshal(c.response())
 	_, _ = w.Write(out)
@@ -222,16 +241,30 @@ func TestForceFlushReportsWhatItLost(t *testing.T) {
 	}
 }
 
-func TestEngineConfigIsOnTheResource(t *testing.T) {
+// TestResourceAttributesAreOnTheResourceAndWin: the program's resource
+// attributes are on every span's resource, and win over
+// OTEL_RESOURCE_ATTRIBUTES for the same key, as the specification's merge
+// says; the variable's other keys are there too, and OTEL_SERVICE_NAME
+// wins over WithServiceName.
+func TestResourceAttributesAreOnTheResourceAndWin(t *testing.T) {
 	clearOTelEnv(t)
-	tel, exp := setupWithMemory(t, otelsetup.WithEngineConfig(attrs.EngineConfig{TensorParallel: 4, DType: "bfloat16",
-		SchedulingMode: "continuous", DeviceKind: "cuda", DeviceCount: 4}))
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "omni.engine.dtype=float16,deployment.environment=prod,host.name=from-env")
+	t.Setenv("OTEL_SERVICE_NAME", "from-env")
+	tel, exp := setupWithMemory(t, otelsetup.WithServiceName("from-code"), otelsetup.WithResourceAttributes(
+		attrs.EngineTensorParallelKey.Int(4), attrs.EngineDTypeKey.String("bfloat16"),
+		attrs.EngineDeviceKindKey.String("cuda\xff"), attribute.String("", "no key")))
 	s := flushOne(t, tel, exp, otelomni.RequestInfo{ID: "r"})
 	res := s.Resource.Set()
 	for k, want := range map[attribute.Key]string{"omni.engine.parallel.tensor": "4", "omni.engine.dtype": "bfloat16",
-		"omni.engine.scheduling_mode": "continuous", "omni.engine.device.kind": "cuda", "omni.engine.device.count": "4"} {
+		"omni.engine.device.kind": "cuda\uFFFD", "deployment.environment": "prod", "host.name": "from-env",
+		"service.name": "from-env"} {
 		if v, ok := res.Value(k); !ok || v.String() != want {
 			t.Errorf("resource %s = %q, want %q", k, v.String(), want)
+		}
+	}
+	for _, kv := range s.Resource.Attributes() {
+		if kv.Key == "" || kv.Key == "_invalid" {
+			t.Errorf("an attribute of no key on the resource: %v", kv)
 		}
 	}
 }
@@ -519,18 +552,21 @@ func TestForceFlushReportsEveryLossSinceThePreviousFlush(t *testing.T) {
 // protocols; the exporter's error still reaches the error handler.
 func TestSpansACollectorRejectsAreLost(t *testing.T) {
 	for _, tc := range []struct {
-		protocol string
-		journal  bool
-	}{{"http/protobuf", false}, {"grpc", false}, {"grpc", true}} {
+		protocol      string
+		journal, json bool
+	}{{"http/protobuf", false, false}, {"http/protobuf", false, true}, {"grpc", false, false}, {"grpc", true, false}} {
 		protocol := tc.protocol
 		name := protocol
 		if tc.journal {
 			name += ", with the crash journal"
 		}
+		if tc.json {
+			name += ", answered in JSON"
+		}
 		t.Run(name, func(t *testing.T) {
 			clearOTelEnv(t)
 			handled := handledErrors(t)
-			c := &collector{reject: 2}
+			c := &collector{reject: 2, json: tc.json}
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, protocol, c))
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 			t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
@@ -629,5 +665,315 @@ func handledErrors(t *testing.T) func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), logged...)
+	}
+}
+
+// encodingCollector records how each request it gets is compressed:
+// Content-Encoding over HTTP, grpc-encoding over gRPC.
+type encodingCollector struct {
+	coltrace.UnimplementedTraceServiceServer
+	got chan string
+}
+
+func (c *encodingCollector) Export(context.Context, *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+func (c *encodingCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.got <- r.Header.Get("Content-Encoding")
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+func (c *encodingCollector) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+	return ctx
+}
+func (c *encodingCollector) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if h, ok := s.(*stats.InHeader); ok {
+		c.got <- h.Compression
+	}
+}
+func (c *encodingCollector) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (c *encodingCollector) HandleConn(context.Context, stats.ConnStats) {}
+
+// TestCompressionSentIsTheOneSetupReads: the exporters read the
+// compression themselves, trimmed and only in lowercase; what reaches
+// the collector is Setup's reading, over both protocols: any case, and a
+// padded value ignored (no compression), where the exporters would
+// compress.
+func TestCompressionSentIsTheOneSetupReads(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		for _, c := range []struct{ value, want string }{{"gzip", "gzip"}, {"GZIP", "gzip"}, {"gzip ", ""}, {"none", ""}} {
+			t.Run(protocol+" "+c.value, func(t *testing.T) {
+				clearOTelEnv(t)
+				col := &encodingCollector{got: make(chan string, 16)}
+				var endpoint string
+				if protocol == "grpc" {
+					l, err := net.Listen("tcp", "127.0.0.1:0")
+					if err != nil {
+						t.Fatal(err)
+					}
+					srv := grpc.NewServer(grpc.StatsHandler(col))
+					coltrace.RegisterTraceServiceServer(srv, col)
+					go func() { _ = srv.Serve(l) }()
+					t.Cleanup(srv.Stop)
+					endpoint = "http://" + l.Addr().String()
+				} else {
+					srv := httptest.NewServer(col)
+					t.Cleanup(srv.Close)
+					endpoint = srv.URL
+				}
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+				t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+				t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", c.value)
+				handled(t)
+				tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tel.Shutdown(context.Background())
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+				if err := tel.ForceFlush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if got := <-col.got; got != c.want && !(c.want == "" && got == "identity") {
+					t.Errorf("sent compressed %q, want %q", got, c.want)
+				}
+			})
+		}
+	}
+}
+
+// textLikePartial is an exporter, not an OTLP one, whose error reads as an
+// OTLP partial success.
+type textLikePartial struct{}
+
+func (textLikePartial) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+	return fmt.Errorf("traces export: %w", errors.New("OTLP partial success: disk full (0 spans rejected)"))
+}
+func (textLikePartial) Shutdown(context.Context) error { return nil }
+
+// TestAnErrorThatReadsAsAPartialSuccessIsAFailure: what reached the
+// collector is what the collector answered, never what an error's text
+// says: an exporter whose error reads as a partial success failed.
+func TestAnErrorThatReadsAsAPartialSuccessIsAFailure(t *testing.T) {
+	clearOTelEnv(t)
+	handledErrors(t)
+	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(textLikePartial{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+	s.End()
+	if err := tel.Shutdown(context.Background()); !errors.Is(err, otelsetup.ErrSpansLost) {
+		t.Errorf("Shutdown = %v, want the span lost", err)
+	}
+	if st := tel.ExportStats(); st.Failed != 1 || st.Exported != 0 || st.Rejected != 0 {
+		t.Errorf("%+v: want the span failed to export", st)
+	}
+}
+
+// TestAResourceThatIsNotUTF8CostsNoSpan: OTEL_RESOURCE_ATTRIBUTES with a
+// key that is not valid UTF-8 is warned about, but the SDK merges it into
+// every resource as it reads it; the exporter repairs the resource, so
+// that a collector decoding protobuf (which refuses invalid UTF-8) still
+// gets every span, over gRPC and HTTP.
+func TestAResourceThatIsNotUTF8CostsNoSpan(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			clearOTelEnv(t)
+			errs := handled(t)
+			c := &collector{}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, protocol, c))
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "team\xff=gen,deployment.environment=prod")
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+			}
+			if err := tel.Shutdown(context.Background()); err != nil {
+				t.Fatalf("Shutdown: %v, want every span exported", err)
+			}
+			if c.spans.Load() != 3 || c.refused.Load() != 0 {
+				t.Errorf("the collector got %d spans and refused %d requests, want 3 and none", c.spans.Load(), c.refused.Load())
+			}
+			if w := warnings(errs()); len(w["OTEL_RESOURCE_ATTRIBUTES"]) != 1 {
+				t.Errorf("warnings %v, want one naming OTEL_RESOURCE_ATTRIBUTES", errs())
+			}
+		})
+	}
+}
+
+// TestRecoverWithNewSpanExporterCountsAPartialSuccess: otelsetup.Recover
+// given the exporter otelsetup.NewSpanExporter builds reads a collector's
+// partial success from its answer, as Setup does: the batch is done, its
+// journal removed, not sent again; given a plain OTLP exporter, it cannot
+// tell, and leaves the journal to be sent again.
+func TestRecoverWithNewSpanExporterCountsAPartialSuccess(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		t.Run(fmt.Sprint("NewSpanExporter ", own), func(t *testing.T) {
+			clearOTelEnv(t)
+			dir := t.TempDir()
+			_, inFlight, _ := journalChild(t, "kill", dir)
+			if len(inFlight) == 0 {
+				t.Fatal("the killed engine left no span to recover")
+			}
+			handledErrors(t)
+			c := &collector{reject: 1}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startCollector(t, "http/protobuf", c))
+			var exp sdktrace.SpanExporter
+			var err error
+			if own {
+				exp, err = otelsetup.NewSpanExporter(context.Background())
+			} else {
+				exp, err = otlptracehttp.New(context.Background())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exp.Shutdown(context.Background())
+			rep, err := otelsetup.Recover(context.Background(), dir, exp)
+			if own && (err != nil || rep.Removed != rep.Files || rep.Ended+rep.Open < len(inFlight)) {
+				t.Errorf("Recover = %+v, %v: want every journal done, and removed", rep, err)
+			}
+			if !own && (err == nil || rep.Removed != 0) {
+				t.Errorf("Recover = %+v, %v: a plain exporter's partial success is a failure, the journal kept", rep, err)
+			}
+		})
+	}
+}
+
+// TestAnHTTPSEndpointTrustsTheCertificateNamed: over https, the exporters
+// Setup builds trust the certificate OTEL_EXPORTER_OTLP_CERTIFICATE names,
+// and only it, over HTTP and gRPC: the transport is Setup's own.
+func TestAnHTTPSEndpointTrustsTheCertificateNamed(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		for _, trusted := range []bool{true, false} {
+			t.Run(fmt.Sprint(protocol, " trusted ", trusted), func(t *testing.T) {
+				clearOTelEnv(t)
+				handled(t)
+				c := &collector{}
+				srv := httptest.NewUnstartedServer(c)
+				if protocol == "grpc" {
+					gs := grpc.NewServer()
+					coltrace.RegisterTraceServiceServer(gs, c)
+					srv.Config.Handler = gs
+					srv.EnableHTTP2 = true
+				}
+				srv.StartTLS()
+				t.Cleanup(srv.Close)
+				ca := filepath.Join(t.TempDir(), "ca.pem")
+				der := srv.Certificate().Raw
+				if !trusted {
+					der = selfSigned(t) // httptest's servers share one certificate
+				}
+				if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL) // https://127.0.0.1:port
+				t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+				t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+				if !trusted {
+					// The gRPC exporter tries again until its timeout.
+					t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+				}
+				tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+				_ = tel.ForceFlush(context.Background())
+				_ = tel.Shutdown(canceledContext())
+				if got := c.spans.Load(); (got == 1) != trusted {
+					t.Errorf("the collector got %d spans over TLS with the certificate trusted %v", got, trusted)
+				}
+			})
+		}
+	}
+}
+
+// TestHostileAnswersAreCountedAsTheyMean: a collector's answer is read
+// within bounds and believed only as far as the batch goes: a rejected
+// count beyond the batch rejects the batch, a negative one none, an
+// answer larger than the exporters read fails the export, a body that is
+// not an answer fails it.
+func TestHostileAnswersAreCountedAsTheyMean(t *testing.T) {
+	for _, c := range []struct {
+		name                       string
+		answer                     func(w http.ResponseWriter)
+		exported, rejected, failed uint64
+	}{
+		{"beyond the batch", answerWith(&coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{RejectedSpans: 1 << 62}}), 0, 3, 0},
+		{"negative", answerWith(&coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{RejectedSpans: -5}}), 3, 0, 0},
+		{"a message only", answerWith(&coltrace.ExportTraceServiceResponse{PartialSuccess: &coltrace.ExportTracePartialSuccess{ErrorMessage: "slow down"}}), 3, 0, 0},
+		{"8 MiB", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			_, _ = w.Write(make([]byte, 8<<20))
+		}, 0, 0, 3},
+		{"not protobuf", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			_, _ = w.Write([]byte("\xff\xff\xff garbage"))
+		}, 0, 0, 3},
+		{"another content type", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte("ok"))
+		}, 3, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clearOTelEnv(t)
+			handled(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				c.answer(w)
+			}))
+			t.Cleanup(srv.Close)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+			tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithoutMetrics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				_, s := tel.TracerProvider().Tracer("t").Start(context.Background(), "s")
+				s.End()
+			}
+			_ = tel.Shutdown(context.Background())
+			st := tel.ExportStats()
+			if st.Exported != c.exported || st.Rejected != c.rejected || st.Failed != c.failed || !addsUp(st) {
+				t.Errorf("%+v, want %d exported, %d rejected, %d failed", st, c.exported, c.rejected, c.failed)
+			}
+		})
+	}
+}
+
+// selfSigned returns a fresh self-signed certificate, DER-encoded.
+func selfSigned(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+func answerWith(m *coltrace.ExportTraceServiceResponse) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(m)
+		_, _ = w.Write(b)
 	}
 }

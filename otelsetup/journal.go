@@ -92,7 +92,7 @@ func isJournalDir(v string) error {
 }
 
 // journalOptions are the journal's settings from the environment.
-func journalOptions(env envValues) []journal.Option {
+func journalOptions(env *environ) []journal.Option {
 	var opts []journal.Option
 	if n, ok := env.nums[envJournalSize]; ok {
 		opts = append(opts, journal.WithSize(int(n)<<20))
@@ -136,7 +136,7 @@ type crashJournal struct {
 // recovery runs whether or not this process's journal opens: a journal
 // that cannot open (the disk full of a dead process's journal) is
 // logged, and its j is nil.
-func openJournal(dir string, env envValues, exp sdktrace.SpanExporter, maxValue int) *crashJournal {
+func openJournal(dir string, env *environ, exp sdktrace.SpanExporter, maxValue int) *crashJournal {
 	ctx, cancel := context.WithCancel(context.Background())
 	cj := &crashJournal{cancel: cancel, stop: make(chan struct{}), first: make(chan struct{}), done: make(chan struct{}), wait: recoverWait}
 	j, err := journalOpen(dir, journalOptions(env)...)

@@ -423,9 +423,10 @@ func TestJournalOffCases(t *testing.T) {
 	}
 }
 
-// TestJournalDirVariableIsChecked: OTELOMNI_JOURNAL_DIR is refused with an
-// *EnvError when it cannot name a directory: relative, a file, longer than
-// a path can be, not UTF-8, padded, under a file.
+// TestJournalDirVariableIsChecked: OTELOMNI_JOURNAL_DIR is warned about
+// and ignored (no journal, tracing on) when it cannot name a directory:
+// relative, a file, longer than a path can be, not UTF-8, padded, under a
+// file.
 func TestJournalDirVariableIsChecked(t *testing.T) {
 	clearOTelEnv(t)
 	file := filepath.Join(t.TempDir(), "file")
@@ -435,21 +436,27 @@ func TestJournalDirVariableIsChecked(t *testing.T) {
 	for _, v := range []string{"journal", "./journal", "../j", "~/j", file, filepath.Join(file, "under"),
 		"/" + strings.Repeat("a", 16<<10), "/" + strings.Repeat("a/", 2048), "/tmp/\xff\xfe", " /tmp/j", "/tmp/j ", "/tmp/\n", " "} {
 		t.Setenv("OTELOMNI_JOURNAL_DIR", v)
-		err := otelsetup.CheckEnvironment()
-		var envErr *otelsetup.EnvError
-		if !errors.As(err, &envErr) || envErr.Name != "OTELOMNI_JOURNAL_DIR" {
-			t.Errorf("OTELOMNI_JOURNAL_DIR=%.40q: %v, want an *EnvError", v, err)
+		errs := handled(t)
+		tel, err := otelsetup.Setup(context.Background(), otelsetup.WithSpanExporter(nilExporter{}), otelsetup.WithoutGlobal())
+		if err != nil || !tel.Enabled() {
+			t.Errorf("OTELOMNI_JOURNAL_DIR=%.40q: Setup gave %v, enabled %v: want tracing on", v, err, tel.Enabled())
 			continue
 		}
-		tel, err := otelsetup.Setup(context.Background(), otelsetup.WithSpanExporter(nilExporter{}), otelsetup.WithoutGlobal())
-		if err == nil || tel.Enabled() {
-			t.Errorf("OTELOMNI_JOURNAL_DIR=%.40q: Setup gave %v and an enabled Telemetry", v, err)
+		_ = tel.Shutdown(context.Background())
+		if w := warnings(errs()); len(w["OTELOMNI_JOURNAL_DIR"]) != 1 || len(w) != 1 {
+			t.Errorf("OTELOMNI_JOURNAL_DIR=%.40q: warnings %v, want one", v, errs())
 		}
 	}
-	for _, v := range []string{t.TempDir(), filepath.Join(t.TempDir(), "new", "deeper"), "/tmp/journal é"} {
+	for _, v := range []string{t.TempDir(), filepath.Join(t.TempDir(), "new", "deeper"), filepath.Join(t.TempDir(), "journal é")} {
 		t.Setenv("OTELOMNI_JOURNAL_DIR", v)
-		if err := otelsetup.CheckEnvironment(); err != nil {
-			t.Errorf("OTELOMNI_JOURNAL_DIR=%q refused: %v", v, err)
+		errs := handled(t)
+		tel, err := otelsetup.Setup(context.Background(), otelsetup.WithSpanExporter(nilExporter{}), otelsetup.WithoutGlobal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = tel.Shutdown(context.Background())
+		if w := warnings(errs()); len(w) != 0 {
+			t.Errorf("OTELOMNI_JOURNAL_DIR=%q ignored: %v", v, w)
 		}
 	}
 }

@@ -6,7 +6,6 @@ package otelsetup
 import (
 	"context"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
@@ -19,19 +18,16 @@ import (
 // attribute limits do not apply to it.
 const maxLogBody = maxValueLength
 
-// defaultLogAttributeCount is the SDK's log record attribute count limit.
-const defaultLogAttributeCount = 128
-
 // newLoggerProvider builds the logger provider: the SDK's batch log
 // processor with the OTEL_BLRP_* settings and the log record limits that
 // readEnv read, behind boundedLogs.
-func newLoggerProvider(exp sdklog.Exporter, res *resource.Resource, env envValues) (*sdklog.LoggerProvider, *sdklog.BatchProcessor) {
+func newLoggerProvider(exp sdklog.Exporter, res *resource.Resource, env *environ) (*sdklog.LoggerProvider, *sdklog.BatchProcessor) {
 	queue := env.int(defaultLogQueue, "OTEL_BLRP_MAX_QUEUE_SIZE")
 	bp := sdklog.NewBatchProcessor(exp,
 		sdklog.WithMaxQueueSize(queue),
 		sdklog.WithExportMaxBatchSize(env.int(int64(min(defaultLogBatch, queue)), "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE")),
-		sdklog.WithExportInterval(env.duration(time.Second, "OTEL_BLRP_SCHEDULE_DELAY")),
-		sdklog.WithExportTimeout(env.duration(30*time.Second, "OTEL_BLRP_EXPORT_TIMEOUT")))
+		sdklog.WithExportInterval(env.duration(defaultLogDelay, "OTEL_BLRP_SCHEDULE_DELAY")),
+		sdklog.WithExportTimeout(env.duration(defaultLogTimeout, "OTEL_BLRP_EXPORT_TIMEOUT")))
 	// OTEL_LOGRECORD_*, else the general OTEL_ATTRIBUTE_* limits, else the
 	// SDK's count and otelsetup's value length.
 	maxValue := env.int(defaultAttributeValueLengthLimit,
@@ -39,7 +35,7 @@ func newLoggerProvider(exp sdklog.Exporter, res *resource.Resource, env envValue
 	lp := sdklog.NewLoggerProvider(
 		sdklog.WithResource(res),
 		sdklog.WithProcessor(boundedLogs{BatchProcessor: bp, maxValue: maxValue}),
-		sdklog.WithAttributeCountLimit(env.int(defaultLogAttributeCount,
+		sdklog.WithAttributeCountLimit(env.int(defaultCount,
 			"OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT")),
 		sdklog.WithAttributeValueLengthLimit(maxValue))
 	return lp, bp

@@ -5,11 +5,9 @@ package otelsetup
 
 import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/otelomni/otelomni/internal/setupopt"
 )
 
-// The tests name the errors' types to read their fields.
+// The tests name the warnings' and errors' types to read their fields.
 type (
 	EnvError  = envError
 	LossError = lossError
@@ -18,16 +16,16 @@ type (
 // DefaultAttributeValueLengthLimit is the bound the tests measure against.
 const DefaultAttributeValueLengthLimit = defaultAttributeValueLengthLimit
 
-// The settings of setupopt.Options as options, for the tests; Setup applies
-// them as it applies those of its context (TestSetupTakesTheSettingsOfItsContext).
-func own(o setupopt.Options) Option { return optionFunc(func(c *config) { applyOwn(c, o) }) }
+// The settings no user program needs, for the tests only: an exporter in
+// place of the environment's, the batch processor's options after the
+// OTEL_BSP_* variables, and no metric reader from the environment.
 
 func WithSpanExporter(exp sdktrace.SpanExporter) Option {
-	return own(setupopt.Options{SpanExporter: exp})
+	return optionFunc(func(c *config) { c.exporter = exp })
 }
 
 func WithBatchOptions(opts ...sdktrace.BatchSpanProcessorOption) Option {
-	return own(setupopt.Options{BatchOptions: opts})
+	return optionFunc(func(c *config) { c.batchOptions = append(c.batchOptions, opts...) })
 }
 
-func WithoutMetrics() Option { return own(setupopt.Options{NoMetrics: true}) }
+func WithoutMetrics() Option { return optionFunc(func(c *config) { c.noMetrics = true }) }

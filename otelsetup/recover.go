@@ -6,9 +6,11 @@ package otelsetup
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/otelsetup/internal/journal"
@@ -60,16 +62,18 @@ type RecoveryReport struct {
 // the next Setup with the same journal directory does, through the same
 // path (the same refusal of times OTLP cannot carry, the same repair of
 // strings within OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, the same
-// handling of a partial success, the same counts). A malformed OTEL_*
-// variable is an error, as for Setup, and nothing is read. Exports are
+// handling of a partial success, the same counts). A limit variable that
+// is not valid is warned about and ignored, as Setup does. Exports are
 // made one at a time; exp is not shut down.
 func Recover(ctx context.Context, dir string, exp sdktrace.SpanExporter) (RecoveryReport, error) {
 	if exp == nil {
 		return RecoveryReport{}, errors.New("otelsetup: Recover needs an exporter")
 	}
-	env, err := readEnv()
-	if err != nil {
-		return RecoveryReport{}, err
+	env, warnings := readEnv()
+	for _, w := range warnings {
+		if strings.Contains(w.Name, "ATTRIBUTE_VALUE_LENGTH_LIMIT") {
+			otel.Handle(w)
+		}
 	}
 	return newRecoveryExporter(exp, spanLimits(env).AttributeValueLengthLimit).recoverDir(ctx, dir)
 }

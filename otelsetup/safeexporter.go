@@ -6,11 +6,15 @@ package otelsetup
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -26,12 +30,40 @@ const maxKeyBytes = 256
 // starts, and repairs every span that carries a string the OTLP exporters
 // would refuse or the byte limit does not allow: the OTLP exporters refuse a whole batch for one string that is
 // not valid UTF-8, so one bad string from any instrumentation in the
-// process would otherwise cost every other span of its batch. It runs on
-// the batch processor's goroutine, never on a request's.
+// process would otherwise cost every other span of its batch. The same
+// holds for the resource: the SDK merges OTEL_RESOURCE_ATTRIBUTES into it
+// as it reads it, whatever Setup makes of it. It runs on the batch
+// processor's goroutine, never on a request's.
 type safeExporter struct {
 	exp      sdktrace.SpanExporter
 	c        *exportCounts
 	maxValue int
+	// res is the last resource checked, and its repair: the spans of a
+	// provider share one.
+	res atomic.Pointer[checkedResource]
+}
+
+// checkedResource is a resource and what is exported for it: itself when
+// every string of it is valid UTF-8, else its repair.
+type checkedResource struct{ orig, export *resource.Resource }
+
+// resource returns what is exported for r.
+func (e *safeExporter) resource(r *resource.Resource) *resource.Resource {
+	if c := e.res.Load(); c != nil && c.orig == r {
+		return c.export
+	}
+	c := &checkedResource{orig: r, export: r}
+	if r != nil {
+		kvs := r.Attributes()
+		if slices.ContainsFunc(kvs, func(kv attribute.KeyValue) bool { return !sanitize.KeyValueOK(kv, 0, 0) }) ||
+			!utf8.ValidString(r.SchemaURL()) {
+			// Lengths are the resource's own: only what no exporter can
+			// carry is repaired.
+			c.export = resource.NewWithAttributes(sanitize.String(r.SchemaURL(), maxKeyBytes), sanitize.KeyValues(kvs, 0, 0)...)
+		}
+	}
+	e.res.Store(c)
+	return c.export
 }
 
 func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
@@ -40,7 +72,8 @@ func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySp
 	var out []sdktrace.ReadOnlySpan // nil while every span so far is fine
 	for i, s := range ss {
 		timesOK := spans.InRange(s.StartTime()) && spans.InRange(s.EndTime())
-		if timesOK && !s.EndTime().Before(s.StartTime()) && spanOK(s, e.maxValue) {
+		res := e.resource(s.Resource())
+		if timesOK && !s.EndTime().Before(s.StartTime()) && res == s.Resource() && spanOK(s, e.maxValue) {
 			if out != nil {
 				out = append(out, s)
 			}
@@ -56,7 +89,9 @@ func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySp
 			e.c.refused.Add(1)
 			continue
 		}
-		out = append(out, repair(s, e.maxValue))
+		r := repair(s, e.maxValue).(*repairedSpan)
+		r.res = res
+		out = append(out, r)
 		if h, ok := s.(heldSpan); !ok || !h.counted {
 			e.c.repaired.Add(1)
 		}
@@ -67,19 +102,23 @@ func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySp
 	if len(out) == 0 {
 		return nil
 	}
-	if err := e.exp.ExportSpans(ctx, out); err != nil {
-		// A partial success: the collector took the batch and rejected
-		// some of its spans; the others reached it. The batch is done (a
-		// crash journal must not send it again); the rejected spans are
-		// lost, and the collector's reason is logged the first time.
-		if rejected, ok := partialRejection(err, len(out)); ok {
-			e.c.rejected.Add(rejected)
-			e.c.exported.Add(uint64(len(out)) - rejected)
-			if e.c.partialLogged.CompareAndSwap(false, true) {
-				otel.Handle(fmt.Errorf("otelsetup: the collector rejected spans it was sent (logged once; ExportStats counts them): %w", err))
-			}
-			return nil
+	ctx, a := withAnswer(ctx)
+	err := e.exp.ExportSpans(ctx, out)
+	if a.accepted.Load() {
+		// The collector took the batch (and the exporter may still return
+		// an error: a partial success). The batch is done (a crash journal
+		// must not send it again); the spans it rejected are lost, and the
+		// exporter's report of them is logged the first time.
+		n := uint64(len(out))
+		rejected := min(uint64(max(a.rejected.Load(), 0)), n)
+		e.c.rejected.Add(rejected)
+		e.c.exported.Add(n - rejected)
+		if err != nil && e.c.partialLogged.CompareAndSwap(false, true) {
+			otel.Handle(fmt.Errorf("otelsetup: the collector rejected spans it was sent (logged once; ExportStats counts them): %w", err))
 		}
+		return nil
+	}
+	if err != nil {
 		e.c.failed.Add(uint64(len(out)))
 		return err
 	}
@@ -148,6 +187,7 @@ type repairedSpan struct {
 	links  []sdktrace.Link
 	status sdktrace.Status
 	scope  instrumentation.Scope
+	res    *resource.Resource
 }
 
 func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
@@ -158,6 +198,7 @@ func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
 		attrs:        sanitize.KeyValues(s.Attributes(), maxKeyBytes, maxValue),
 		status:       s.Status(),
 		scope:        s.InstrumentationScope(),
+		res:          s.Resource(),
 	}
 	if r.end.Before(s.StartTime()) {
 		r.end = s.StartTime() // a negative span ends where it starts
@@ -188,6 +229,7 @@ func (r *repairedSpan) Events() []sdktrace.Event                    { return r.e
 func (r *repairedSpan) Links() []sdktrace.Link                      { return r.links }
 func (r *repairedSpan) Status() sdktrace.Status                     { return r.status }
 func (r *repairedSpan) InstrumentationScope() instrumentation.Scope { return r.scope }
+func (r *repairedSpan) Resource() *resource.Resource                { return r.res }
 
 //lint:ignore SA1019 the exporters of this SDK version still read it
 func (r *repairedSpan) InstrumentationLibrary() instrumentation.Library { return r.scope }

@@ -6,27 +6,42 @@ package otelsetup
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 )
 
-// defaultAttributeValueLengthLimit bounds string attribute values, in
-// bytes, when no OTEL_*ATTRIBUTE_VALUE_LENGTH_LIMIT variable is set.
-const defaultAttributeValueLengthLimit = setupopt.AttributeValueLengthLimit
+// defaultAttributeValueLengthLimit bounds every string attribute value of
+// spans and log records, in bytes, when neither
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT (for log records,
+// OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT) nor
+// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT is set. The SDK's own default is no
+// limit, so one 10 MB value (a prompt, a base64 image) would cost a whole
+// export batch; 4 KiB keeps every id, model name and error message whole.
+// The SDK counts its limit in characters; the exporter otelsetup builds
+// cuts again in bytes, so the bound holds in bytes on the wire.
+const defaultAttributeValueLengthLimit = 4096
+
+// defaultShutdownTimeout bounds [Telemetry.Shutdown] when neither
+// [WithShutdownTimeout] nor the caller's context sets an earlier deadline:
+// long enough to flush a full batch to a live collector, short enough that
+// a dead one never holds up an engine's exit.
+const defaultShutdownTimeout = 5 * time.Second
 
 // Setup builds the OpenTelemetry SDK from the standard environment and,
 // unless [WithoutGlobal] is given, installs its providers and propagator
@@ -37,36 +52,44 @@ const defaultAttributeValueLengthLimit = setupopt.AttributeValueLengthLimit
 // baggage when it is unset; [Telemetry.TextMapPropagator] returns it.
 //
 // The span exporter comes from OTEL_TRACES_EXPORTER (otlp, the default;
-// console; none) through go.opentelemetry.io/contrib/exporters/autoexport,
-// the OTLP exporter from OTEL_EXPORTER_OTLP_ENDPOINT,
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL (grpc
-// or http/protobuf), the metric reader from OTEL_METRICS_EXPORTER. The
-// sampler comes from OTEL_TRACES_SAMPLER, read by the SDK; the batch
-// processors' settings (OTEL_BSP_*, OTEL_BLRP_*) and the span and log
-// limits are read by Setup and handed to the SDK as options.
-// OTEL_SDK_DISABLED=true makes everything a no-op. The resource carries
-// service.name (OTEL_SERVICE_NAME), service.instance.id, the SDK's and
-// otelomni's name and version, the host, and the process id and
-// executable, but never the command-line arguments, which can hold
-// secrets.
+// console; none; see [NewSpanExporter]), the OTLP exporter from the
+// OTEL_EXPORTER_OTLP_* variables (grpc or http/protobuf), the metric
+// reader from OTEL_METRICS_EXPORTER (otlp, prometheus, console, none), the
+// log exporter from OTEL_LOGS_EXPORTER (logs are exported only when it
+// names an exporter), the sampler from OTEL_TRACES_SAMPLER, the batch
+// processors' settings from OTEL_BSP_* and OTEL_BLRP_*, the span and log
+// limits from their variables. OTEL_SDK_DISABLED=true makes everything a
+// no-op but propagation. The resource carries service.name
+// (OTEL_SERVICE_NAME, else [WithServiceName]), service.instance.id,
+// OTEL_RESOURCE_ATTRIBUTES, the SDK's and otelomni's name and version,
+// the host, and the process id and executable, but never the command-line
+// arguments, which can hold secrets.
 //
-// Every variable is checked first, each number against its range (see
-// docs/reliability.md). A value that is not well formed (an unknown
-// exporter or sampler, a queue size out of range or padded with a space, a
-// schedule delay of 0, an endpoint that is not a URL, a header gRPC cannot
-// carry, ...) makes Setup return an error that names each bad variable
-// and a no-op Telemetry: the engine logs the error and runs
-// untraced, never with a setting nobody asked for.
+// Setup reads every variable itself, each number within a range (see
+// docs/reliability.md), and hands what it read to the SDK and the
+// exporters as options. A value that is not valid (an unknown exporter or
+// sampler, a queue size out of range or padded with a space, a schedule
+// delay of 0, an endpoint that is not a URL, a header gRPC cannot carry,
+// ...) is warned about once through the OpenTelemetry error handler
+// (otel.Handle), naming the variable, its value (bounded, secrets
+// redacted) and what is used instead, and ignored: the variable's default
+// takes effect, as the OpenTelemetry specification says. No value turns
+// tracing off. Names of a set (otlp, grpc, gzip, always_on, ...) and true
+// and false are read in any case.
 //
 // Setup never dials the collector: an unreachable one neither fails nor
 // delays the engine's start, and exports never block a request (the batch
-// processor drops, and counts, what does not fit its queue).
+// processor drops, and counts, what does not fit its queue). A metric
+// reader or log exporter that cannot be made (a Prometheus port in use)
+// is warned about, and the other signals are set up without it. Setup
+// returns an error, and a no-op Telemetry, only when the span exporter
+// cannot be made.
 //
 // With [WithJournal] or OTELOMNI_JOURNAL_DIR, spans are also kept in a
 // crash journal until exported, and the spans of earlier processes that
 // died in that directory are exported on a goroutine of their own.
 func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
-	cfg := config{shutdownTimeout: setupopt.ShutdownTimeout}
+	cfg := config{shutdownTimeout: defaultShutdownTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
@@ -75,54 +98,43 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	applyOwn(&cfg, setupopt.From(ctx))
-	env, err := readEnv()
-	if err != nil {
-		return &Telemetry{}, err
+	env, warnings := readEnv()
+	for _, w := range warnings {
+		otel.Handle(w)
 	}
 	// OTEL_SDK_DISABLED leaves propagation as OTEL_PROPAGATORS says: a
 	// process that records nothing still carries its callers' context on.
-	prop := envPropagator()
+	prop := envPropagator(env)
 	propagateOnly := func() (*Telemetry, error) {
 		if !cfg.noGlobal {
 			otel.SetTextMapPropagator(prop)
 		}
 		return &Telemetry{prop: prop}, nil
 	}
-	if sdkDisabled() {
+	if strings.EqualFold(env.str("OTEL_SDK_DISABLED"), "true") {
 		return propagateOnly()
 	}
 
 	t := &Telemetry{shutdownTimeout: cfg.shutdownTimeout, prop: prop}
-	exp, err := spanExporter(ctx, &cfg, t)
+	exp, err := spanExporter(ctx, &cfg, env, t)
 	if err != nil {
 		return &Telemetry{}, err
 	}
-	readers, err := metricReaders(ctx, &cfg, t)
-	if err != nil {
-		if exp != nil {
-			_ = exp.Shutdown(ctx) // it may hold a connection
-		}
-		return &Telemetry{}, err
-	}
+	readers := metricReaders(ctx, &cfg, env, t)
 	var logExp sdklog.Exporter
 	if !cfg.noGlobal {
 		// The slog bridge logs through the global logger provider: without
 		// the globals, no record could reach an exporter.
-		logExp, err = logExporter(ctx)
-	}
-	if err != nil {
-		if exp != nil {
-			_ = exp.Shutdown(ctx)
+		if logExp, err = newLogExporter(ctx, env); err != nil {
+			otel.Handle(fmt.Errorf("%w; logs are not exported", err))
 		}
-		return &Telemetry{}, err
 	}
 	if exp == nil && len(cfg.processors) == 0 && len(readers) == 0 && logExp == nil {
 		// Nothing would leave the process: recording would only cost.
 		return propagateOnly()
 	}
 
-	res, err := newResource(ctx, &cfg)
+	res, err := newResource(ctx, &cfg, env)
 	if err != nil {
 		// A partial resource is still worth exporting with.
 		otel.Handle(fmt.Errorf("otelsetup: detecting the resource: %w", err))
@@ -132,12 +144,13 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		tpOpts := []sdktrace.TracerProviderOption{
 			sdktrace.WithResource(res),
 			sdktrace.WithRawSpanLimits(limits),
+			sdktrace.WithSampler(sampler(env)),
 		}
 		if exp != nil {
 			t.counts = &exportCounts{}
 			safe := &safeExporter{exp: exp, c: t.counts, maxValue: limits.AttributeValueLengthLimit}
 			var queued sdktrace.SpanExporter = safe
-			if dir := journalDir(&cfg); dir != "" {
+			if dir := journalDir(&cfg, env); dir != "" {
 				if cj := openJournal(dir, env, exp, limits.AttributeValueLengthLimit); cj != nil {
 					// The journal's processor goes before the batcher, so
 					// that a span's end is journalled before it can be
@@ -157,13 +170,14 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 		for _, p := range cfg.processors {
 			tpOpts = append(tpOpts, sdktrace.WithSpanProcessor(p))
 		}
-		if cfg.idGenerator != nil {
-			tpOpts = append(tpOpts, sdktrace.WithIDGenerator(cfg.idGenerator))
-		}
 		t.tp = sdktrace.NewTracerProvider(tpOpts...)
 	}
 	if len(readers) > 0 {
-		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		mpOpts := []sdkmetric.Option{
+			sdkmetric.WithResource(res),
+			sdkmetric.WithExemplarFilter(exemplarFilter(env)),
+			sdkmetric.WithCardinalityLimit(env.int(defaultCardinality, "OTEL_GO_X_CARDINALITY_LIMIT")),
+		}
 		for _, r := range readers {
 			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
 		}
@@ -187,30 +201,17 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	return t, nil
 }
 
-// applyOwn applies the settings the module's own programs give on Setup's
-// context.
-func applyOwn(cfg *config, o setupopt.Options) {
-	if o.SpanExporter != nil {
-		cfg.exporter = o.SpanExporter
-	}
-	if o.IDGenerator != nil {
-		cfg.idGenerator = o.IDGenerator
-	}
-	cfg.batchOptions = append(cfg.batchOptions, o.BatchOptions...)
-	cfg.noMetrics = cfg.noMetrics || o.NoMetrics
-}
-
-// envPropagator is the propagator OTEL_PROPAGATORS names (checked by
-// readEnv), or W3C trace context and baggage when it is unset.
-func envPropagator() propagation.TextMapPropagator {
-	v := strings.TrimSpace(os.Getenv("OTEL_PROPAGATORS"))
+// envPropagator is the propagator OTEL_PROPAGATORS names, or W3C trace
+// context and baggage when it is unset or ignored.
+func envPropagator(env *environ) propagation.TextMapPropagator {
+	v := env.str("OTEL_PROPAGATORS")
 	if v == "" {
 		return defaultPropagator()
 	}
 	names, _, ok := propagatorNames(v)
 	p, err := autoprop.TextMapPropagator(names...)
 	if !ok || err != nil || p == nil {
-		return defaultPropagator() // not reached: readEnv refused the value
+		return defaultPropagator() // not reached: readEnv checked every name
 	}
 	return p
 }
@@ -219,15 +220,49 @@ func defaultPropagator() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
-// spanExporter returns the exporter: the option's, the fallback when the
-// environment names no exporter and no endpoint, or autoexport's. It is nil
-// when nothing is exported.
-func spanExporter(ctx context.Context, cfg *config, t *Telemetry) (sdktrace.SpanExporter, error) {
+// sampler is the sampler OTEL_TRACES_SAMPLER names, with
+// OTEL_TRACES_SAMPLER_ARG for the ratio samplers (1 when it is unset or
+// ignored), as the SDK reads them.
+func sampler(env *environ) sdktrace.Sampler {
+	ratio := 1.0
+	if arg := env.str("OTEL_TRACES_SAMPLER_ARG"); arg != "" {
+		ratio, _ = strconv.ParseFloat(arg, 64) // readEnv checked it
+	}
+	switch env.lower("OTEL_TRACES_SAMPLER") {
+	case "always_on":
+		return sdktrace.AlwaysSample()
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		return sdktrace.TraceIDRatioBased(ratio)
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample())
+	case "parentbased_traceidratio":
+		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
+	}
+	return sdktrace.ParentBased(sdktrace.AlwaysSample())
+}
+
+// exemplarFilter is the filter OTEL_METRICS_EXEMPLAR_FILTER names.
+func exemplarFilter(env *environ) exemplar.Filter {
+	switch env.lower("OTEL_METRICS_EXEMPLAR_FILTER") {
+	case "always_on":
+		return exemplar.AlwaysOnFilter
+	case "always_off":
+		return exemplar.AlwaysOffFilter
+	}
+	return exemplar.TraceBasedFilter
+}
+
+// spanExporter returns the exporter: the tests', the fallback when the
+// environment names no exporter and no endpoint, or the environment's. It
+// is nil when nothing is exported.
+func spanExporter(ctx context.Context, cfg *config, env *environ, t *Telemetry) (sdktrace.SpanExporter, error) {
 	switch {
 	case cfg.exporter != nil:
 		t.exporter = fmt.Sprintf("%T", cfg.exporter)
 		return cfg.exporter, nil
-	case cfg.fallbackSet && firstEnv(exporterVars...) == "":
+	case cfg.fallbackSet && !env.names(exporterVars...):
 		if cfg.fallback == nil {
 			t.exporter = "none (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
 			return nil, nil
@@ -235,49 +270,32 @@ func spanExporter(ctx context.Context, cfg *config, t *Telemetry) (sdktrace.Span
 		t.exporter = fmt.Sprintf("%T", cfg.fallback)
 		return cfg.fallback, nil
 	}
-	e, err := autoexport.NewSpanExporter(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("otelsetup: setting up the span exporter: %w", err)
+	exp, desc, err := newSpanExporter(ctx, env)
+	if exp != nil {
+		t.exporter = desc
 	}
-	if autoexport.IsNoneSpanExporter(e) {
-		return nil, nil
-	}
-	t.exporter = describeExporter()
-	return e, nil
+	return exp, err
 }
 
-// metricReaders returns the reader that OTEL_METRICS_EXPORTER selects
-// (otlp, prometheus, console, none) through autoexport, and the extra ones.
-// With a fallback set and no metric exporter or endpoint named, none is
-// made: a program that needs no server must not push to localhost.
-func metricReaders(ctx context.Context, cfg *config, t *Telemetry) ([]sdkmetric.Reader, error) {
+// metricReaders returns the reader that OTEL_METRICS_EXPORTER selects and
+// the extra ones. With a fallback set and no metric exporter or endpoint
+// named, none is made: a program that needs no server must not push to
+// localhost. A reader that cannot be made is warned about.
+func metricReaders(ctx context.Context, cfg *config, env *environ, t *Telemetry) []sdkmetric.Reader {
 	readers := append([]sdkmetric.Reader(nil), cfg.metricReaders...)
-	if cfg.noMetrics || (cfg.fallbackSet && firstEnv(metricVars...) == "") {
-		return readers, nil
+	if cfg.noMetrics || (cfg.fallbackSet && !env.names(metricVars...)) {
+		return readers
 	}
-	r, err := autoexport.NewMetricReader(ctx)
+	r, desc, err := newMetricReader(ctx, env)
 	if err != nil {
-		return nil, fmt.Errorf("otelsetup: setting up the metric reader: %w", err)
+		otel.Handle(fmt.Errorf("%w; metrics are not exported", err))
+		return readers
 	}
-	if autoexport.IsNoneMetricReader(r) {
-		return readers, nil
+	if r == nil {
+		return readers
 	}
-	t.metrics = describeMetrics()
-	return append(readers, r), nil
-}
-
-// logExporter returns the log exporter that OTEL_LOGS_EXPORTER selects
-// through autoexport, or nil when it is unset or "none". Logs are exported
-// only when asked for: a trace backend such as Jaeger refuses them.
-func logExporter(ctx context.Context) (sdklog.Exporter, error) {
-	if k := strings.ToLower(firstEnv("OTEL_LOGS_EXPORTER")); k == "" || k == "none" {
-		return nil, nil
-	}
-	e, err := autoexport.NewLogExporter(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("otelsetup: setting up the log exporter: %w", err)
-	}
-	return e, nil
+	t.metrics = desc
+	return append(readers, r)
 }
 
 // exporterVars are the variables that configure where spans go.
@@ -286,16 +304,24 @@ var exporterVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT
 // metricVars are the variables that configure where metrics go.
 var metricVars = []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"}
 
-// journalDir is the crash journal's directory: OTELOMNI_JOURNAL_DIR
-// (checked by readEnv), else WithJournal's, else none.
-func journalDir(cfg *config) string {
-	if d := os.Getenv(envJournalDir); d != "" {
+// names reports whether one of the variables is set to a valid value.
+func (e *environ) names(vars ...string) bool {
+	for _, v := range vars {
+		if e.str(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// journalDir is the crash journal's directory: OTELOMNI_JOURNAL_DIR, else
+// WithJournal's, else none.
+func journalDir(cfg *config, env *environ) string {
+	if d := env.str(envJournalDir); d != "" {
 		return d
 	}
 	return cfg.journalDir
 }
-
-func sdkDisabled() bool { return strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") }
 
 // defaultLinkCountLimit is the links a span keeps when
 // OTEL_SPAN_LINK_COUNT_LIMIT is unset: the SDK's own default (128) evicts
@@ -307,20 +333,25 @@ const defaultLinkCountLimit = 1024
 // spanLimits are the SDK's span limits, from the variables readEnv read,
 // with otelsetup's default value length: the SDK's own reading of them
 // never takes effect.
-func spanLimits(env envValues) sdktrace.SpanLimits {
+func spanLimits(env *environ) sdktrace.SpanLimits {
 	return sdktrace.SpanLimits{
 		AttributeValueLengthLimit: env.int(defaultAttributeValueLengthLimit,
 			"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"),
 		AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
-		AttributeCountLimit:         env.int(sdktrace.DefaultAttributeCountLimit, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
-		EventCountLimit:             env.int(sdktrace.DefaultEventCountLimit, "OTEL_SPAN_EVENT_COUNT_LIMIT"),
+		AttributeCountLimit:         env.int(defaultCount, "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"),
+		EventCountLimit:             env.int(defaultCount, "OTEL_SPAN_EVENT_COUNT_LIMIT"),
 		LinkCountLimit:              env.int(defaultLinkCountLimit, "OTEL_SPAN_LINK_COUNT_LIMIT"),
-		AttributePerEventCountLimit: env.int(sdktrace.DefaultAttributePerEventCountLimit, "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT"),
-		AttributePerLinkCountLimit:  env.int(sdktrace.DefaultAttributePerLinkCountLimit, "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT"),
+		AttributePerEventCountLimit: env.int(defaultCount, "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT"),
+		AttributePerLinkCountLimit:  env.int(defaultCount, "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT"),
 	}
 }
 
-func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
+// newResource is the resource: what Setup detects, then otelsetup's own
+// attributes and WithServiceName's name, then OTEL_RESOURCE_ATTRIBUTES,
+// then OTEL_SERVICE_NAME, then WithResourceAttributes', each winning over
+// those before it. The providers merge the SDK's own reading of the
+// environment beneath it: every key of that reading is in it already.
+func newResource(ctx context.Context, cfg *config, env *environ) (*resource.Resource, error) {
 	var own []attribute.KeyValue
 	if cfg.serviceName != "" {
 		own = append(own, attribute.String("service.name", cfg.serviceName))
@@ -328,13 +359,19 @@ func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
 	own = append(own,
 		attribute.String("telemetry.distro.name", "otelomni"),
 		attribute.String("telemetry.distro.version", otelomni.Version))
-	own = append(own, cfg.engine...)
+	own = append(own, resourceFromEnv()...)
+	if name := env.str("OTEL_SERVICE_NAME"); name != "" {
+		own = append(own, attribute.String("service.name", name))
+	}
+	for _, kv := range cfg.resource {
+		if kv.Key != "" {
+			own = append(own, kv)
+		}
+	}
 	// A resource attribute that is not valid UTF-8 would cost every export.
 	own = sanitize.KeyValues(own, 256, defaultAttributeValueLengthLimit)
 	res, err := resource.New(ctx,
 		resource.WithService(), // default service.name and a fresh service.instance.id
-		resource.WithAttributes(own...),
-		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
 		// Deliberately not resource.WithProcess(): it would add
@@ -344,6 +381,7 @@ func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
 		resource.WithProcessExecutablePath(),
 		resource.WithProcessRuntimeName(),
 		resource.WithProcessRuntimeVersion(),
+		resource.WithAttributes(own...),
 	)
 	if res == nil {
 		res = resource.Default()
@@ -351,52 +389,27 @@ func newResource(ctx context.Context, cfg *config) (*resource.Resource, error) {
 	return res, err
 }
 
-// describeExporter says where autoexport sends spans, from the same
-// variables it reads.
-func describeExporter() string {
-	kind := strings.ToLower(firstEnv("OTEL_TRACES_EXPORTER"))
-	if kind == "" {
-		kind = "otlp"
+// resourceFromEnv is OTEL_RESOURCE_ATTRIBUTES as the SDK reads it (and
+// merges it, whatever otelsetup makes of it): pairs separated by commas,
+// key and value trimmed, the value percent-decoded, kept as written when
+// it does not decode; a pair without '=' left out; for a key given twice,
+// the last. Each value is made valid UTF-8 and bounded here.
+func resourceFromEnv() []attribute.KeyValue {
+	v := strings.TrimSpace(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	if v == "" {
+		return nil
 	}
-	if kind != "otlp" {
-		return kind
-	}
-	proto := firstEnv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-	if proto == "" {
-		proto = "http/protobuf"
-	}
-	endpoint := firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	if endpoint == "" {
-		endpoint = "the default endpoint"
-	} else {
-		endpoint = sanitize.URL(endpoint, 256) // a start-up log line must not print a password
-	}
-	return fmt.Sprintf("otlp (%s) to %s", proto, endpoint)
-}
-
-func describeMetrics() string {
-	kind := strings.ToLower(firstEnv("OTEL_METRICS_EXPORTER"))
-	switch kind {
-	case "", "otlp":
-		return "otlp"
-	case "prometheus":
-		host, port := firstEnv("OTEL_EXPORTER_PROMETHEUS_HOST"), firstEnv("OTEL_EXPORTER_PROMETHEUS_PORT")
-		if host == "" {
-			host = "localhost"
+	var kvs []attribute.KeyValue
+	for _, p := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(p, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			continue
 		}
-		if port == "" {
-			port = "9464"
+		d, err := url.PathUnescape(strings.TrimSpace(val))
+		if err != nil {
+			d = val
 		}
-		return "prometheus on http://" + host + ":" + port + "/metrics"
+		kvs = append(kvs, attribute.String(strings.TrimSpace(k), sanitize.String(d, defaultAttributeValueLengthLimit)))
 	}
-	return kind
-}
-
-func firstEnv(keys ...string) string {
-	for _, k := range keys {
-		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
-			return v
-		}
-	}
-	return ""
+	return kvs
 }

@@ -186,16 +186,19 @@ func TestSetupFromEnvironment(t *testing.T) {
 	}
 }
 
-func TestSetupMalformedVariableGivesErrorAndNoopTelemetry(t *testing.T) {
+// TestAnUnknownExporterIsIgnoredAndTracingStaysOn: a value no reader
+// knows is warned about, and the default exporter takes its place.
+func TestAnUnknownExporterIsIgnoredAndTracingStaysOn(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	errs := handled(t)
 	tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal())
-	if err == nil || tel == nil || tel.Enabled() {
-		t.Fatalf("err %v, tel %v: want an error and a usable no-op Telemetry", err, tel)
+	if err != nil || !tel.Enabled() || tel.Exporter() != "otlp (http/protobuf) to https://localhost:4318/v1/traces" {
+		t.Fatalf("err %v, enabled %v, exporting %s: want tracing on, to the default", err, tel.Enabled(), tel.Exporter())
 	}
-	if err := tel.Shutdown(context.Background()); err != nil {
-		t.Error(err)
-	}
+	oneWarning(t, errs(), "OTEL_TRACES_EXPORTER")
+	_ = tel.Shutdown(canceledContext()) // nothing sent to the default endpoint
 }
 
 func TestSetupSamplerFromEnvironment(t *testing.T) {
@@ -613,5 +616,34 @@ func TestLogQueueMemoryIsItsFormula(t *testing.T) {
 			}
 			_ = tel.Shutdown(context.Background())
 		})
+	}
+}
+
+// TestShutdownFreesThePrometheusPort: once Shutdown returns, the port the
+// Prometheus exporter listened on is free again, even when its server's
+// goroutine had not begun to serve, so that a Setup that follows (a
+// restart in the same process, the next test) can bind it.
+func TestShutdownFreesThePrometheusPort(t *testing.T) {
+	clearOTelEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port)
+	for i := range 200 {
+		tel, err := otelsetup.Setup(context.Background(), otelsetup.WithoutGlobal(), otelsetup.WithFallbackExporter(nil))
+		if err != nil || tel.MetricsExporter() != "prometheus on http://127.0.0.1:"+port+"/metrics" {
+			t.Fatalf("round %d: Setup = %v, metrics to %s", i, err, tel.MetricsExporter())
+		}
+		_ = tel.Shutdown(context.Background())
+		l, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			t.Fatalf("round %d: the port is still bound after Shutdown: %v", i, err)
+		}
+		l.Close()
 	}
 }

@@ -5,14 +5,14 @@ package otelsetup
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // spanQueue is the exporter's batch processor: the SDK's, with the
@@ -84,17 +84,20 @@ func detached(s sdktrace.ReadOnlySpan, maxValue int, c *exportCounts) sdktrace.R
 		return s
 	}
 	r := repair(s, maxValue).(*repairedSpan)
-	stub := tracetest.SpanStubFromReadOnlySpan(s)
-	stub.Name, stub.EndTime, stub.Status, stub.InstrumentationScope = r.name, r.end, r.status, r.scope
-	stub.Attributes = ownStrings(r.attrs, maxValue)
-	stub.Events, stub.Links = r.events, r.links
-	for i := range stub.Events {
-		stub.Events[i].Attributes = ownStrings(stub.Events[i].Attributes, maxValue)
+	snap := &snapshot{
+		name: r.name, sc: s.SpanContext(), parent: s.Parent(), kind: s.SpanKind(),
+		start: s.StartTime(), end: r.end, status: r.status, scope: r.scope, res: s.Resource(),
+		attrs: ownStrings(r.attrs, maxValue), events: r.events, links: r.links,
+		droppedAttrs: s.DroppedAttributes(), droppedLinks: s.DroppedLinks(), droppedEvents: s.DroppedEvents(),
+		children: s.ChildSpanCount(),
 	}
-	for i := range stub.Links {
-		stub.Links[i].Attributes = ownStrings(stub.Links[i].Attributes, maxValue)
+	for i := range snap.events {
+		snap.events[i].Attributes = ownStrings(snap.events[i].Attributes, maxValue)
 	}
-	h := heldSpan{ReadOnlySpan: stub.Snapshot()}
+	for i := range snap.links {
+		snap.links[i].Attributes = ownStrings(snap.links[i].Attributes, maxValue)
+	}
+	h := heldSpan{ReadOnlySpan: snap}
 	if !spanOK(s, maxValue) || r.end != s.EndTime() {
 		h.counted = true
 		c.repaired.Add(1)
@@ -108,6 +111,48 @@ type heldSpan struct {
 	sdktrace.ReadOnlySpan
 	counted bool
 }
+
+// snapshot is a span's data, held apart from the span: it shares no
+// memory with the SDK's record of it but the strings it owns. It defines
+// every method of sdktrace.ReadOnlySpan but the unexported one, which no
+// package other than the SDK's can define and which nothing calls: the
+// embedded interface, nil, only completes the method set
+// (TestSnapshotDefinesEveryMethodOfReadOnlySpan).
+type snapshot struct {
+	sdktrace.ReadOnlySpan
+
+	name                                                string
+	sc, parent                                          trace.SpanContext
+	kind                                                trace.SpanKind
+	start, end                                          time.Time
+	attrs                                               []attribute.KeyValue
+	events                                              []sdktrace.Event
+	links                                               []sdktrace.Link
+	status                                              sdktrace.Status
+	scope                                               instrumentation.Scope
+	res                                                 *resource.Resource
+	droppedAttrs, droppedLinks, droppedEvents, children int
+}
+
+func (s *snapshot) Name() string                                { return s.name }
+func (s *snapshot) SpanContext() trace.SpanContext              { return s.sc }
+func (s *snapshot) Parent() trace.SpanContext                   { return s.parent }
+func (s *snapshot) SpanKind() trace.SpanKind                    { return s.kind }
+func (s *snapshot) StartTime() time.Time                        { return s.start }
+func (s *snapshot) EndTime() time.Time                          { return s.end }
+func (s *snapshot) Attributes() []attribute.KeyValue            { return s.attrs }
+func (s *snapshot) Links() []sdktrace.Link                      { return s.links }
+func (s *snapshot) Events() []sdktrace.Event                    { return s.events }
+func (s *snapshot) Status() sdktrace.Status                     { return s.status }
+func (s *snapshot) InstrumentationScope() instrumentation.Scope { return s.scope }
+func (s *snapshot) Resource() *resource.Resource                { return s.res }
+func (s *snapshot) DroppedAttributes() int                      { return s.droppedAttrs }
+func (s *snapshot) DroppedLinks() int                           { return s.droppedLinks }
+func (s *snapshot) DroppedEvents() int                          { return s.droppedEvents }
+func (s *snapshot) ChildSpanCount() int                         { return s.children }
+
+//lint:ignore SA1019 the exporters of this SDK version still read it
+func (s *snapshot) InstrumentationLibrary() instrumentation.Library { return s.scope }
 
 // mayHoldOriginals reports whether s holds a string the SDK may have cut
 // from a longer one, or one longer than otelsetup's bounds.
@@ -175,35 +220,18 @@ func (q *spanQueue) lossSince() error {
 }
 
 // batchOptions are the batch processor's settings: the SDK's defaults,
-// then the OTEL_BSP_* variables (read once, by readEnv), then the
-// program's options. A program's setting the SDK would misread (a queue
-// or batch of no span, a batch larger than its queue, a delay of 0, which
-// spins a core) gets the default instead, and is logged.
-func batchOptions(env envValues, opts []sdktrace.BatchSpanProcessorOption) sdktrace.BatchSpanProcessorOptions {
-	queue := env.int(sdktrace.DefaultMaxQueueSize, "OTEL_BSP_MAX_QUEUE_SIZE")
+// then the OTEL_BSP_* variables (read once, by readEnv, each in its
+// range), then the options of this package's tests.
+func batchOptions(env *environ, opts []sdktrace.BatchSpanProcessorOption) sdktrace.BatchSpanProcessorOptions {
+	queue := env.int(defaultSpanQueue, "OTEL_BSP_MAX_QUEUE_SIZE")
 	o := sdktrace.BatchSpanProcessorOptions{
-		BatchTimeout:       env.duration(sdktrace.DefaultScheduleDelay*time.Millisecond, "OTEL_BSP_SCHEDULE_DELAY"),
-		ExportTimeout:      env.duration(sdktrace.DefaultExportTimeout*time.Millisecond, "OTEL_BSP_EXPORT_TIMEOUT"),
+		BatchTimeout:       env.duration(defaultSpanDelay, "OTEL_BSP_SCHEDULE_DELAY"),
+		ExportTimeout:      env.duration(defaultSpanTimeout, "OTEL_BSP_EXPORT_TIMEOUT"),
 		MaxQueueSize:       queue,
-		MaxExportBatchSize: env.int(int64(min(sdktrace.DefaultMaxExportBatchSize, queue)), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+		MaxExportBatchSize: env.int(int64(min(defaultSpanBatch, queue)), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
 	}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	if o.MaxQueueSize < 1 {
-		otel.Handle(fmt.Errorf("otelsetup: batch options: a queue of %d spans; using %d", o.MaxQueueSize, sdktrace.DefaultMaxQueueSize))
-		o.MaxQueueSize = sdktrace.DefaultMaxQueueSize
-	}
-	if o.MaxExportBatchSize < 1 || o.MaxExportBatchSize > o.MaxQueueSize {
-		b := min(sdktrace.DefaultMaxExportBatchSize, o.MaxQueueSize)
-		otel.Handle(fmt.Errorf("otelsetup: batch options: a batch of %d spans for a queue of %d; using %d", o.MaxExportBatchSize, o.MaxQueueSize, b))
-		o.MaxExportBatchSize = b
-	}
-	if o.BatchTimeout <= 0 {
-		otel.Handle(fmt.Errorf("otelsetup: batch options: a batch timeout of %v; using %v", o.BatchTimeout, sdktrace.DefaultScheduleDelay*time.Millisecond))
-		o.BatchTimeout = sdktrace.DefaultScheduleDelay * time.Millisecond
+		opt(&o)
 	}
 	return o
 }

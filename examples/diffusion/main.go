@@ -113,8 +113,8 @@ func run(out io.Writer, cfg config) (result, error) {
 	reader := sdkmetric.NewManualReader()
 	opts := []otelsetup.Option{otelsetup.WithServiceName("omni-diffusion-demo"), otelsetup.WithMetricReader(reader),
 		// The engine's configuration, once, on every span and metric.
-		otelsetup.WithEngineConfig(attrs.EngineConfig{TensorParallel: 1, DType: "bfloat16", SchedulingMode: "continuous",
-			DeviceKind: "cuda", DeviceCount: 1})}
+		otelsetup.WithResourceAttributes(attrs.EngineTensorParallelKey.Int(1), attrs.EngineDTypeKey.String("bfloat16"),
+			attrs.EngineSchedulingModeKey.String("continuous"), attrs.EngineDeviceKindKey.String("cuda"), attrs.EngineDeviceCountKey.Int(1))}
 	switch {
 	case cfg.crashChild:
 		// The engine of -crash exports to the terminal through the batch

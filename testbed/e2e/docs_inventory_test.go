@@ -55,9 +55,9 @@ func docsInventory() []docEntry {
 		// docs/engine.md
 		{key: "docs/engine.md#the-engines-start/1", contains: "in.StartEngine", goex: &goExample{record: true, given: engineStartGiven, run: runEngineStart}},
 		{key: "docs/engine.md#the-engines-start/2", contains: "omni.engine.start", checkedBy: "docs/engine.md#the-engines-start/1"},
-		{key: "docs/engine.md#the-configuration-on-the-resource/1", contains: "WithEngineConfig", goex: &goExample{
+		{key: "docs/engine.md#the-configuration-on-the-resource/1", contains: "WithResourceAttributes", goex: &goExample{
 			given:   ctxGiven,
-			outcome: []string{"TestEngineConfigIsOnTheResource", "TestEngineConfigRecordsWhatIsSetAndNothingElse"}}},
+			outcome: []string{"TestResourceAttributesAreOnTheResourceAndWin"}}},
 		{key: "docs/engine.md#batches-and-their-links/1", contains: "trace of the batch", checkedBy: "docs/engine.md#batches-and-their-links/2"},
 		{key: "docs/engine.md#batches-and-their-links/2", contains: "runForwardPass()", goex: &goExample{record: true, given: batchLiveGiven, run: runBatchLive}},
 		{key: "docs/engine.md#batches-and-their-links/3", contains: "rb.Record(reqA, recA)", goex: &goExample{record: true, given: batchRecordGiven, run: runBatchRecord}},
@@ -392,15 +392,16 @@ func runReadmeUse(t *testing.T, s *docSession, bin string) {
 			t.Errorf("want the refusal naming queue_wait and the failed request logged; stderr:\n%s", errOut)
 		}
 	})
-	t.Run("malformed variable", func(t *testing.T) {
+	t.Run("a value that is not valid", func(t *testing.T) {
 		from := time.Now()
-		_, errOut := runProgram(t, s, bin, append(jaegerEnv, "OTEL_SERVICE_NAME=docs-readme-untraced",
-			"OTEL_BSP_MAX_QUEUE_SIZE=lots", "DOCS_REQUESTS=docs-untraced:")...)
-		if len(lines(errOut, "tracing off: ")) != 1 || !strings.Contains(errOut, "OTEL_BSP_MAX_QUEUE_SIZE") {
-			t.Errorf("the malformed variable is not named:\n%s", errOut)
+		_, errOut := runProgram(t, s, bin, append(jaegerEnv, "OTEL_SERVICE_NAME=docs-readme-ignored",
+			"OTEL_BSP_MAX_QUEUE_SIZE=lots", "DOCS_REQUESTS=docs-ignored:")...)
+		if len(lines(errOut, "tracing off: ")) != 0 || len(lines(errOut, `otelsetup: OTEL_BSP_MAX_QUEUE_SIZE="lots"`)) != 1 ||
+			!strings.Contains(errOut, "ignored, using 2048") {
+			t.Errorf("want one warning naming the variable and what is used instead, and tracing on:\n%s", errOut)
 		}
-		if ss := s.allSpans(t, "docs-readme-untraced", from); len(ss) != 0 {
-			t.Errorf("untraced, yet %d spans reached Jaeger", len(ss))
+		if tr := byRequestID(s.requestTraces(t, "docs-readme-ignored", from, 1)); len(tr["docs-ignored"]) == 0 {
+			t.Errorf("the request's trace did not reach Jaeger: %v", tr)
 		}
 	})
 	t.Run("dead collector", func(t *testing.T) {

@@ -13,12 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
@@ -36,37 +36,80 @@ type Synthetic struct {
 	Err error
 }
 
-// Producer sends synthetic requests over OTLP, set up by otelsetup from
-// the OTEL_* variables the caller set, with trace ids from a seeded
-// generator: the same seed gives the same ids, hence the same hash-based
-// baseline decisions.
+// Producer sends synthetic requests over OTLP, to the exporter the
+// OTEL_* variables the caller set name (otelsetup.NewSpanExporter), with
+// trace ids from a seeded generator: the same seed gives the same ids,
+// hence the same hash-based baseline decisions. Seeded ids are no
+// engine's setting, so the producer builds its tracer provider from the
+// SDK itself; the SDK's batch processor reads OTEL_BSP_*.
 type Producer struct {
-	tel *otelsetup.Telemetry
+	tp  *sdktrace.TracerProvider
 	in  *otelomni.Instrumenter
 	rec *tracetest.SpanRecorder
 	n   atomic.Int64
+	// ended, exported and failed count the producer's spans.
+	ended, exported, failed atomic.Uint64
 }
 
 // NewProducer sets up a producer. With record, it remembers every span (see
-// [Producer.Spans]); without, it keeps nothing (for long runs). Settings of
-// setupopt on ctx (batch options) apply beside its own.
-func NewProducer(ctx context.Context, seed uint64, record bool, opts ...otelsetup.Option) (*Producer, error) {
-	p := &Producer{}
-	own := setupopt.From(ctx)
-	own.NoMetrics, own.IDGenerator = true, newSeededIDs(seed)
-	ctx = setupopt.With(ctx, own)
-	opts = append([]otelsetup.Option{otelsetup.WithoutGlobal()}, opts...)
-	if record {
-		p.rec = tracetest.NewSpanRecorder()
-		opts = append(opts, otelsetup.WithSpanProcessor(p.rec))
-	}
-	var err error
-	if p.tel, err = otelsetup.Setup(ctx, opts...); err != nil {
+// [Producer.Spans]); without, it keeps nothing (for long runs).
+func NewProducer(ctx context.Context, seed uint64, record bool) (*Producer, error) {
+	exp, err := otelsetup.NewSpanExporter(ctx)
+	if err != nil {
 		return nil, err
 	}
-	p.in = otelomni.New(otelomni.WithTracerProvider(p.tel.TracerProvider()))
+	if exp == nil {
+		return nil, errors.New("fleet: OTEL_TRACES_EXPORTER=none leaves the producer nowhere to send")
+	}
+	p := &Producer{}
+	opts := []sdktrace.TracerProviderOption{
+		// The environment's resource as it is now (OTEL_SERVICE_NAME):
+		// the SDK's default resource is read once per process.
+		sdktrace.WithResource(resource.Environment()),
+		sdktrace.WithIDGenerator(newSeededIDs(seed)),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSpanProcessor(endCounter{&p.ended}),
+		sdktrace.WithBatcher(countingExporter{exp, p}),
+	}
+	if record {
+		p.rec = tracetest.NewSpanRecorder()
+		opts = append(opts, sdktrace.WithSpanProcessor(p.rec))
+	}
+	p.tp = sdktrace.NewTracerProvider(opts...)
+	p.in = otelomni.New(otelomni.WithTracerProvider(p.tp))
 	return p, nil
 }
+
+// endCounter counts the spans that end.
+type endCounter struct{ n *atomic.Uint64 }
+
+func (endCounter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c endCounter) OnEnd(sdktrace.ReadOnlySpan)                   { c.n.Add(1) }
+func (endCounter) Shutdown(context.Context) error                  { return nil }
+func (endCounter) ForceFlush(context.Context) error                { return nil }
+
+// countingExporter counts what its exporter took and what it failed.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	p *Producer
+}
+
+func (c countingExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySpan) error {
+	if err := c.SpanExporter.ExportSpans(ctx, ss); err != nil {
+		c.p.failed.Add(uint64(len(ss)))
+		return err
+	}
+	c.p.exported.Add(uint64(len(ss)))
+	return nil
+}
+
+// Stats accounts for the spans the producer ended: exported, failed to
+// export, and pending, which after a flush or Shutdown were dropped from
+// the full queue.
+type Stats struct{ Ended, Exported, Failed, Pending uint64 }
+
+// Lost returns the spans that did not reach the collector.
+func (s Stats) Lost() uint64 { return s.Failed + s.Pending }
 
 // Send records r as one trace that ended a second ago, and returns its
 // trace id.
@@ -114,20 +157,28 @@ var ErrLost = errors.New("spans lost on the way to the collector")
 // span neither exported nor failed was dropped from the full queue: that
 // is an error too.
 func (p *Producer) Flush(ctx context.Context) error {
-	if err := p.tel.ForceFlush(ctx); err != nil {
+	if err := p.tp.ForceFlush(ctx); err != nil {
 		return err
 	}
-	if st := p.tel.ExportStats(); st.Lost() > 0 {
+	if p.Stats().Lost() > 0 {
 		return ErrLost
 	}
 	return nil
 }
 
-// Stats returns the export accounting so far.
-func (p *Producer) Stats() otelsetup.ExportStats { return p.tel.ExportStats() }
+// Stats returns the accounting so far.
+func (p *Producer) Stats() Stats {
+	// The outcomes first: a span counted done is counted ended.
+	s := Stats{Exported: p.exported.Load(), Failed: p.failed.Load()}
+	s.Ended = p.ended.Load()
+	if done := s.Exported + s.Failed; s.Ended > done {
+		s.Pending = s.Ended - done
+	}
+	return s
+}
 
 // Shutdown flushes and stops the producer.
-func (p *Producer) Shutdown(ctx context.Context) error { return p.tel.Shutdown(ctx) }
+func (p *Producer) Shutdown(ctx context.Context) error { return p.tp.Shutdown(ctx) }
 
 // Spans returns how many spans each trace made (a producer made with
 // record only).

@@ -14,10 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/otelomni/otelomni/attrs"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/testbed/fleet"
 	"github.com/otelomni/otelomni/testbed/procstat"
@@ -51,8 +48,9 @@ func throughput(out io.Writer, rate float64, duration time.Duration) error {
 	os.Setenv("OTEL_SERVICE_NAME", "omni-throughput")
 	// A queue deep enough for a second of spans at the highest rate
 	// measured, so that the producer is not what drops.
-	p, err := fleet.NewProducer(setupopt.With(ctx, setupopt.Options{BatchOptions: []sdktrace.BatchSpanProcessorOption{
-		sdktrace.WithMaxQueueSize(1 << 17), sdktrace.WithMaxExportBatchSize(2048)}}), 1, false)
+	os.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "131072")
+	os.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2048")
+	p, err := fleet.NewProducer(ctx, 1, false)
 	if err != nil {
 		return err
 	}

@@ -25,10 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
-	"github.com/otelomni/otelomni/internal/setupopt"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/testbed/jaeger"
@@ -70,15 +67,14 @@ func run(rate float64, duration time.Duration, scale float64, queue, batch int, 
 	} {
 		os.Setenv(k, v)
 	}
-	var bopts []sdktrace.BatchSpanProcessorOption
+	// The batch processor as an engine's operator sets it.
 	if queue > 0 {
-		bopts = append(bopts, sdktrace.WithMaxQueueSize(queue))
+		os.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", strconv.Itoa(queue))
 	}
 	if batch > 0 {
-		bopts = append(bopts, sdktrace.WithMaxExportBatchSize(batch))
+		os.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", strconv.Itoa(batch))
 	}
-	tel, err := otelsetup.Setup(setupopt.With(ctx, setupopt.Options{BatchOptions: bopts}), otelsetup.WithoutGlobal(),
-		otelsetup.WithShutdownTimeout(30*time.Second))
+	tel, err := otelsetup.Setup(ctx, otelsetup.WithoutGlobal(), otelsetup.WithShutdownTimeout(30*time.Second))
 	if err != nil {
 		return false, err
 	}
