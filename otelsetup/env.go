@@ -20,7 +20,6 @@ import (
 
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 
-	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
@@ -160,17 +159,8 @@ var envVars = func() []envVar {
 		number(envJournalSize, minJournalMiB, maxJournalMiB),
 		{name: envJournalSync, lo: minJournalSync, hi: maxJournalSync, ms: true},
 	}
-	// otelomni's exemplars: the collector tier's thresholds, read by the
-	// engine and by deploy/collector.yaml alike.
-	vs = append(vs, envVar{name: "OTELOMNI_EXEMPLARS", check: exactly("kept", "sampled")})
-	for _, v := range keep.Vars {
-		if strings.HasSuffix(v.Name, "_MS") {
-			// keep.Check's rule for a threshold is the table's.
-			vs = append(vs, envVar{name: v.Name, lo: 0, hi: keep.MaxMillis, ms: true})
-			continue
-		}
-		vs = append(vs, envVar{name: v.Name, check: func(s string) error { return keep.Check(v.Name, s) }})
-	}
+	// OTELOMNI_EXEMPLARS and the tier's OMNI_* variables are read, and
+	// warned about, by the kept-exemplar choice (exemplar.go).
 	for _, s := range signals {
 		p := "OTEL_EXPORTER_OTLP_" + s
 		vs = append(vs,
