@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/testbed/fleet"
 	"github.com/otelomni/otelomni/testbed/jaeger"
 )
@@ -71,11 +70,9 @@ func TestDashboardQueriesAnswerFromRealTraffic(t *testing.T) {
 	settings["OMNI_SAMPLE_PERCENT"] = "100"
 	tier := startTier(t, settings)
 	prom := startPrometheus(t, tier.Collector.Prometheus, tier.Collector.Telemetry)
-	env := map[string]string{}
-	for _, v := range keep.Vars {
-		if s, ok := settings[v.Name]; ok {
-			env[v.Name] = s
-		}
+	env, err := fleet.EngineEnv(settings)
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/testbed/fleet"
 )
 
@@ -54,9 +54,8 @@ func startPrometheus(t *testing.T, targets ...string) *fleet.Prometheus {
 //   - the failed requests' error.type series and the slow requests' buckets
 //     carry exemplars;
 //   - the histograms still count every request;
-//   - beside them, a replica left to the SDK's choice
-//     (OTELOMNI_EXEMPLARS=sampled) has exemplars that lead nowhere, which
-//     the test reports.
+//   - beside them, a replica left to the SDK's choice (OTELOMNI_EXEMPLARS
+//     unset) has exemplars that lead nowhere, which the test reports.
 func TestEveryExemplarLeadsToAKeptTrace(t *testing.T) {
 	settings := fleet.DemoSettings()
 	tier := startTier(t, settings)
@@ -65,17 +64,15 @@ func TestEveryExemplarLeadsToAKeptTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The engines read the thresholds the collector reads.
-	env := map[string]string{}
-	for _, v := range keep.Vars {
-		if s, ok := settings[v.Name]; ok {
-			env[v.Name] = s
-		}
+	// The engines keep their exemplars for the traces the tier keeps, by
+	// the thresholds the collector reads; one replica is left to the
+	// SDK's choice.
+	env, err := fleet.EngineEnv(settings)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sdkEnv := map[string]string{"OTELOMNI_EXEMPLARS": "sampled"}
-	for k, v := range env {
-		sdkEnv[k] = v
-	}
+	sdkEnv := maps.Clone(env)
+	delete(sdkEnv, "OTELOMNI_EXEMPLARS")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	mix := "normal=3,slow=1,saturated=1,failing=1"

@@ -141,15 +141,16 @@ func TestTheRulesAreTheCollectorFiles(t *testing.T) {
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 		conds[m[1]] = m[2]
 	}
-	mod := `attributes["` + ModalityKey + `"]`
+	mod := `span.attributes["` + ModalityKey + `"]`
+	const d = "span.end_time_unix_nano - span.start_time_unix_nano"
 	want := map[string]string{
-		"slow-image": `name == "` + RequestSpan + `" and ` + mod + ` == "image" and end_time_unix_nano - start_time_unix_nano > ${env:OMNI_SLOW_IMAGE_MS:-20000} * 1000000`,
-		"slow-video": `name == "` + RequestSpan + `" and ` + mod + ` == "video" and end_time_unix_nano - start_time_unix_nano > ${env:OMNI_SLOW_VIDEO_MS:-300000} * 1000000`,
-		"slow-audio": `name == "` + RequestSpan + `" and ` + mod + ` == "audio" and end_time_unix_nano - start_time_unix_nano > ${env:OMNI_SLOW_AUDIO_MS:-15000} * 1000000`,
-		"slow-other": `name == "` + RequestSpan + `" and ` + mod + ` != "image" and ` + mod + ` != "video" and ` + mod +
-			` != "audio" and end_time_unix_nano - start_time_unix_nano > ${env:OMNI_SLOW_OTHER_MS:-10000} * 1000000`,
-		"saturated": `(name == "` + DiffusionQueueSpan + `" or name == "` + LLMQueueSpan +
-			`") and end_time_unix_nano - start_time_unix_nano > ${env:OMNI_QUEUE_BUDGET_MS:-2000} * 1000000`,
+		"slow-image": `span.name == "` + RequestSpan + `" and ` + mod + ` == "image" and ` + d + ` > ${env:OMNI_SLOW_IMAGE_MS:-20000} * 1000000`,
+		"slow-video": `span.name == "` + RequestSpan + `" and ` + mod + ` == "video" and ` + d + ` > ${env:OMNI_SLOW_VIDEO_MS:-300000} * 1000000`,
+		"slow-audio": `span.name == "` + RequestSpan + `" and ` + mod + ` == "audio" and ` + d + ` > ${env:OMNI_SLOW_AUDIO_MS:-15000} * 1000000`,
+		"slow-other": `span.name == "` + RequestSpan + `" and ` + mod + ` != "image" and ` + mod + ` != "video" and ` + mod +
+			` != "audio" and ` + d + ` > ${env:OMNI_SLOW_OTHER_MS:-10000} * 1000000`,
+		"saturated": `(span.name == "` + DiffusionQueueSpan + `" or span.name == "` + LLMQueueSpan +
+			`") and ` + d + ` > ${env:OMNI_QUEUE_BUDGET_MS:-2000} * 1000000`,
 	}
 	if len(conds) != len(want) {
 		t.Errorf("deploy/collector.yaml has the conditions %q; Keeps reads %d", conds, len(want))
