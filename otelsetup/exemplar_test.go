@@ -314,7 +314,7 @@ func TestKeptExemplarsReadTheSpanAsExportedNotAsMeasured(t *testing.T) {
 			kept = kept || rules.keptBy(s.Snapshot())
 		}
 		if got := len(exs["gen_ai.server.request.duration"]); got != c.exemplars || kept != (c.exemplars == 1) {
-			t.Errorf("modality set to %v: %d exemplars, the tier keeps the trace: %v; want %d", c.set.Value.Emit(), got, kept, c.exemplars)
+			t.Errorf("modality set to %v: %d exemplars, the tier keeps the trace: %v; want %d", c.set.Value.String(), got, kept, c.exemplars)
 		}
 	}
 }
@@ -606,4 +606,48 @@ func ExampleWithKeptExemplars() {
 		fmt.Println("telemetry off:", err)
 	}
 	defer tel.Shutdown(context.Background())
+}
+
+// TestKeptExemplarsOnlyForSpansTheExporterSends: a failed span whose end
+// OTLP cannot carry is refused on export, and a request span that ends
+// before it starts is sent ending where it starts: neither vouches for
+// its trace.
+func TestKeptExemplarsOnlyForSpansTheExporterSends(t *testing.T) {
+	unsetOTel(t)
+	(tierRules{image: 0, video: 0, audio: 0, other: 0, queue: 0, salt: "s"}).env(t)
+	b := newExemplarBed(t, WithKeptExemplars())
+	tr := b.tel.TracerProvider().Tracer("t")
+	h, err := b.tel.MeterProvider().Meter("t").Float64Histogram("h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, c := range []struct {
+		name       string
+		end        time.Time
+		failed     bool
+		exemplars  int
+		exportedAs int
+	}{
+		{"omni.stage", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), true, 0, 0},
+		{"omni.request", now.Add(-time.Hour), false, 0, 1},
+		{"omni.request", now.Add(time.Millisecond), false, 1, 1},
+		{"omni.stage", now.Add(time.Millisecond), true, 1, 1},
+	} {
+		ctx, span := tr.Start(context.Background(), c.name, trace.WithTimestamp(now),
+			trace.WithAttributes(attribute.String("omni.output.modality", "text")))
+		if c.failed {
+			span.SetStatus(codes.Error, "failed")
+		}
+		span.End(trace.WithTimestamp(c.end))
+		h.Record(ctx, 1)
+		got := len(b.exemplars(t)["h"])
+		_ = b.tel.ForceFlush(context.Background()) // reports the refused span
+		exported := len(b.exp.GetSpans())
+		b.exp.Reset()
+		if got != c.exemplars || exported != c.exportedAs {
+			t.Errorf("%s ending %v, failed %v: %d exemplars, %d spans exported; want %d, %d",
+				c.name, c.end.Sub(now), c.failed, got, exported, c.exemplars, c.exportedAs)
+		}
+	}
 }
