@@ -36,7 +36,6 @@ type config struct {
 	idGenerator     sdktrace.IDGenerator
 	engine          []attribute.KeyValue
 	journalDir      string
-	keptExemplars   bool
 }
 
 // WithServiceName sets service.name when OTEL_SERVICE_NAME does not (the

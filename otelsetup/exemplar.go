@@ -27,7 +27,7 @@ import (
 // (OTEL_METRICS_EXEMPLAR_FILTER: by default any measurement made under a
 // sampled span), and behind the tail-sampling tier of deploy/ most of them
 // name a trace the tier then drops. With the kept choice
-// (OTELOMNI_EXEMPLARS=kept, or WithKeptExemplars), a measurement is
+// (OTELOMNI_EXEMPLARS=kept), a measurement is
 // offered to the SDK's own reservoir only when the tier keeps its trace,
 // by the tier's own rules read from the variables the collector reads
 // (package keep): the span the measurement was made under is sampled and
@@ -38,26 +38,18 @@ import (
 // and after this package's own repair on export, so that the value a
 // decision reads is the value the tier reads.
 
-// envExemplars chooses the exemplars: kept, or sdk (the default).
+// envExemplars chooses the exemplars: kept, or sdk (the default). It is a
+// variable and no option of Setup: the choice is the deployment's, made
+// where the tier's thresholds are given, in the environment of every
+// engine and collector of a fleet.
 const envExemplars = "OTELOMNI_EXEMPLARS"
-
-// WithKeptExemplars keeps a histogram's exemplar only for a measurement
-// whose trace the collector tier of deploy/ keeps, by the tier's rules and
-// thresholds (the OMNI_SLOW_*_MS, OMNI_QUEUE_BUDGET_MS, OMNI_SAMPLE_PERCENT
-// and OMNI_SAMPLE_SALT variables its collector reads): every exemplar then
-// leads to a trace the backend holds. OTELOMNI_EXEMPLARS=kept does the
-// same; OTELOMNI_EXEMPLARS=sdk wins over this option and leaves the choice
-// to the SDK, as when neither is given.
-func WithKeptExemplars() Option {
-	return optionFunc(func(c *config) { c.keptExemplars = true })
-}
 
 // exemplarOptions returns the meter provider's options of the kept choice,
 // when it is on: a View that gives every instrument the SDK's default
 // reservoir behind the tier's rule. exporting says Setup exports spans;
 // maxValue is the byte limit its exporter applies to string values.
-func exemplarOptions(cfg *config, exporting bool, maxValue int) []sdkmetric.Option {
-	if !keptExemplarsOn(cfg) {
+func exemplarOptions(exporting bool, maxValue int) []sdkmetric.Option {
+	if !keptExemplarsOn() {
 		return nil
 	}
 	k := &keptExemplars{maxValue: maxValue, exporting: exporting}
@@ -78,22 +70,16 @@ func exemplarOptions(cfg *config, exporting bool, maxValue int) []sdkmetric.Opti
 // keptExemplarsOn reads OTELOMNI_EXEMPLARS as the specification reads an
 // enum: case and surrounding space ignored; a value it does not know is
 // warned about and ignored.
-func keptExemplarsOn(cfg *config) bool {
+func keptExemplarsOn() bool {
 	v := os.Getenv(envExemplars)
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "kept":
 		return true
-	case "sdk":
-		return false
-	case "":
+	case "sdk", "":
 	default:
-		used := "the SDK's choice"
-		if cfg.keptExemplars {
-			used = "kept (WithKeptExemplars)"
-		}
-		otel.Handle(fmt.Errorf("otelsetup: %s=%q: want kept or sdk; ignored: the exemplars are %s", envExemplars, printable(envExemplars, v), used))
+		otel.Handle(fmt.Errorf("otelsetup: %s=%q: want kept or sdk; ignored: the exemplars are the SDK's choice", envExemplars, printable(envExemplars, v)))
 	}
-	return cfg.keptExemplars
+	return false
 }
 
 // keptExemplars is the kept choice: the tier's policy, and how this

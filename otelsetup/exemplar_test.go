@@ -292,7 +292,8 @@ func TestKeptExemplarsReadTheSpanAsExportedNotAsMeasured(t *testing.T) {
 	rules := tierRules{image: 3000, video: 60000, audio: 4000, other: 1000, queue: 2000, salt: "s"}
 	unsetOTel(t)
 	rules.env(t)
-	b := newExemplarBed(t, WithKeptExemplars())
+	t.Setenv(envExemplars, "kept")
+	b := newExemplarBed(t)
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, c := range []struct {
 		set       attribute.KeyValue
@@ -355,7 +356,8 @@ func TestKeptExemplarsOfTheBaselineShareAreTheTiersHash(t *testing.T) {
 // under an unsampled span (OTEL_METRICS_EXEMPLAR_FILTER=always_on offers
 // it), under a span context that is not a span of this SDK, or when Setup
 // exports no span; the SDK's own choice is the default, and
-// OTELOMNI_EXEMPLARS=sdk wins over WithKeptExemplars.
+// OTELOMNI_EXEMPLARS unset or sdk, in any case, leaves the choice to the
+// SDK.
 func TestKeptExemplarsNeedASampledExportedSpan(t *testing.T) {
 	rules := tierRules{image: 0, video: 0, audio: 0, other: 0, queue: 0, percent: 100, salt: "s"}
 	measure := func(t *testing.T, b *exemplarBed, ctx context.Context) int {
@@ -369,7 +371,8 @@ func TestKeptExemplarsNeedASampledExportedSpan(t *testing.T) {
 		rules.env(t)
 		t.Setenv("OTEL_METRICS_EXEMPLAR_FILTER", "always_on")
 		t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
-		b := newExemplarBed(t, WithKeptExemplars())
+		t.Setenv(envExemplars, "kept")
+		b := newExemplarBed(t)
 		if n := measure(t, b, context.Background()); n != 0 {
 			t.Errorf("%d exemplars under an unsampled span", n)
 		}
@@ -378,7 +381,8 @@ func TestKeptExemplarsNeedASampledExportedSpan(t *testing.T) {
 		unsetOTel(t)
 		rules.env(t)
 		t.Setenv("OTEL_METRICS_EXEMPLAR_FILTER", "always_on")
-		b := newExemplarBed(t, WithKeptExemplars())
+		t.Setenv(envExemplars, "kept")
+		b := newExemplarBed(t)
 		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true})
 		h, err := b.tel.MeterProvider().Meter("t").Float64Histogram("h")
 		if err != nil {
@@ -397,7 +401,8 @@ func TestKeptExemplarsNeedASampledExportedSpan(t *testing.T) {
 		t.Setenv("OTEL_METRICS_EXPORTER", "none")
 		reader := sdkmetric.NewManualReader()
 		rec := tracetest.NewSpanRecorder()
-		tel, err := Setup(context.Background(), WithoutGlobal(), WithKeptExemplars(), WithMetricReader(reader), WithSpanProcessor(rec))
+		t.Setenv(envExemplars, "kept")
+		tel, err := Setup(context.Background(), WithoutGlobal(), WithMetricReader(reader), WithSpanProcessor(rec))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -417,14 +422,13 @@ func TestKeptExemplarsNeedASampledExportedSpan(t *testing.T) {
 		rules := tierRules{image: 86400000, video: 86400000, audio: 86400000, other: 86400000, queue: 86400000, salt: "s"}
 		unsetOTel(t)
 		rules.env(t)
-		for _, c := range []struct {
-			env  string
-			opts []Option
-		}{{"", nil}, {"sdk", []Option{WithKeptExemplars()}}, {"SDK", []Option{WithKeptExemplars()}}} {
-			t.Setenv(envExemplars, c.env)
-			b := newExemplarBed(t, c.opts...)
-			if n := measure(t, b, context.Background()); n != 1 {
-				t.Errorf("OTELOMNI_EXEMPLARS=%q: %d exemplars of a sampled request that no rule keeps, want the SDK's 1", c.env, n)
+		for _, v := range []string{"", "sdk", " SDK "} {
+			t.Setenv(envExemplars, v)
+			b := newExemplarBed(t)
+			_, r := b.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image"})
+			r.End(nil)
+			if n := len(b.exemplars(t)["gen_ai.server.request.duration"]); n != 1 {
+				t.Errorf("OTELOMNI_EXEMPLARS=%q: %d exemplars of a sampled request that no rule keeps, want the SDK's 1", v, n)
 			}
 		}
 	})
@@ -459,8 +463,11 @@ func TestExemplarVariablesAreWarnedAboutAndIgnored(t *testing.T) {
 					rules.image, rules.video, rules.audio, rules.other, rules.queue, rules.percent = 86400000, 86400000, 86400000, 86400000, 86400000, 100
 					rules.env(t)
 				}
+				if name != envExemplars {
+					t.Setenv(envExemplars, "kept")
+				}
 				t.Setenv(name, v)
-				b := newExemplarBed(t, WithKeptExemplars())
+				b := newExemplarBed(t)
 				if !b.tel.Enabled() {
 					t.Fatal("tracing is off")
 				}
@@ -500,8 +507,9 @@ func TestExemplarVariablesAreWarnedAboutAndIgnored(t *testing.T) {
 				case "OMNI_SAMPLE_PERCENT", "OMNI_SAMPLE_SALT":
 					ignored, held = measure("image", time.Second, 0), 1
 				case envExemplars:
-					// WithKeptExemplars stands.
-					ignored, held = measure("image", 500*time.Millisecond, 0), measure("image", 2*time.Second, 0)
+					// The SDK's choice stands: a request no rule keeps has
+					// its exemplar too.
+					ignored, held = 1-measure("image", 500*time.Millisecond, 0), measure("image", 2*time.Second, 0)
 				}
 				if ignored != 0 || held != 1 {
 					t.Errorf("%d exemplars by the ignored rule, want 0; %d by another, want 1", ignored, held)
@@ -522,7 +530,8 @@ func TestKeptExemplarsUnderRacingEnds(t *testing.T) {
 	rules := tierRules{image: 86400000, video: 86400000, audio: 86400000, other: 86400000, queue: 86400000, salt: "s"}
 	unsetOTel(t)
 	rules.env(t)
-	b := newExemplarBed(t, WithKeptExemplars())
+	t.Setenv(envExemplars, "kept")
+	b := newExemplarBed(t)
 	tr := b.tel.TracerProvider().Tracer("race")
 	h, err := b.tel.MeterProvider().Meter("race").Float64Histogram("h")
 	if err != nil {
@@ -596,18 +605,6 @@ func TestKeptExemplarsUnderRacingEnds(t *testing.T) {
 	t.Logf("%d rounds, exemplars of %d traces collected, each of a failed span", rounds, len(seen))
 }
 
-func ExampleWithKeptExemplars() {
-	// An engine behind the collector tier of deploy/: every exemplar of its
-	// histograms names a trace the tier keeps. The thresholds are the
-	// OMNI_* variables the tier's collector reads; OTELOMNI_EXEMPLARS=kept
-	// does the same without the option.
-	tel, err := Setup(context.Background(), WithKeptExemplars())
-	if err != nil {
-		fmt.Println("telemetry off:", err)
-	}
-	defer tel.Shutdown(context.Background())
-}
-
 // TestKeptExemplarsOnlyForSpansTheExporterSends: a failed span whose end
 // OTLP cannot carry is refused on export, and a request span that ends
 // before it starts is sent ending where it starts: neither vouches for
@@ -615,7 +612,8 @@ func ExampleWithKeptExemplars() {
 func TestKeptExemplarsOnlyForSpansTheExporterSends(t *testing.T) {
 	unsetOTel(t)
 	(tierRules{image: 0, video: 0, audio: 0, other: 0, queue: 0, salt: "s"}).env(t)
-	b := newExemplarBed(t, WithKeptExemplars())
+	t.Setenv(envExemplars, "kept")
+	b := newExemplarBed(t)
 	tr := b.tel.TracerProvider().Tracer("t")
 	h, err := b.tel.MeterProvider().Meter("t").Float64Histogram("h")
 	if err != nil {
