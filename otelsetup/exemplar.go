@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -47,12 +49,14 @@ const envExemplars = "OTELOMNI_EXEMPLARS"
 // exemplarOptions returns the meter provider's options of the kept choice,
 // when it is on: a View that gives every instrument the SDK's default
 // reservoir behind the tier's rule. exporting says Setup exports spans;
-// maxValue is the byte limit its exporter applies to string values.
-func exemplarOptions(exporting bool, maxValue int) []sdkmetric.Option {
+// maxValue is the byte limit its exporter applies to string values; res is
+// the resource of its tracer provider, which tells its spans from those of
+// any other.
+func exemplarOptions(exporting bool, maxValue int, res *resource.Resource) []sdkmetric.Option {
 	if !keptExemplarsOn() {
 		return nil
 	}
-	k := &keptExemplars{maxValue: maxValue, exporting: exporting}
+	k := &keptExemplars{maxValue: maxValue, exporting: exporting, resource: res}
 	var warnings []error
 	k.policy, warnings = keep.FromEnv(os.Getenv)
 	for _, w := range warnings {
@@ -88,6 +92,11 @@ type keptExemplars struct {
 	policy    keep.Policy
 	maxValue  int
 	exporting bool
+	resource  *resource.Resource
+	// provider is the resource of Setup's tracer provider, as its spans
+	// return it, once one was found equal to resource: then a pointer
+	// comparison tells its spans.
+	provider atomic.Pointer[resource.Resource]
 }
 
 // selector wraps the SDK's default reservoir of each aggregation.
@@ -115,14 +124,15 @@ func (r *keptReservoir) Offer(ctx context.Context, t time.Time, v exemplar.Value
 }
 
 // keeps says the tier keeps the trace of the span ctx holds. Only a span
-// of the SDK is read (one this process exports); only an ended span's
-// status and times are final.
+// of the tracer provider Setup built is read, one this process exports
+// (the provider's resource tells it from a span of another provider); only
+// an ended span's status and times are final.
 func (k *keptExemplars) keeps(ctx context.Context) bool {
 	if !k.exporting {
 		return false
 	}
 	s, ok := trace.SpanFromContext(ctx).(sdktrace.ReadOnlySpan)
-	if !ok {
+	if !ok || !k.ours(s.Resource()) {
 		return false
 	}
 	sc := s.SpanContext()
@@ -139,6 +149,18 @@ func (k *keptExemplars) keeps(ctx context.Context) bool {
 		return false
 	}
 	return k.policy.Keeps(k.exported(s, start, end))
+}
+
+// ours says res is the resource of Setup's tracer provider.
+func (k *keptExemplars) ours(res *resource.Resource) bool {
+	if p := k.provider.Load(); p != nil && p == res {
+		return true
+	}
+	if !res.Equal(k.resource) {
+		return false
+	}
+	k.provider.Store(res)
+	return true
 }
 
 // exported is what the tier reads of s, as safeExporter sends it: the

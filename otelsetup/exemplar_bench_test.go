@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/otelomni"
+	"github.com/otelomni/otelomni/otelsetup/internal/keep"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -60,5 +64,31 @@ func BenchmarkExemplars(b *testing.B) {
 				_ = r.EndAt(start.Add(10*time.Millisecond), nil)
 			}
 		})
+	}
+}
+
+// BenchmarkKeptDecision is the kept choice's decision for one measurement
+// under an ended request span that no rule keeps: the costliest path
+// (every rule read, the modality among the span's attributes).
+func BenchmarkKeptDecision(b *testing.B) {
+	res := resource.Default()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res))
+	defer tp.Shutdown(context.Background())
+	k := &keptExemplars{exporting: true, maxValue: 4096, resource: res}
+	k.policy, _ = keep.FromEnv(func(name string) string {
+		if name == "OMNI_SAMPLE_PERCENT" {
+			return "0"
+		}
+		return ""
+	})
+	ctx, span := tp.Tracer("b").Start(context.Background(), "omni.request", trace.WithAttributes(
+		attribute.String("omni.request.id", "r"), attribute.String("gen_ai.request.model", "m"),
+		attribute.String("omni.output.modality", "image")))
+	span.End()
+	b.ReportAllocs()
+	for b.Loop() {
+		if k.keeps(ctx) {
+			b.Fatal("kept")
+		}
 	}
 }

@@ -393,6 +393,23 @@ func TestKeptExemplarsNeedASampledExportedSpan(t *testing.T) {
 			t.Errorf("%d exemplars under a remote span context", n)
 		}
 	})
+	t.Run("another provider", func(t *testing.T) {
+		unsetOTel(t)
+		rules.env(t)
+		t.Setenv(envExemplars, "kept")
+		b := newExemplarBed(t)
+		other := sdktrace.NewTracerProvider()
+		defer other.Shutdown(context.Background())
+		in := otelomni.New(otelomni.WithTracerProvider(other), otelomni.WithMeterProvider(b.tel.MeterProvider()))
+		_, r := in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image"})
+		r.End(errors.New("failed"))
+		if n := len(b.exemplars(t)["gen_ai.server.request.duration"]); n != 0 {
+			t.Errorf("%d exemplars under a span of a tracer provider that Setup did not build", n)
+		}
+		if n := measure(t, b, context.Background()); n != 1 {
+			t.Errorf("%d exemplars under a failed span of Setup's provider, want 1", n)
+		}
+	})
 	t.Run("not exported", func(t *testing.T) {
 		rules.env(t)
 		warned := captureWarnings(t)

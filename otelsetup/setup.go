@@ -162,7 +162,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 	}
 	if len(readers) > 0 {
 		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-		mpOpts = append(mpOpts, exemplarOptions(exp != nil, spanLimits(env).AttributeValueLengthLimit)...)
+		mpOpts = append(mpOpts, exemplarOptions(exp != nil, spanLimits(env).AttributeValueLengthLimit, res)...)
 		for _, r := range readers {
 			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
 		}
