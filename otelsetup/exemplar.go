@@ -81,7 +81,7 @@ func keptExemplarsOn() bool {
 		return true
 	case "sdk", "":
 	default:
-		otel.Handle(fmt.Errorf("otelsetup: %s=%q: want kept or sdk; ignored: the exemplars are the SDK's choice", envExemplars, printable(envExemplars, v)))
+		otel.Handle(fmt.Errorf("otelsetup: %s=%q: want kept or sdk; ignored: the exemplars are the SDK's choice", envExemplars, sanitize.String(v, 64)))
 	}
 	return false
 }
