@@ -26,7 +26,11 @@
 //     is not valid UTF-8, from any instrumentation in the process, is
 //     repaired before export so that it cannot cost the rest of its batch;
 //   - shutdown is bounded, by default to 5 s ([WithShutdownTimeout]): a
-//     dead collector never holds up an engine's exit.
+//     dead collector never holds up an engine's exit;
+//   - behind the tail-sampling tier of deploy/, OTELOMNI_EXEMPLARS=kept
+//     keeps a histogram's exemplar only for a measurement whose trace the
+//     tier keeps, by the tier's own rules and thresholds (its OMNI_*
+//     variables), decided on the span as it is exported.
 //
 // The instrumentation itself (github.com/otelomni/otelomni/otelomni) links
 // the OpenTelemetry API only; this package is what links the SDK.

@@ -20,7 +20,6 @@ import (
 
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 
-	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
@@ -219,17 +218,8 @@ var envVars = func() []envVar {
 		number(envJournalSize, minJournalMiB, maxJournalMiB, defaultJournalMiB),
 		{name: envJournalSync, lo: minJournalSync, hi: maxJournalSync, ms: true, using: is("never")},
 	}
-	// otelomni's exemplars: the collector tier's thresholds, read by the
-	// engine and by deploy/collector.yaml alike, as they are written.
-	vs = append(vs, envVar{name: "OTELOMNI_EXEMPLARS", check: exactly("kept", "sampled"), using: is("kept")})
-	for _, v := range keep.Vars {
-		if strings.HasSuffix(v.Name, "_MS") {
-			// keep.Check's rule for a threshold is the table's.
-			vs = append(vs, envVar{name: v.Name, lo: 0, hi: keep.MaxMillis, ms: true, using: is(keepIgnored)})
-			continue
-		}
-		vs = append(vs, envVar{name: v.Name, check: func(s string) error { return keep.Check(v.Name, s) }, using: is(keepIgnored)})
-	}
+	// OTELOMNI_EXEMPLARS and the tier's OMNI_* variables are read, and
+	// warned about, by the kept-exemplar choice (exemplar.go).
 	for _, s := range signals {
 		vs = append(vs,
 			otlp(s, "ENDPOINT", envVar{check: isEndpoint, using: is(defaultEndpoints)}),
@@ -245,12 +235,6 @@ var envVars = func() []envVar {
 	}
 	return vs
 }()
-
-// keepIgnored is what otelomni.New makes of a threshold, share or salt
-// that is not valid: the collector tier reads such a value in its own way,
-// so neither the default nor any reading of the engine's would be the
-// tier's.
-const keepIgnored = "no trace vouched for by its rule (otelomni.New reads it so)"
 
 // defaultEndpoints describes the exporters' default endpoints.
 const defaultEndpoints = "localhost:4318 (http/protobuf) or localhost:4317 (grpc), " +

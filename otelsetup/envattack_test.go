@@ -32,7 +32,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/internal/keep"
 )
 
 // The attack: every variable of the table, set to a padded, an
@@ -350,21 +349,6 @@ func attackSpecs(t *testing.T) map[string]attackSpec {
 				return filepath.Dir(tel.journal.j.Path())
 			}, WithSpanExporter(discardExporter{}), WithoutMetrics())
 		}},
-		"OTELOMNI_EXEMPLARS": {sample: "sampled", effect: tierEffect},
-	}
-	for _, v := range keep.Vars {
-		sample := "1234"
-		switch v.Name {
-		case "OMNI_SAMPLE_PERCENT":
-			sample = "12.5"
-		case "OMNI_SAMPLE_SALT":
-			sample = "fleet-salt"
-		}
-		spec := attackSpec{sample: sample, effect: tierEffect}
-		if v.Name == "OMNI_SAMPLE_SALT" {
-			spec.valid = []string{"upper-case"}
-		}
-		specs[v.Name] = spec
 	}
 	// The numbers: what the observers of TestEveryNumberTakesEffectAsWrittenOrIsIgnored
 	// observe, read here as the limits of an exported span and the
@@ -533,11 +517,6 @@ func metricExporterEffect(t *testing.T) string {
 	return fmt.Sprintf("%v %T", exp.Temporality(sdkmetric.InstrumentKindCounter), exp.Aggregation(sdkmetric.InstrumentKindHistogram))
 }
 
-// tierEffect: the collector tier's variables are read by otelomni.New and
-// by the collector, not by Setup; Setup only warns. Their effect on the
-// engine's exemplars is observed by the tests of exemplar_env_test.go.
-func tierEffect(*testing.T) string { return "read by otelomni.New" }
-
 // numberEnv are the variables set beside a number variable for its
 // effect to be seen.
 func numberEnv(name string) map[string]string {
@@ -596,8 +575,6 @@ func numberEffect(name string) func(t *testing.T) string {
 				}
 				return fmt.Sprintf("%d MiB, flushed every %v", (st.Size()+1<<20-1)>>20, tel.journal.j.SyncInterval())
 			}, WithSpanExporter(discardExporter{}), WithoutMetrics(), WithJournal(t.TempDir()))
-		case strings.HasPrefix(name, "OMNI_"):
-			return tierEffect(t)
 		}
 		// The span limits: what an exported span keeps of more than the
 		// largest limit.

@@ -44,7 +44,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/otelomni/otelomni/internal/keep"
 )
 
 // unsetOTel unsets every OTEL_* variable for the test.
@@ -133,17 +132,6 @@ func keptErrors(t *testing.T) func() []error {
 	}
 }
 
-// keepVar reports whether name is a variable of the collector tier's
-// policy, which otelomni.New reads itself.
-func keepVar(name string) (keep.Var, bool) {
-	for _, v := range keep.Vars {
-		if v.Name == name {
-			return v, true
-		}
-	}
-	return keep.Var{}, false
-}
-
 // defaultNumber is what takes effect for a number variable when it is
 // unset or ignored, with every other variable unset.
 func defaultNumber(t *testing.T, v envVar) int64 {
@@ -183,18 +171,6 @@ func TestEveryNumberTakesEffectAsWrittenOrIsIgnored(t *testing.T) {
 				case v.hi > 0:
 					lo, hi := rangeOf(v)
 					want, accept = wantNumber(val, lo, hi)
-				case v.name == "OMNI_SAMPLE_PERCENT":
-					// A decimal percentage, 0 to 100.
-					f, err := strconv.ParseFloat(val, 64)
-					whole, frac, point := strings.Cut(val, ".")
-					_, wholeOK := wantNumber(whole, 0, 100)
-					fracOK := frac != "" && strings.Trim(frac, "0123456789") == ""
-					accept = err == nil && wholeOK && (!point || fracOK) && f <= 100
-				case v.name == "OMNI_SAMPLE_SALT":
-					// A letter, then letters, digits, '.', '_' or '-', in 256
-					// bytes, and no word YAML reads as a boolean or null.
-					accept = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,255}$`).MatchString(val) &&
-						!map[string]bool{"true": true, "false": true, "null": true}[strings.ToLower(val)]
 				case v.name == "OTEL_SERVICE_NAME":
 					// Any text is a name, once written without spaces
 					// around it or control characters, in 255 bytes.
@@ -211,11 +187,6 @@ func TestEveryNumberTakesEffectAsWrittenOrIsIgnored(t *testing.T) {
 					// would cost gigabytes or a panic.
 					warnedOnce(t, v.name, errs())
 					ignored++
-					if _, tier := keepVar(v.name); tier {
-						// otelomni.New reads these itself: its rule then
-						// vouches for no trace (keep.FromEnv), not the default.
-						continue
-					}
 					if v.hi > 0 {
 						want = defaultNumber(t, v)
 					}

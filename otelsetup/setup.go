@@ -178,6 +178,7 @@ func Setup(ctx context.Context, opts ...Option) (*Telemetry, error) {
 			sdkmetric.WithExemplarFilter(exemplarFilter(env)),
 			sdkmetric.WithCardinalityLimit(env.int(defaultCardinality, "OTEL_GO_X_CARDINALITY_LIMIT")),
 		}
+		mpOpts = append(mpOpts, exemplarOptions(exp != nil, spanLimits(env).AttributeValueLengthLimit, res)...)
 		for _, r := range readers {
 			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
 		}

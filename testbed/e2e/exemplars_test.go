@@ -5,7 +5,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/testbed/fleet"
 )
 
@@ -54,9 +55,8 @@ func startPrometheus(t *testing.T, targets ...string) *fleet.Prometheus {
 //   - the failed requests' error.type series and the slow requests' buckets
 //     carry exemplars;
 //   - the histograms still count every request;
-//   - beside them, a replica left to the SDK's choice
-//     (OTELOMNI_EXEMPLARS=sampled) has exemplars that lead nowhere, which
-//     the test reports.
+//   - beside them, a replica left to the SDK's choice (OTELOMNI_EXEMPLARS
+//     unset) has exemplars that lead nowhere, which the test reports.
 func TestEveryExemplarLeadsToAKeptTrace(t *testing.T) {
 	settings := fleet.DemoSettings()
 	tier := startTier(t, settings)
@@ -65,17 +65,15 @@ func TestEveryExemplarLeadsToAKeptTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The engines read the thresholds the collector reads.
-	env := map[string]string{}
-	for _, v := range keep.Vars {
-		if s, ok := settings[v.Name]; ok {
-			env[v.Name] = s
-		}
+	// The engines keep their exemplars for the traces the tier keeps, by
+	// the thresholds the collector reads; one replica is left to the
+	// SDK's choice.
+	env, err := fleet.EngineEnv(settings)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sdkEnv := map[string]string{"OTELOMNI_EXEMPLARS": "sampled"}
-	for k, v := range env {
-		sdkEnv[k] = v
-	}
+	sdkEnv := maps.Clone(env)
+	delete(sdkEnv, "OTELOMNI_EXEMPLARS")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	mix := "normal=3,slow=1,saturated=1,failing=1"
@@ -206,7 +204,7 @@ func TestEveryExemplarLeadsToAKeptTrace(t *testing.T) {
 			t.Errorf("no exemplar of a slow %s request's duration", p)
 		}
 	}
-	t.Logf("%d exemplars of otelomni's choice, all leading to a kept trace; the SDK's choice: %d exemplars, %d of them to a trace the tier dropped", ours, sdk, sdkNowhere)
+	t.Logf("%d exemplars of the kept choice (OTELOMNI_EXEMPLARS=kept), all leading to a kept trace; the SDK's choice: %d exemplars, %d of them to a trace the tier dropped", ours, sdk, sdkNowhere)
 }
 
 // until calls done every 250 ms until it is true, within a failure
@@ -222,4 +220,83 @@ func until(ctx context.Context, within time.Duration, done func() bool) error {
 		}
 	}
 	return nil
+}
+
+// TestExemplarsLeadToKeptTracesUnderASmallValueLimit runs the multi-stage
+// example's replicas through the shipped tier under thresholds that keep
+// every image and audio request as slow (1 ms) and no other request by
+// its length: one replica with OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT=4,
+// under which the exported request span's modality reads "imag" or
+// "audi", another modality to the tier, and one without. Every exemplar
+// Prometheus holds must name a trace the backend holds: a choice made on
+// the modality as measured ("image"), not as exported, would give every
+// image request of the first replica an exemplar of a trace the tier
+// drops.
+func TestExemplarsLeadToKeptTracesUnderASmallValueLimit(t *testing.T) {
+	settings := fleet.DemoSettings()
+	maps.Copy(settings, map[string]string{"OMNI_SLOW_IMAGE_MS": "1", "OMNI_SLOW_AUDIO_MS": "1",
+		"OMNI_SLOW_OTHER_MS": "86400000", "OMNI_SLOW_VIDEO_MS": "86400000"})
+	tier := startTier(t, settings)
+	prom := startPrometheus(t, tier.Collector.Prometheus)
+	env, err := fleet.EngineEnv(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := maps.Clone(env)
+	limited["OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"] = "4"
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	mix := "normal=3,slow=1,saturated=1,failing=1"
+	from := time.Now().Add(-time.Second)
+	var reqs []fleet.Request
+	for i, e := range []map[string]string{limited, env} {
+		r, err := fleet.RunReplicas(ctx, bin["omni"], tier.Collector.OTLPEndpoint(), t.TempDir(), fleet.Traffic{Replicas: 1, Requests: 24,
+			Concurrency: 6, Mix: mix, Slow: fleet.DemoSlow, QueueWait: fleet.DemoQueueWait, Service: fmt.Sprintf("limit-%d", i), Env: e, Seed: 1 + 50*i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r...)
+	}
+	tally, err := tier.Collector.WaitDecided(ctx, len(reqs), 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := until(ctx, 2*time.Minute, func() bool {
+		s, err := prom.Query(ctx, `sum(gen_ai_server_request_duration_seconds_count)`)
+		return err == nil && len(s) == 1 && int(s[0].Value) == len(reqs)
+	}); err != nil {
+		t.Fatalf("Prometheus never counted the %d requests: %v", len(reqs), err)
+	}
+	// Every kept trace has its gateway's spans: the backend holds them all
+	// once each gateway's search finds as many traces as the tier kept.
+	held := map[string]bool{}
+	if err := until(ctx, 2*time.Minute, func() bool {
+		for _, svc := range []string{"limit-0", "limit-1"} {
+			ss, err := tier.Backend.Client().Search(ctx, svc, from, time.Now().Add(time.Minute), 4*len(reqs))
+			if err != nil {
+				return false
+			}
+			for _, s := range ss {
+				held[s.TraceID] = true
+			}
+		}
+		return len(held) >= tally.Kept
+	}); err != nil {
+		t.Fatalf("the backend holds %d traces, the tier kept %d: %v", len(held), tally.Kept, err)
+	}
+	exs, err := prom.QueryExemplars(ctx, histogramsWithExemplars, from, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perJob := map[string]int{}
+	for _, e := range exs {
+		perJob[e.Series["job"]]++
+		if id := e.Labels["trace_id"]; !held[id] {
+			t.Errorf("an exemplar of %s %v names trace %s, which the tier dropped", e.Series["__name__"], e.Series, id)
+		}
+	}
+	if perJob["limit-0"] == 0 || perJob["limit-1"] == 0 {
+		t.Errorf("exemplars per process %v: want some of each gateway", perJob)
+	}
+	t.Logf("%d requests, %d traces kept; %d exemplars (per process %v), each naming a trace the backend holds", len(reqs), tally.Kept, len(exs), perJob)
 }

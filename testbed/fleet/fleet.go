@@ -31,7 +31,7 @@ type Tier struct {
 }
 
 // CollectorEnv names a collector binary to run deploy/collector.yaml with
-// instead of tools/bin/otelcol, such as otelcol-contrib v0.144.0 or later:
+// instead of tools/bin/otelcol, such as otelcol-contrib v0.151.0 or later:
 // the tier's tests and tools then check that distribution.
 const CollectorEnv = "OTELOMNI_COLLECTOR"
 

@@ -138,6 +138,58 @@ func (p *Prometheus) Query(ctx context.Context, query string) ([]PromSample, err
 	return out, nil
 }
 
+// PromSeries is one series of a range query's answer: its labels and the
+// values at each step, NaN included.
+type PromSeries struct {
+	Labels map[string]string
+	Values []float64
+}
+
+// QueryRange runs a range query from start to end, one point per step, as
+// a dashboard panel does, and returns its matrix.
+func (p *Prometheus) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]PromSeries, error) {
+	var res struct {
+		ResultType string `json:"resultType"`
+		Result     []struct {
+			Metric map[string]string `json:"metric"`
+			Values [][2]any          `json:"values"`
+		} `json:"result"`
+	}
+	q := url.Values{"query": {query}, "start": {unix(start)}, "end": {unix(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
+	if err := p.api(ctx, "query_range", q, &res); err != nil {
+		return nil, err
+	}
+	if res.ResultType != "matrix" {
+		return nil, fmt.Errorf("%s: a %s, want a matrix", query, res.ResultType)
+	}
+	var out []PromSeries
+	for _, r := range res.Result {
+		s := PromSeries{Labels: r.Metric}
+		for _, v := range r.Values {
+			str, _ := v[1].(string)
+			f, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: value %q: %w", query, str, err)
+			}
+			s.Values = append(s.Values, f)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// LabelValues returns the values of label on the series match selects
+// between start and end, as a dashboard's label_values(match, label)
+// variable lists them.
+func (p *Prometheus) LabelValues(ctx context.Context, label, match string, start, end time.Time) ([]string, error) {
+	var out []string
+	q := url.Values{"match[]": {match}, "start": {unix(start)}, "end": {unix(end)}}
+	if err := p.api(ctx, "label/"+url.PathEscape(label)+"/values", q, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (p *Prometheus) api(ctx context.Context, path string, q url.Values, into any) error {
 	b, err := get(ctx, "http://"+p.Addr+"/api/v1/"+path+"?"+q.Encode(), maxAnswer)
 	if err != nil {

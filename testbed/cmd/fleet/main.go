@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	keepvars "github.com/otelomni/otelomni/internal/keep"
 	"github.com/otelomni/otelomni/testbed/fleet"
 	"github.com/otelomni/otelomni/testbed/jaeger"
 )
@@ -79,13 +78,10 @@ func run(out io.Writer, tr fleet.Traffic, settings map[string]string, keep bool)
 		return err
 	}
 	defer prom.Stop()
-	// The engines read the thresholds the collector reads: their
-	// exemplars name only traces it keeps.
-	tr.Env = map[string]string{}
-	for _, v := range keepvars.Vars {
-		if s, ok := settings[v.Name]; ok {
-			tr.Env[v.Name] = s
-		}
+	// The engines keep their exemplars for the traces the tier keeps, by
+	// the thresholds the collector reads.
+	if tr.Env, err = fleet.EngineEnv(settings); err != nil {
+		return err
 	}
 	example, err := fleet.BuildExample(ctx, dir)
 	if err != nil {

@@ -1,20 +1,18 @@
 // Copyright The otelomni Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package keep tells, in the engine, whether the collector tier of
-// deploy/collector.yaml keeps a trace, so that a histogram's exemplar only
-// ever names a trace the backend will hold. The tier keeps a trace when a
-// span of it failed, when its request lasted longer than its modality's
-// threshold, when a queue wait passed the budget, or when the trace id
-// falls in the baseline share; the engine reads the same OMNI_* variables
-// the collector's file reads, with the same defaults, and computes the
-// baseline with the tail-sampling processor's own rule: FNV-1a (64 bits)
-// of the salt then the 16 bytes of the trace id, kept when at most
-// MaxUint64 times the share.
+// Package keep tells whether the collector tier of deploy/collector.yaml
+// keeps a trace, so that a histogram's exemplar only ever names a trace the
+// backend will hold. The tier keeps a trace when a span of it failed, when
+// its request span lasted longer than its modality's threshold, when a
+// queue wait passed the budget, or when the trace id falls in the baseline
+// share. The engine reads the same OMNI_* variables the collector's file
+// reads, with the same defaults, and computes the baseline with the
+// tail-sampling processor's own rule: FNV-1a (64 bits) of the salt then the
+// 16 bytes of the trace id, kept when at most MaxUint64 times the share.
 package keep
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -24,6 +22,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
 // A Var is one variable both sides read, with its default (the one
@@ -44,6 +44,16 @@ var Vars = [...]Var{
 	{"OMNI_SAMPLE_SALT", defaultSalt},
 }
 
+// The names of the spans the tier's policies look at, as
+// deploy/collector.yaml writes them.
+const (
+	RequestSpan        = "omni.request"
+	DiffusionQueueSpan = "omni.diffusion.queue_wait"
+	LLMQueueSpan       = "omni.llm.queue"
+	// ModalityKey is the attribute the slow policies tell modalities by.
+	ModalityKey = "omni.output.modality"
+)
+
 // defaultSalt is the tail-sampling processor's salt when none is set.
 const defaultSalt = "default-hash-seed"
 
@@ -63,22 +73,35 @@ type Policy struct {
 	salt                       string
 }
 
+// ignored says, for each variable, what an ignored value leaves.
+var ignored = map[string]string{
+	"OMNI_SLOW_IMAGE_MS":   "no image request is vouched for by its length",
+	"OMNI_SLOW_VIDEO_MS":   "no video request is vouched for by its length",
+	"OMNI_SLOW_AUDIO_MS":   "no audio request is vouched for by its length",
+	"OMNI_SLOW_OTHER_MS":   "no request of another modality, or of none, is vouched for by its length",
+	"OMNI_QUEUE_BUDGET_MS": "no queue wait vouches for its trace",
+	"OMNI_SAMPLE_PERCENT":  "no trace is vouched for by the baseline share",
+	"OMNI_SAMPLE_SALT":     "no trace is vouched for by the baseline share",
+}
+
 // FromEnv reads the policy from getenv (os.Getenv): an unset or empty
-// variable takes its default. A value that is not well formed is an error
-// that names each bad variable (see [Check]), and its rule then vouches for
-// no trace: the collector reads such a value in its own way (a share of
-// -5 or 1e-300 keeps no trace there, a share of 500 every one), so neither
-// the default nor any reading of the engine's would be the collector's.
-// The variables that are well formed still hold.
-func FromEnv(getenv func(string) string) (Policy, error) {
-	var errs []error
+// variable takes its default. A value that is not valid (see [Check]) is
+// ignored, with one warning that names the variable, the value and what is
+// used instead: its rule then vouches for no trace. Neither the default
+// nor any reading of the engine's would be safe there, since the collector
+// reads such a value in its own way (a share of -5 or 1e-300 keeps no
+// trace there, a share of 500 every one, a threshold of 5.0 compares as no
+// integer does). The other variables still hold.
+func FromEnv(getenv func(string) string) (Policy, []error) {
+	var warnings []error
 	val := func(v Var) (string, bool) {
 		s := getenv(v.Name)
 		if s == "" {
 			return v.Default, true
 		}
 		if err := Check(v.Name, s); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%s: %w", v.Name, strconv.QuoteToASCII(clip(s)), err))
+			warnings = append(warnings, fmt.Errorf("%s=%s: %w; ignored: %s (the collector reads such a value its own way)",
+				v.Name, strconv.QuoteToASCII(sanitize.String(s, 64)), err, ignored[v.Name]))
 			return "", false
 		}
 		return s, true
@@ -102,10 +125,10 @@ func FromEnv(getenv func(string) string) (Policy, error) {
 	if !okShare || !okSalt {
 		p.threshold, p.none = 0, true
 	}
-	return p, errors.Join(errs...)
+	return p, warnings
 }
 
-// never is the threshold of a refused variable: no duration is longer.
+// never is the threshold of an ignored variable: no duration is longer.
 const never = time.Duration(math.MaxInt64)
 
 // Check checks one value of a variable of [Vars]: a threshold is a number
@@ -118,7 +141,7 @@ func Check(name, s string) error {
 	case "OMNI_SAMPLE_PERCENT":
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || !decimal(s) || f < 0 || f > 100 {
-			return errors.New("want a percentage, 0 to 100, in decimal digits")
+			return fmt.Errorf("want a percentage, 0 to 100, in decimal digits")
 		}
 	case "OMNI_SAMPLE_SALT":
 		// The collector reads the value as YAML: a salt YAML would read as
@@ -163,13 +186,6 @@ func saltChars(s string) bool {
 	return s != ""
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
-
 // threshold is MaxUint64 times ratio, as the processor computes it.
 func threshold(ratio float64) uint64 {
 	boundary := new(big.Float).SetInt(new(big.Int).SetUint64(math.MaxUint64))
@@ -191,8 +207,41 @@ func (p Policy) Baseline(id trace.TraceID) bool {
 	return h.Sum64() <= p.threshold
 }
 
+// Span is what the tier's policies read of one span, as the collector
+// receives it.
+type Span struct {
+	// Name is the span's name.
+	Name string
+	// Error says its status is Error.
+	Error bool
+	// Duration is its end time less its start time, in nanoseconds since
+	// the epoch as OTLP carries them.
+	Duration time.Duration
+	// Modality is its omni.output.modality when that is a string, else
+	// "".
+	Modality string
+}
+
+// Keeps says the tier keeps the trace of a span that reaches it as s,
+// whatever the trace's other spans and its trace id: s failed (the error
+// policy), s is a request span longer than its modality's threshold (slow-
+// image, -video, -audio, -other), or s is a queue wait longer than the
+// budget (saturated).
+func (p Policy) Keeps(s Span) bool {
+	switch {
+	case s.Error:
+		return true
+	case s.Name == RequestSpan:
+		return p.Slow(s.Modality, s.Duration)
+	case s.Name == DiffusionQueueSpan || s.Name == LLMQueueSpan:
+		return p.Saturated(s.Duration)
+	}
+	return false
+}
+
 // Slow says a request of the modality lasting d is kept as slow: longer
-// than its threshold.
+// than its threshold. The modality is compared as the collector's
+// conditions compare it, byte for byte.
 func (p Policy) Slow(modality string, d time.Duration) bool {
 	t := p.other
 	switch modality {
