@@ -43,7 +43,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
-
 )
 
 // unsetOTel unsets every OTEL_* variable for the test.

@@ -28,4 +28,6 @@ func (h withTraceIDs) WithAttrs(as []slog.Attr) slog.Handler {
 	return withTraceIDs{h.Handler.WithAttrs(as)}
 }
 
-func (h withTraceIDs) WithGroup(name string) slog.Handler { return withTraceIDs{h.Handler.WithGroup(name)} }
+func (h withTraceIDs) WithGroup(name string) slog.Handler {
+	return withTraceIDs{h.Handler.WithGroup(name)}
+}

@@ -46,4 +46,3 @@ func Transfer(dst []Span, r *spans.TransferRecord) ([]Span, spans.Interval, erro
 	}
 	return dst, spans.Between(start, end), errors.Join(errs...)
 }
-
