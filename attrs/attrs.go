@@ -10,12 +10,6 @@ const (
 	// RequestIDKey is the request id exactly as the engine gave it, never
 	// parsed (string). Example: "chatcmpl-ac59cea85b422f04".
 	RequestIDKey = attribute.Key("omni.request.id")
-	// RequestModelKey is the GenAI convention's name of the requested model
-	// (string). Example: "Qwen/Qwen-Image".
-	RequestModelKey = attribute.Key("gen_ai.request.model")
-	// OperationNameKey is the GenAI convention's operation name (string):
-	// [OperationGenerateContent].
-	OperationNameKey = attribute.Key("gen_ai.operation.name")
 	// OutputModalityKey is the kind of output the request produces (string).
 	// Example: [ModalityImage].
 	OutputModalityKey = attribute.Key("omni.output.modality")
@@ -34,26 +28,9 @@ const (
 	// NumFramesKey is the number of frames of a generated video (int,
 	// frames). Example: 81.
 	NumFramesKey = attribute.Key("omni.diffusion.num_frames")
-	// OutputTypeKey is the GenAI convention's requested output type, set
-	// beside omni.output.modality when the conventions have a value for
-	// the modality (string): "image" for [ModalityImage], "speech" for
-	// [ModalityAudio], "text" for [ModalityText]; absent for the others.
-	OutputTypeKey = attribute.Key("gen_ai.output.type")
-	// ProviderNameKey is the GenAI convention's name of the serving stack,
-	// on the GenAI instruments (string). Example: "vllm_omni".
-	ProviderNameKey = attribute.Key("gen_ai.provider.name")
-	// ErrorTypeKey is the OpenTelemetry convention's class of a failure
-	// (string). Example: [ErrorClientAbort].
-	ErrorTypeKey = attribute.Key("error.type")
 	// PromptKey is the request's prompt, recorded only when the user opts
 	// in (otelomni.WithContentCapture), truncated (string).
 	PromptKey = attribute.Key("omni.request.prompt")
-)
-
-// Values of gen_ai.operation.name.
-const (
-	// OperationGenerateContent is the operation of every omni request.
-	OperationGenerateContent = "generate_content"
 )
 
 // Values of omni.output.modality.
@@ -77,8 +54,4 @@ const (
 	ErrorStageError = "stage_error"
 	// ErrorTimeout: the request ran out of time.
 	ErrorTimeout = "timeout"
-	// ErrorProcessDied: the process died (SIGKILL, the OOM killer, a fatal
-	// runtime error) while the span was open; set on spans recovered from
-	// a crash journal (see [RecoveredKey]).
-	ErrorProcessDied = "process_died"
 )

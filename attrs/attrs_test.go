@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -22,24 +24,17 @@ import (
 func TestKeysAreTheContract(t *testing.T) {
 	want := map[attribute.Key]string{
 		attrs.RequestIDKey:               "omni.request.id",
-		attrs.RequestModelKey:            "gen_ai.request.model",
-		attrs.OperationNameKey:           "gen_ai.operation.name",
 		attrs.OutputModalityKey:          "omni.output.modality",
 		attrs.NumInferenceStepsKey:       "omni.diffusion.num_inference_steps",
 		attrs.GuidanceScaleKey:           "omni.diffusion.guidance_scale",
 		attrs.HeightKey:                  "omni.diffusion.height",
 		attrs.WidthKey:                   "omni.diffusion.width",
 		attrs.NumFramesKey:               "omni.diffusion.num_frames",
-		attrs.OutputTypeKey:              "gen_ai.output.type",
-		attrs.ProviderNameKey:            "gen_ai.provider.name",
-		attrs.ErrorTypeKey:               "error.type",
 		attrs.PromptKey:                  "omni.request.prompt",
 		attrs.StageIDKey:                 "omni.stage.id",
 		attrs.StageNameKey:               "omni.stage.name",
 		attrs.StageTypeKey:               "omni.stage.type",
 		attrs.ReplicaIDKey:               "omni.replica.id",
-		attrs.InputTokensKey:             "gen_ai.usage.input_tokens",
-		attrs.OutputTokensKey:            "gen_ai.usage.output_tokens",
 		attrs.NumPreemptionsKey:          "omni.llm.num_preemptions",
 		attrs.BatchIDKey:                 "omni.batch.id",
 		attrs.BatchSizeKey:               "omni.batch.size",
@@ -66,14 +61,21 @@ func TestKeysAreTheContract(t *testing.T) {
 		attrs.EngineStageConnectorKey:    "omni.engine.stage_connector",
 		attrs.StepsRunKey:                "omni.diffusion.num_steps_run",
 		attrs.MeanStepDurationKey:        "omni.diffusion.mean_step_duration",
-		attrs.ResolutionKey:              "omni.timing.resolution_ms",
-		attrs.SummedKey:                  "omni.timing.summed",
-		attrs.UnmeasuredZeroKey:          "omni.timing.unmeasured_zero",
-		attrs.LengthUnmeasuredKey:        "omni.timing.length_unmeasured",
-		attrs.TransferResolutionKey:      "omni.timing.transfer_resolution_ms",
-		attrs.TransferSummedKey:          "omni.timing.transfer_summed",
-		attrs.ImportSourceKey:            "omni.import.source",
-		attrs.RecoveredKey:               "omni.recovered",
+	}
+	// The GenAI conventions' keys otelomni sets, whose constants are
+	// semconv's: part of the contract too.
+	for k, v := range map[attribute.Key]string{
+		semconv.GenAIRequestModelKey:      "gen_ai.request.model",
+		semconv.GenAIOperationNameKey:     "gen_ai.operation.name",
+		semconv.GenAIOutputTypeKey:        "gen_ai.output.type",
+		semconv.GenAIProviderNameKey:      "gen_ai.provider.name",
+		semconv.ErrorTypeKey:              "error.type",
+		semconv.GenAIUsageInputTokensKey:  "gen_ai.usage.input_tokens",
+		semconv.GenAIUsageOutputTokensKey: "gen_ai.usage.output_tokens",
+	} {
+		if string(k) != v {
+			t.Errorf("%s, want %s", k, v)
+		}
 	}
 	declared := map[string]bool{}
 	files, err := filepath.Glob("*.go")
@@ -108,36 +110,19 @@ func TestKeysAreTheContract(t *testing.T) {
 			t.Errorf("%s, want %s", k, s)
 		}
 	}
-	if attrs.RecordKeyPrefix != "omni.record." {
-		t.Errorf("RecordKeyPrefix %q", attrs.RecordKeyPrefix)
-	}
 }
 
 func TestEnumValues(t *testing.T) {
 	for got, want := range map[string]string{
 		attrs.ErrorClientAbort: "client_abort", attrs.ErrorClientDisconnect: "client_disconnect",
-		attrs.ErrorStageError: "stage_error", attrs.ErrorTimeout: "timeout", attrs.ErrorProcessDied: "process_died",
+		attrs.ErrorStageError: "stage_error", attrs.ErrorTimeout: "timeout",
 		attrs.StageLLM: "llm", attrs.StageDiffusion: "diffusion", attrs.StageOther: "other",
 		attrs.ModalityImage: "image", attrs.ModalityVideo: "video", attrs.ModalityAudio: "audio",
 		attrs.ModalityText: "text", attrs.ModalityLatent: "latent",
-		attrs.OperationGenerateContent: "generate_content",
+		semconv.GenAIOperationNameGenerateContent.Value.AsString(): "generate_content",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)
 		}
-	}
-}
-
-func TestEngineConfigRecordsWhatIsSetAndNothingElse(t *testing.T) {
-	got := map[attribute.Key]attribute.Value{}
-	for _, kv := range (attrs.EngineConfig{TensorParallel: 2, DType: "bfloat16", StageConnector: "shm"}).Attributes() {
-		got[kv.Key] = kv.Value
-	}
-	if len(got) != 3 || got["omni.engine.parallel.tensor"].AsInt64() != 2 || got["omni.engine.dtype"].AsString() != "bfloat16" ||
-		got["omni.engine.stage_connector"].AsString() != "shm" {
-		t.Errorf("attributes %v", got)
-	}
-	if n := len((attrs.EngineConfig{}).Attributes()); n != 0 {
-		t.Errorf("a zero config records %d attributes", n)
 	}
 }

@@ -32,8 +32,4 @@ const (
 	// times were placed by the documented phase order, not read from a clock
 	// (bool).
 	ReconstructedKey = attribute.Key("omni.timing.reconstructed")
-	// RecordKeyPrefix prefixes the keys of a timing record that otelomni
-	// does not know, kept as attributes rather than dropped: the record's
-	// key cfg_parallel is kept as omni.record.cfg_parallel.
-	RecordKeyPrefix = "omni.record."
 )

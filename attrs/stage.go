@@ -19,12 +19,6 @@ const (
 	// ReplicaIDKey names the replica of the stage that served the request
 	// (string). Example: "dit-1".
 	ReplicaIDKey = attribute.Key("omni.replica.id")
-	// InputTokensKey is the GenAI convention's count of input tokens (int,
-	// tokens). Example: 512.
-	InputTokensKey = attribute.Key("gen_ai.usage.input_tokens")
-	// OutputTokensKey is the GenAI convention's count of output tokens (int,
-	// tokens). Example: 128.
-	OutputTokensKey = attribute.Key("gen_ai.usage.output_tokens")
 	// NumPreemptionsKey counts the times an LLM stage preempted the request
 	// (int). Example: 1.
 	NumPreemptionsKey = attribute.Key("omni.llm.num_preemptions")

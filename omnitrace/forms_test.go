@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
@@ -269,7 +271,7 @@ func TestTheDocsExampleMakesOneTracePerRequest(t *testing.T) {
 		for _, s := range ss {
 			if s.Name == spans.RequestSpanName {
 				id := s.Str(string(attrs.RequestIDKey))
-				traces[id] = append(traces[id], s.Str(string(attrs.ImportSourceKey)))
+				traces[id] = append(traces[id], s.Str(string(omnikeys.ImportSource)))
 			}
 		}
 		for id := range traces {
@@ -282,13 +284,13 @@ func TestTheDocsExampleMakesOneTracePerRequest(t *testing.T) {
 		var merged []traceview.Span
 		for _, tr := range traceview.ByTrace(ss) {
 			for _, s := range tr {
-				if s.Name == spans.RequestSpanName && s.Str(string(attrs.ImportSourceKey)) == "summary+log" && s.Str(string(attrs.RequestIDKey)) == "7" {
+				if s.Name == spans.RequestSpanName && s.Str(string(omnikeys.ImportSource)) == "summary+log" && s.Str(string(attrs.RequestIDKey)) == "7" {
 					merged = tr
 				}
 			}
 		}
 		got := countNames(merged)
-		for name, n := range map[string]int{spans.RequestSpanName: 1, spans.StageSpanName: 2, spans.TransferSpanName: 1,
+		for name, n := range map[string]int{spans.RequestSpanName: 1, spans.StageSpanName: 2, plan.TransferSpanName: 1,
 			spans.Exec.SpanName(): 1, spans.Forward.SpanName(): 1, spans.KVRecv.SpanName(): 1, spans.VAEDecode.SpanName(): 1,
 			spans.Postprocess.SpanName(): 1, spans.QueueWait.SpanName(): 1, plan.TransferTx.SpanName(): 1,
 			plan.TransferRxDecode.SpanName(): 1, spans.Preprocess.SpanName(): 0} {

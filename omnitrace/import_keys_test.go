@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/forms"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
@@ -51,7 +53,7 @@ func e2eTable(id, rows string) string {
 func keptAndDropped(s *traceview.Span, prefix string) (int, int64) {
 	kept := 0
 	for k := range s.Attrs {
-		if strings.HasPrefix(k, attrs.RecordKeyPrefix+prefix) || strings.HasPrefix(k, attrs.RecordKeyPrefix+"transfer."+prefix) {
+		if strings.HasPrefix(k, omnikeys.RecordPrefix+prefix) || strings.HasPrefix(k, omnikeys.RecordPrefix+"transfer."+prefix) {
 			kept++
 		}
 	}

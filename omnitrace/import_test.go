@@ -93,11 +93,11 @@ func TestImportEachForm(t *testing.T) {
 	}{
 		{"a summary dict", "summary.json", 0, 3, "chatcmpl-b19e", map[string]int{spans.RequestSpanName: 1}},
 		{"a vLLM log with a truncated last line", "vllm.log", 1, 3, "7", map[string]int{
-			spans.RequestSpanName: 1, spans.StageSpanName: 2, spans.TransferSpanName: 1, spans.Exec.SpanName(): 1,
+			spans.RequestSpanName: 1, spans.StageSpanName: 2, plan.TransferSpanName: 1, spans.Exec.SpanName(): 1,
 			spans.Forward.SpanName(): 1, spans.KVRecv.SpanName(): 1, spans.VAEDecode.SpanName(): 1, spans.Postprocess.SpanName(): 1,
 			plan.TransferTx.SpanName(): 1, plan.TransferRxDecode.SpanName(): 1}},
 		{"an event log", "events.log", 0, 1, "0_501f96ba-7c1d", map[string]int{
-			spans.RequestSpanName: 1, spans.StageSpanName: 2, spans.TransferSpanName: 1,
+			spans.RequestSpanName: 1, spans.StageSpanName: 2, plan.TransferSpanName: 1,
 			plan.TransferTx.SpanName(): 1, plan.TransferRxDecode.SpanName(): 1}},
 	}
 	for _, c := range cases {

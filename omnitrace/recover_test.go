@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
@@ -121,10 +122,10 @@ func TestRecoverExportsAKilledEnginesSpans(t *testing.T) {
 	}
 	open := 0
 	for _, s := range ss {
-		if rec, _ := s.Bool(string(attrs.RecoveredKey)); !rec || s.Service != "killed-engine" {
+		if rec, _ := s.Bool(string(recoveredKey)); !rec || s.Service != "killed-engine" {
 			t.Errorf("%s: omni.recovered %v, service %q", s.Name, rec, s.Service)
 		}
-		if s.Str(string(attrs.ErrorTypeKey)) == attrs.ErrorProcessDied {
+		if s.Str(string(semconv.ErrorTypeKey)) == processDied {
 			open++
 		}
 	}

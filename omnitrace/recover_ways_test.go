@@ -25,7 +25,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelsetup"
 )
 
@@ -506,13 +505,13 @@ func TestEveryWayOutDeliversTheSameSpans(t *testing.T) {
 			t.Errorf("span %s (%s) was sent live and not recovered", id, a.span.Name())
 			continue
 		}
-		if v, _ := b.span.Attributes().Get(string(attrs.RecoveredKey)); !v.Bool() {
+		if v, _ := b.span.Attributes().Get(string(recoveredKey)); !v.Bool() {
 			t.Errorf("span %s (%s): recovered without omni.recovered", id, a.span.Name())
 		}
 		r := b
 		r.span = ptrace.NewSpan()
 		b.span.CopyTo(r.span)
-		r.span.Attributes().Remove(string(attrs.RecoveredKey))
+		r.span.Attributes().Remove(string(recoveredKey))
 		if d := diffArrived(a, r); len(d) > 0 {
 			t.Errorf("span %s (%s): the live path and %s differ in %s", id, a.span.Name(), ways[0], strings.Join(d, ", "))
 		}

@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/otelomni/otelomni/internal/plan"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -73,7 +77,7 @@ func (g *gathered) room(s *traceview.Span, max int) bool {
 }
 
 func isFrame(s *traceview.Span) bool {
-	return s.Name == spans.RequestSpanName || s.Name == spans.StageSpanName || s.Name == spans.TransferSpanName
+	return s.Name == spans.RequestSpanName || s.Name == spans.StageSpanName || s.Name == plan.TransferSpanName
 }
 
 func newTraceWindow(max int, emit func([]traceview.Span)) *traceWindow {
@@ -146,8 +150,8 @@ func (w *traceWindow) notes() string {
 // those alone (see slim).
 var viewKeys = []string{string(attrs.RequestIDKey), string(attrs.StageIDKey), string(attrs.StageNameKey),
 	string(attrs.StageTypeKey), string(attrs.TransferFromStageKey), string(attrs.TransferToStageKey),
-	string(attrs.NumInferenceStepsKey), string(attrs.LengthUnmeasuredKey), string(attrs.ErrorTypeKey),
-	string(attrs.OutputIndexKey), string(attrs.OutputModalityKey), string(attrs.RequestModelKey)}
+	string(attrs.NumInferenceStepsKey), string(omnikeys.LengthUnmeasured), string(semconv.ErrorTypeKey),
+	string(attrs.OutputIndexKey), string(attrs.OutputModalityKey), string(semconv.GenAIRequestModelKey)}
 
 // slim returns what table, summary and diff read of a span: its ids, name,
 // times, status and the attributes of viewKeys. A span held costs a few

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
 )
@@ -100,7 +102,7 @@ func TestAdvEndAtReadAfterAWallClockStepIsNeverExportedNegative(t *testing.T) {
 	if _, ok := stepped(time.Now(), time.Hour); !ok {
 		t.Skip("time.Time's layout is not the one this test builds")
 	}
-	for _, what := range []string{spans.RequestSpanName, spans.StageSpanName, spans.BatchSpanName} {
+	for _, what := range []string{spans.RequestSpanName, spans.StageSpanName, plan.BatchSpanName} {
 		t.Run(what, func(t *testing.T) {
 			r := newRecorded(t)
 			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "endat"})
@@ -113,7 +115,7 @@ func TestAdvEndAtReadAfterAWallClockStepIsNeverExportedNegative(t *testing.T) {
 				_, st := r.in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "s"})
 				end, _ = stepped(time.Now(), -time.Hour)
 				err = st.EndAt(end, nil)
-			case spans.BatchSpanName:
+			case plan.BatchSpanName:
 				b := r.in.StartBatch(context.Background(), otelomni.BatchInfo{ID: "b"})
 				end, _ = stepped(time.Now(), -time.Hour)
 				err = b.EndAt(end, nil)

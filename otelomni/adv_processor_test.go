@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -128,8 +130,8 @@ func TestAdvReentrantProcessorsNeverDeadlock(t *testing.T) {
 		}
 		_ = r.in.Stats()
 	}
-	for _, name := range []string{spans.RequestSpanName, spans.StageSpanName, spans.BatchSpanName, spans.Exec.SpanName(),
-		spans.Forward.SpanName(), spans.DenoiseStep.SpanName(), spans.KVRecv.SpanName(), spans.OutputSpanName,
+	for _, name := range []string{spans.RequestSpanName, spans.StageSpanName, plan.BatchSpanName, spans.Exec.SpanName(),
+		spans.Forward.SpanName(), spans.DenoiseStep.SpanName(), spans.KVRecv.SpanName(), plan.OutputSpanName,
 		spans.LLMQueue.SpanName(), spans.Postprocess.SpanName()} {
 		r.tp.RegisterSpanProcessor(&hook{name: name, onStart: call, onEnd: call})
 	}

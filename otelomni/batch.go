@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -116,7 +118,7 @@ func (in *Instrumenter) StartBatch(ctx context.Context, info BatchInfo, members 
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...),
 		trace.WithTimestamp(start)}
-	_, span := in.tracer.Start(ctx, spans.BatchSpanName, opts...)
+	_, span := in.tracer.Start(ctx, plan.BatchSpanName, opts...)
 	if !span.IsRecording() {
 		return nil
 	}
@@ -229,7 +231,7 @@ func (b *Batch) EndAt(t time.Time, err error) error {
 	if b == nil || b.span == nil {
 		return nil
 	}
-	if t.IsZero() || !spans.InRange(t) {
+	if t.IsZero() || !plan.InRange(t) {
 		if e := b.end(time.Time{}, err); e != nil {
 			return e // ended already: that is the one refusal
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -82,7 +84,7 @@ func handwrittenRequest(tracer trace.Tracer) {
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			omniattr.RequestID(benchID),
-			omniattr.OperationName(attrs.OperationGenerateContent),
+			omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()),
 			omniattr.RequestModel(benchModel)))
 	_, p := tracer.Start(ctx, "omni.diffusion.preprocess",
 		trace.WithAttributes(omniattr.Phase("preprocess"), omniattr.RequestModel(benchModel)))
@@ -219,8 +221,8 @@ type floor struct {
 
 func newFloor() *floor {
 	f := &floor{request0: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-		omniattr.RequestID(benchID), omniattr.OperationName(attrs.OperationGenerateContent), omniattr.RequestModel(benchModel))}}
-	for _, p := range spans.Phases() {
+		omniattr.RequestID(benchID), omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()), omniattr.RequestModel(benchModel))}}
+	for _, p := range plan.Phases() {
 		f.phase[p] = []trace.SpanStartOption{trace.WithAttributes(omniattr.Phase(p.String()), omniattr.RequestModel(benchModel))}
 	}
 	return f
@@ -267,11 +269,11 @@ func newFloorMetrics(tb testing.TB, mp metric.MeterProvider) *floorMetrics {
 		return x
 	}
 	f := &floorMetrics{phase: h("omni.phase.duration"), request: h("gen_ai.server.request.duration")}
-	for _, p := range spans.Phases() {
+	for _, p := range plan.Phases() {
 		f.phaseOpt[p] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(omniattr.RequestModel(benchModel), omniattr.Phase(p.String())))}
 	}
 	f.requestOpt = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		omniattr.OperationName(attrs.OperationGenerateContent), omniattr.ProviderName("_OTHER"), omniattr.RequestModel(benchModel)))}
+		omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()), omniattr.ProviderName("_OTHER"), omniattr.RequestModel(benchModel)))}
 	return f
 }
 
@@ -405,7 +407,7 @@ func handwrittenRecord(tracer trace.Tracer) {
 		trace.WithTimestamp(benchArrival),
 		trace.WithAttributes(
 			omniattr.RequestID(benchID),
-			omniattr.OperationName(attrs.OperationGenerateContent),
+			omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()),
 			omniattr.RequestModel(benchModel)))
 	phase := func(parent context.Context, p spans.Phase, iv spans.Interval) context.Context {
 		c, s := tracer.Start(parent, p.SpanName(), trace.WithTimestamp(iv.Start()),

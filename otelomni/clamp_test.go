@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
 
@@ -76,7 +78,7 @@ func TestLivePhasesUnderAStartLaterThanNowAreRefused(t *testing.T) {
 	e.End(nil)
 	req.End(nil)
 	got := byName(r.rec.Ended())
-	for _, name := range []string{spans.Exec.SpanName(), spans.Preprocess.SpanName(), spans.EngineWarmupSpanName} {
+	for _, name := range []string{spans.Exec.SpanName(), spans.Preprocess.SpanName(), plan.EngineWarmupSpanName} {
 		if len(got[name]) != 0 {
 			t.Errorf("a live %s was started before its parent's start", name)
 		}
@@ -101,7 +103,7 @@ func TestMarkOutputNeverNegative(t *testing.T) {
 	}
 	st.End(nil)
 	req.End(nil)
-	if n := len(byName(r.rec.Ended())[spans.OutputSpanName]); n != 1 {
+	if n := len(byName(r.rec.Ended())[plan.OutputSpanName]); n != 1 {
 		t.Errorf("%d omni.output spans, want the first only", n)
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
-	"github.com/otelomni/otelomni/spans"
 )
 
 // EngineInfo describes an engine as it starts.
@@ -158,7 +159,7 @@ func (in *Instrumenter) StartEngine(ctx context.Context, info EngineInfo) *Engin
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	ctx, span := in.tracer.Start(ctx, spans.EngineStartSpanName, opts...)
+	ctx, span := in.tracer.Start(ctx, plan.EngineStartSpanName, opts...)
 	if !span.IsRecording() {
 		return nil
 	}
@@ -218,7 +219,7 @@ func (e *Engine) StartLoad(info LoadInfo) EnginePhase {
 	if e == nil || e.span == nil {
 		return EnginePhase{}
 	}
-	return e.startStep(spans.EngineLoadSpanName, info.attributes(e.in))
+	return e.startStep(plan.EngineLoadSpanName, info.attributes(e.in))
 }
 
 // StartWarmup starts an omni.engine.warmup span now.
@@ -226,7 +227,7 @@ func (e *Engine) StartWarmup() EnginePhase {
 	if e == nil || e.span == nil {
 		return EnginePhase{}
 	}
-	return e.startStep(spans.EngineWarmupSpanName, nil)
+	return e.startStep(plan.EngineWarmupSpanName, nil)
 }
 
 // StartStageInit starts the omni.engine.stage_init span of one stage of a
@@ -235,7 +236,7 @@ func (e *Engine) StartStageInit(stage StageInfo) EnginePhase {
 	if e == nil || e.span == nil {
 		return EnginePhase{}
 	}
-	return e.startStep(spans.EngineStageInitSpanName, stage.initAttributes(e.in))
+	return e.startStep(plan.EngineStageInitSpanName, stage.initAttributes(e.in))
 }
 
 func (e *Engine) startStep(name string, kv []attribute.KeyValue) EnginePhase {

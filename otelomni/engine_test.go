@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -35,11 +37,11 @@ func TestEngineStartIsATraceOfItsOwnWithItsSteps(t *testing.T) {
 	e.End(nil)
 	req.End(nil)
 	ss := r.rec.Ended()
-	root := one(t, ss, spans.EngineStartSpanName)
+	root := one(t, ss, plan.EngineStartSpanName)
 	if root.Parent().IsValid() || root.SpanContext().TraceID() == one(t, ss, spans.RequestSpanName).SpanContext().TraceID() {
 		t.Error("omni.engine.start must be a trace root of its own, never under a request")
 	}
-	want := map[string]int{spans.EngineLoadSpanName: 1, spans.EngineWarmupSpanName: 1, spans.EngineStageInitSpanName: 2}
+	want := map[string]int{plan.EngineLoadSpanName: 1, plan.EngineWarmupSpanName: 1, plan.EngineStageInitSpanName: 2}
 	for name, n := range want {
 		got := byName(ss)[name]
 		if len(got) != n {
@@ -51,7 +53,7 @@ func TestEngineStartIsATraceOfItsOwnWithItsSteps(t *testing.T) {
 			}
 		}
 	}
-	l := one(t, ss, spans.EngineLoadSpanName)
+	l := one(t, ss, plan.EngineLoadSpanName)
 	for k, v := range map[string]any{"omni.engine.model": "Qwen/Qwen-Image", "omni.engine.weight_bytes": int64(40 << 30),
 		"omni.engine.dtype": "bfloat16", "omni.engine.device.kind": "cuda", "omni.engine.device.count": int64(2),
 		"omni.engine.accelerator_memory_bytes": int64(42 << 30)} {
@@ -101,7 +103,7 @@ func TestBatchLinksEveryMemberBothWays(t *testing.T) {
 				req.End(nil)
 			}
 			ss := r.rec.Ended()
-			batch := one(t, ss, spans.BatchSpanName)
+			batch := one(t, ss, plan.BatchSpanName)
 			if batch.Parent().IsValid() {
 				t.Error("omni.batch must be a trace root")
 			}
@@ -157,7 +159,7 @@ func TestBatchRecordAfterItsEndRecordsNothing(t *testing.T) {
 	if _, ok := attr(exec, attrs.BatchIDKey); ok || len(exec.Links()) != 0 {
 		t.Errorf("the exec carries a batch: links %v", exec.Links())
 	}
-	if linksTo(one(t, ss, spans.BatchSpanName), exec) {
+	if linksTo(one(t, ss, plan.BatchSpanName), exec) {
 		t.Error("the ended batch links the exec")
 	}
 }
@@ -171,7 +173,7 @@ func TestABatchMemberWithoutExecIsLinkedBothWaysByItsRequest(t *testing.T) {
 	b.End(nil)
 	a.End(nil)
 	ss := r.rec.Ended()
-	batch := one(t, ss, spans.BatchSpanName)
+	batch := one(t, ss, plan.BatchSpanName)
 	var reqA, reqGone sdktrace.ReadOnlySpan
 	for _, s := range byName(ss)[spans.RequestSpanName] {
 		if v, _ := attr(s, attrs.RequestIDKey); v.AsString() == "a" {
@@ -203,7 +205,7 @@ func TestAnExecRunsInOneBatch(t *testing.T) {
 	if id, _ := attr(e, attrs.BatchIDKey); id.AsString() != "b1" || len(e.Links()) != 1 {
 		t.Errorf("exec in batch %q with links %v, want b1's alone", id.AsString(), e.Links())
 	}
-	for _, b := range byName(ss)[spans.BatchSpanName] {
+	for _, b := range byName(ss)[plan.BatchSpanName] {
 		if id, _ := attr(b, attrs.BatchIDKey); id.AsString() == "b2" && len(b.Links()) != 0 {
 			t.Errorf("b2 links %v: the exec runs in b1", b.Links())
 		}
@@ -272,7 +274,7 @@ func TestABatchLinksAtMostItsLimitBothWays(t *testing.T) {
 			if !assertNoNegativeSpan(t, ss) {
 				t.Fatal("a link without its reverse, or a batch id without a link")
 			}
-			batch := one(t, ss, spans.BatchSpanName)
+			batch := one(t, ss, plan.BatchSpanName)
 			if n := len(batch.Links()); n != limit || batch.DroppedLinks() != 0 {
 				t.Errorf("the batch links %d members (%d dropped), want %d", n, batch.DroppedLinks(), limit)
 			}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -124,7 +126,7 @@ func ExampleInstrumenter_StartBatch() {
 	b.End(nil)
 
 	for _, s := range rec.Ended() {
-		if s.Name() == spans.BatchSpanName || s.Name() == spans.Exec.SpanName() {
+		if s.Name() == plan.BatchSpanName || s.Name() == spans.Exec.SpanName() {
 			fmt.Printf("%-22s links: %d\n", s.Name(), len(s.Links()))
 		}
 	}

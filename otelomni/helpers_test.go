@@ -11,6 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/otelomni/otelomni/internal/plan"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -74,7 +77,7 @@ func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) bool {
 		if s.EndTime().Before(s.StartTime()) {
 			errorf("span %s has a negative duration: %v", s.Name(), s.EndTime().Sub(s.StartTime()))
 		}
-		if !spans.InRange(s.StartTime()) || !spans.InRange(s.EndTime()) {
+		if !plan.InRange(s.StartTime()) || !plan.InRange(s.EndTime()) {
 			errorf("span %s has a time OTLP cannot carry: %v .. %v", s.Name(), s.StartTime(), s.EndTime())
 		}
 		ok = checkString(t, s.Name()+" status", s.Status().Description) && ok
@@ -88,7 +91,7 @@ func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) bool {
 			}
 		}
 		p, found := byID[s.Parent().SpanID()]
-		if !found || !s.Parent().IsValid() || s.Name() == spans.TransferSpanName {
+		if !found || !s.Parent().IsValid() || s.Name() == plan.TransferSpanName {
 			continue
 		}
 		if s.StartTime().Before(p.StartTime()) || s.EndTime().After(p.EndTime()) {
@@ -104,7 +107,7 @@ func assertNoNegativeSpan(t testing.TB, ss []sdktrace.ReadOnlySpan) bool {
 var intRange = map[attribute.Key]int64{
 	attrs.OutputIndexKey: math.MaxInt32, attrs.StepKey: math.MaxInt32, attrs.StageIDKey: math.MaxInt32,
 	attrs.TransferFromStageKey: math.MaxInt32, attrs.TransferToStageKey: math.MaxInt32,
-	attrs.BatchSizeKey: math.MaxInt64, attrs.InputTokensKey: math.MaxInt64, attrs.OutputTokensKey: math.MaxInt64,
+	attrs.BatchSizeKey: math.MaxInt64, semconv.GenAIUsageInputTokensKey: math.MaxInt64, semconv.GenAIUsageOutputTokensKey: math.MaxInt64,
 	attrs.NumPreemptionsKey: math.MaxInt64, attrs.NumInferenceStepsKey: math.MaxInt64, attrs.HeightKey: math.MaxInt64,
 	attrs.WidthKey: math.MaxInt64, attrs.NumFramesKey: math.MaxInt64, attrs.StepsRunKey: math.MaxInt64,
 	attrs.TransferBytesKey: math.MaxInt64, attrs.EngineWeightBytesKey: math.MaxInt64,
@@ -118,13 +121,13 @@ func checkBatchLinks(errorf func(string, ...any), byID map[trace.SpanID]sdktrace
 	var batches []sdktrace.ReadOnlySpan
 	for _, l := range s.Links() {
 		o, found := byID[l.SpanContext.SpanID()]
-		if !found || (o.Name() != spans.BatchSpanName && s.Name() != spans.BatchSpanName) {
+		if !found || (o.Name() != plan.BatchSpanName && s.Name() != plan.BatchSpanName) {
 			continue
 		}
 		if !linksTo(o, s) {
 			errorf("%s links to %s %s, which links nothing back", s.Name(), o.Name(), o.SpanContext().SpanID())
 		}
-		if o.Name() == spans.BatchSpanName {
+		if o.Name() == plan.BatchSpanName {
 			batches = append(batches, o)
 		}
 	}

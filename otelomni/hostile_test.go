@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -150,11 +152,11 @@ func TestTimesOutOfRangeAreRefusedEverywhere(t *testing.T) {
 		do   func(req *otelomni.Request) error
 		want error
 	}{
-		{"Lasting(now, MaxInt64)", func(req *otelomni.Request) error {
-			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MaxInt64), nil)
+		{"now plus MaxInt64 nanoseconds", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.Exec, spans.Between(now, now.Add(math.MaxInt64)), nil)
 		}, spans.ErrOutOfRange},
-		{"Lasting(now, MinInt64)", func(req *otelomni.Request) error {
-			return req.RecordPhase(spans.Exec, spans.Lasting(now, math.MinInt64), nil)
+		{"now plus MinInt64 nanoseconds", func(req *otelomni.Request) error {
+			return req.RecordPhase(spans.Exec, spans.Between(now, now.Add(math.MinInt64)), nil)
 		}, spans.ErrOutOfRange},
 		{"an interval crossing 2262-04-11", func(req *otelomni.Request) error {
 			return req.RecordPhase(spans.Exec, spans.Between(edge, edge.Add(time.Hour)), nil)
@@ -357,8 +359,8 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 		{"parts of exec far longer than exec are refused, whatever their sum", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
 			long := time.Duration(math.MaxInt64 / 4)
 			return req.Record(&spans.DiffusionRecord{
-				Exec:   spans.Lasting(t0, time.Second),
-				KVRecv: spans.Lasting(t0, long), Forward: spans.Lasting(t0, long), VAEDecode: spans.Lasting(t0, long),
+				Exec:   spans.Between(t0, t0.Add(time.Second)),
+				KVRecv: spans.Between(t0, t0.Add(long)), Forward: spans.Between(t0, t0.Add(long)), VAEDecode: spans.Between(t0, t0.Add(long)),
 			})
 		}, spans.ErrOutsideParent, spans.Forward, 0, true},
 		{"a live forward under an exec a record closed is refused", func(ctx context.Context, req *otelomni.Request, t0 time.Time) error {
@@ -444,7 +446,7 @@ func TestErrorTypeFollowsTheConvention(t *testing.T) {
 			_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "e"})
 			req.End(tc.err)
 			s := one(t, r.rec.Ended(), spans.RequestSpanName)
-			if v, _ := attr(s, attrs.ErrorTypeKey); v.AsString() != tc.want {
+			if v, _ := attr(s, semconv.ErrorTypeKey); v.AsString() != tc.want {
 				t.Errorf("error.type %q, want %q", v.AsString(), tc.want)
 			}
 		})
@@ -468,7 +470,7 @@ func TestFailedRequestMakesTheSameSpansOnBothPaths(t *testing.T) {
 		}
 		req.End(oom)
 		e := one(t, r.rec.Ended(), spans.Exec.SpanName())
-		v, _ := attr(e, attrs.ErrorTypeKey)
+		v, _ := attr(e, semconv.ErrorTypeKey)
 		return result{e.Status().Code, v.AsString()}
 	}
 	live, record := run(t, true), run(t, false)
@@ -506,7 +508,7 @@ func TestMetricModelsAreBoundedAndCapped(t *testing.T) {
 						continue
 					}
 					for _, dp := range h.DataPoints {
-						v, _ := dp.Attributes.Value(attrs.RequestModelKey)
+						v, _ := dp.Attributes.Value(semconv.GenAIRequestModelKey)
 						if len(v.AsString()) > 1024 {
 							t.Fatalf("a model of %d bytes reached a metric", len(v.AsString()))
 						}
@@ -549,7 +551,7 @@ func TestSamplerSeesIdentifyingAttributesAtStart(t *testing.T) {
 	st.End(nil)
 	req.End(nil)
 	want := map[string]map[attribute.Key]string{
-		spans.RequestSpanName: {attrs.RequestIDKey: "chatcmpl-1", attrs.RequestModelKey: "Qwen/Qwen-Image", attrs.OutputModalityKey: "image"},
+		spans.RequestSpanName: {attrs.RequestIDKey: "chatcmpl-1", semconv.GenAIRequestModelKey: "Qwen/Qwen-Image", attrs.OutputModalityKey: "image"},
 		spans.StageSpanName:   {attrs.StageNameKey: "dit", attrs.StageTypeKey: "diffusion"},
 		spans.Exec.SpanName(): {attrs.PhaseKey: "exec"},
 	}
@@ -718,7 +720,7 @@ func TestAPanickingSpanProcessorNeverHangsEnd(t *testing.T) {
 	in := otelomni.New(otelomni.WithTracerProvider(sdktrace.NewTracerProvider(
 		sdktrace.WithSpanProcessor(panicky{name: spans.Preprocess.SpanName()}),
 		sdktrace.WithSpanProcessor(panicky{name: spans.Forward.SpanName()}),
-		sdktrace.WithSpanProcessor(panicky{name: spans.EngineWarmupSpanName}))))
+		sdktrace.WithSpanProcessor(panicky{name: plan.EngineWarmupSpanName}))))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -820,7 +822,7 @@ func TestPerOutputPhasesAndStepsAreMeasuredOnceEach(t *testing.T) {
 	if n := len(got[spans.DenoiseStep.SpanName()]); n != 1 {
 		t.Errorf("%d step spans, want 1", n)
 	}
-	if n := len(got[spans.OutputSpanName]); n != 1 {
+	if n := len(got[plan.OutputSpanName]); n != 1 {
 		t.Errorf("%d omni.output spans, want 1", n)
 	}
 	if c := r.in.Stats().Conflicts; c != 3 {
@@ -840,7 +842,7 @@ func TestEngineAndBatchEndsNeverPrecedeTheirStartsOrChildren(t *testing.T) {
 	e.End(nil)    // ends the open load first
 	load.End(nil) // does nothing more
 	spansByName := byName(r.rec.Ended())
-	if n := len(spansByName[spans.EngineLoadSpanName]); n != 1 {
+	if n := len(spansByName[plan.EngineLoadSpanName]); n != 1 {
 		t.Errorf("%d load spans, want 1: a step open at the engine's end ends with it", n)
 	}
 	// newRecorded's cleanup checks no negative span and every child inside

@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -118,7 +120,7 @@ func (in *Instrumenter) size(kv []attribute.KeyValue, what string, v int, attr f
 func (in *Instrumenter) requestAttrs(kv []attribute.KeyValue, info *RequestInfo, id, model, modality string, stage *StageInfo) int {
 	kv = append(kv,
 		omniattr.RequestID(id),
-		omniattr.OperationName(attrs.OperationGenerateContent))
+		omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()))
 	if model != "" {
 		kv = append(kv, omniattr.RequestModel(model))
 	}

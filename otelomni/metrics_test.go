@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -189,8 +191,8 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 		}
 		req.End(err)
 	}
-	allowed := map[attribute.Key]bool{attrs.PhaseKey: true, attrs.StageTypeKey: true, attrs.RequestModelKey: true,
-		attrs.ErrorTypeKey: true, attrs.OutputModalityKey: true, attrs.TransferConnectorKey: true, attrs.OperationNameKey: true, attrs.ProviderNameKey: true}
+	allowed := map[attribute.Key]bool{attrs.PhaseKey: true, attrs.StageTypeKey: true, semconv.GenAIRequestModelKey: true,
+		semconv.ErrorTypeKey: true, attrs.OutputModalityKey: true, attrs.TransferConnectorKey: true, semconv.GenAIOperationNameKey: true, semconv.GenAIProviderNameKey: true}
 	h := m.histograms(t)
 	for name, dps := range h {
 		for _, dp := range dps {
@@ -209,7 +211,7 @@ func TestMetricAttributesStayLowCardinality(t *testing.T) {
 	}
 	var failed uint64
 	for _, dp := range h["gen_ai.server.request.duration"] {
-		if v, ok := dp.Attributes.Value(attrs.ErrorTypeKey); ok && v.AsString() == "timeout" {
+		if v, ok := dp.Attributes.Value(semconv.ErrorTypeKey); ok && v.AsString() == "timeout" {
 			failed += dp.Count
 		}
 	}
@@ -342,7 +344,7 @@ func TestStageAndTransferMetrics(t *testing.T) {
 	}
 	if s := h["omni.stage.duration"]; len(s) != 1 || s[0].Count != 1 {
 		t.Errorf("stage durations %+v", s)
-	} else if v, _ := s[0].Attributes.Value(attrs.ErrorTypeKey); v.AsString() != "_OTHER" {
+	} else if v, _ := s[0].Attributes.Value(semconv.ErrorTypeKey); v.AsString() != "_OTHER" {
 		t.Errorf("a failed stage carries error.type: %v", s[0].Attributes)
 	}
 	if s := h["omni.transfer.size"]; len(s) != 1 || s[0].Count != 1 {

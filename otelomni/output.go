@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -86,7 +88,7 @@ func (r *Request) emitOutput(out output, iv spans.Interval) {
 		}
 		kv = append(kv, omniattr.OutputIndex(out.index), omniattr.OutputFinal(out.final))
 		var span trace.Span
-		ctx, span = r.tracer.Start(r.ctx, spans.OutputSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
+		ctx, span = r.tracer.Start(r.ctx, plan.OutputSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 		span.End(trace.WithTimestamp(iv.End()))
 	}
 	if out.index == 0 {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -140,11 +142,11 @@ var raceCases = []raceCase{
 		return func(ss []sdktrace.ReadOnlySpan) error {
 			// Its exec if it was open, its request otherwise.
 			for _, s := range ss {
-				if s.Name() == spans.BatchSpanName && len(s.Links()) != 1 {
+				if s.Name() == plan.BatchSpanName && len(s.Links()) != 1 {
 					return fmt.Errorf("the batch has %d links, want 1", len(s.Links()))
 				}
 			}
-			return exactly(ss, spans.BatchSpanName, 1)
+			return exactly(ss, plan.BatchSpanName, 1)
 		}
 	}},
 	{"StartBatch vs Request.End", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
@@ -202,7 +204,7 @@ var raceCases = []raceCase{
 			if err != nil && !errors.Is(err, otelomni.ErrRequestEnded) {
 				return fmt.Errorf("EndAt: %v", err)
 			}
-			return exactly(ss, spans.BatchSpanName, 1)
+			return exactly(ss, plan.BatchSpanName, 1)
 		}
 	}},
 	{"Request.End vs phases, steps, outputs, records, logs", func(in *otelomni.Instrumenter, log *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
@@ -280,7 +282,7 @@ var raceCases = []raceCase{
 		load := e.StartLoad(otelomni.LoadInfo{Model: "m"})
 		together(func() { e.End(nil) }, func() { load.End(nil) }, func() { e.StartWarmup().End(nil) },
 			func() { e.StartStageInit(otelomni.StageInfo{ID: 1}).End(nil) })
-		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.EngineStartSpanName, 1) }
+		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, plan.EngineStartSpanName, 1) }
 	}},
 }
 

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -70,7 +73,7 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 			e.StartStageInit(otelomni.StageInfo{ID: v}).End(nil)
 			e.End(nil)
 			return nil
-		}, spans.EngineStageInitSpanName, attrs.StageIDKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
+		}, plan.EngineStageInitSpanName, attrs.StageIDKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},
 		{"RequestInfo.NumInferenceSteps", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			_, q := in.Start(ctx, otelomni.RequestInfo{ID: "n", NumInferenceSteps: v})
 			q.End(nil)
@@ -94,11 +97,11 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		{"SetUsage input tokens", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			req.SetUsage(v, 1)
 			return nil
-		}, spans.RequestSpanName, attrs.InputTokensKey, []int{-1, math.MinInt}, []int{0, math.MaxInt}, false},
+		}, spans.RequestSpanName, semconv.GenAIUsageInputTokensKey, []int{-1, math.MinInt}, []int{0, math.MaxInt}, false},
 		{"SetUsage output tokens", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			req.SetUsage(1, v)
 			return nil
-		}, spans.RequestSpanName, attrs.OutputTokensKey, []int{-1, math.MinInt}, []int{0, math.MaxInt}, false},
+		}, spans.RequestSpanName, semconv.GenAIUsageOutputTokensKey, []int{-1, math.MinInt}, []int{0, math.MaxInt}, false},
 		{"SetStepsRun", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			req.SetStepsRun(v)
 			return nil
@@ -108,25 +111,25 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		}, spans.RequestSpanName, attrs.StepsRunKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, true},
 		{"TransferRecord.FromStage", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			return req.RecordTransfer(spans.TransferRecord{FromStage: v, ToStage: 1, RxDecode: iv()})
-		}, spans.TransferSpanName, attrs.TransferFromStageKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
+		}, plan.TransferSpanName, attrs.TransferFromStageKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
 		{"TransferRecord.ToStage", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			return req.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: v, RxDecode: iv()})
-		}, spans.TransferSpanName, attrs.TransferToStageKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
+		}, plan.TransferSpanName, attrs.TransferToStageKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
 		{"TransferRecord.Bytes", func(_ *otelomni.Instrumenter, _ context.Context, req *otelomni.Request, v int) error {
 			return req.RecordTransfer(spans.TransferRecord{FromStage: 0, ToStage: 1, Bytes: int64(v), RxDecode: iv()})
-		}, spans.TransferSpanName, attrs.TransferBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, true},
+		}, plan.TransferSpanName, attrs.TransferBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, true},
 		{"LoadInfo.WeightBytes", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
 			e.StartLoad(otelomni.LoadInfo{WeightBytes: int64(v)}).End(nil)
 			e.End(nil)
 			return nil
-		}, spans.EngineLoadSpanName, attrs.EngineWeightBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
+		}, plan.EngineLoadSpanName, attrs.EngineWeightBytesKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
 		{"LoadInfo.DeviceCount", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
 			e.StartLoad(otelomni.LoadInfo{DeviceCount: v}).End(nil)
 			e.End(nil)
 			return nil
-		}, spans.EngineLoadSpanName, attrs.EngineDeviceCountKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
+		}, plan.EngineLoadSpanName, attrs.EngineDeviceCountKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
 		{"EnginePhase.SetAcceleratorMemory", func(in *otelomni.Instrumenter, ctx context.Context, _ *otelomni.Request, v int) error {
 			e := in.StartEngine(ctx, otelomni.EngineInfo{})
 			l := e.StartLoad(otelomni.LoadInfo{})
@@ -134,7 +137,7 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 			l.End(nil)
 			e.End(nil)
 			return nil
-		}, spans.EngineLoadSpanName, attrs.EngineAcceleratorMemoryKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
+		}, plan.EngineLoadSpanName, attrs.EngineAcceleratorMemoryKey, []int{-1, math.MinInt}, []int{1, math.MaxInt}, false},
 	}
 	for _, tc := range cases {
 		for _, v := range append(append([]int(nil), tc.bad...), tc.good...) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -394,7 +396,7 @@ func (in *Instrumenter) newRequest(ctx context.Context, span trace.Span, tbl *mo
 // startTime returns a given start, or the zero time (now) when none was
 // given or the given one is out of range, which is counted.
 func (in *Instrumenter) startTime(t time.Time, id string) time.Time {
-	if t.IsZero() || spans.InRange(t) {
+	if t.IsZero() || plan.InRange(t) {
 		return t
 	}
 	in.stats.reject(&scopeError{id: id, what: "start " + t.String() + " is out of the range a span can carry; started now"})
@@ -504,7 +506,7 @@ func (r *Request) EndAt(t time.Time, err error) error {
 	if !r.recording() {
 		return nil
 	}
-	if t.IsZero() || !spans.InRange(t) {
+	if t.IsZero() || !plan.InRange(t) {
 		if e := r.end(time.Time{}, err); e != nil {
 			return e // ended already: that is the one refusal
 		}

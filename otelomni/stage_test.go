@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -90,7 +92,7 @@ func TestStageHangsUnderTheRequestAcrossProcesses(t *testing.T) {
 	if pre.Parent().SpanID() != stage.SpanContext().SpanID() {
 		t.Error("a stage's phase must hang under the stage span")
 	}
-	if v, _ := attr(pre, attrs.RequestModelKey); v.AsString() != "Qwen/Qwen2.5-Omni-7B" {
+	if v, _ := attr(pre, semconv.GenAIRequestModelKey); v.AsString() != "Qwen/Qwen2.5-Omni-7B" {
 		t.Errorf("the stage's model on its phase: %q", v.AsString())
 	}
 }
@@ -332,7 +334,7 @@ func TestTransferAcrossProcesses(t *testing.T) {
 			req.End(nil)
 
 			all := p.all()
-			tr := one(t, all, spans.TransferSpanName)
+			tr := one(t, all, plan.TransferSpanName)
 			if parentName(all, tr) != spans.RequestSpanName {
 				t.Errorf("transfer hangs under %s, want omni.request", parentName(all, tr))
 			}
@@ -386,7 +388,7 @@ func TestTransferWithNothingMeasuredMakesNoSpan(t *testing.T) {
 	}
 	st.End(nil)
 	req.End(nil)
-	if n := len(byName(r.rec.Ended())[spans.TransferSpanName]); n != 0 {
+	if n := len(byName(r.rec.Ended())[plan.TransferSpanName]); n != 0 {
 		t.Errorf("%d transfer spans, want 0", n)
 	}
 }
@@ -404,7 +406,7 @@ func TestOutputSpansAtANonDiffusionStage(t *testing.T) {
 	st.End(nil)
 	req.End(nil)
 	all := r.rec.Ended()
-	outs := byName(all)[spans.OutputSpanName]
+	outs := byName(all)[plan.OutputSpanName]
 	if len(outs) != 4 {
 		t.Fatalf("%d output spans", len(outs))
 	}

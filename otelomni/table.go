@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -92,7 +94,7 @@ func (s *recordSets) base() []attribute.KeyValue {
 // measurement.
 func (s *recordSets) requestBase() []attribute.KeyValue {
 	kv := []attribute.KeyValue{
-		omniattr.OperationName(attrs.OperationGenerateContent),
+		omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()),
 		omniattr.ProviderName(s.provider),
 	}
 	if s.model != "" {

@@ -93,7 +93,7 @@ func (r *Request) RecordTransfer(rec spans.TransferRecord) error {
 		if rec.Reconstructed {
 			kv = append(kv, omniattr.Reconstructed(true))
 		}
-		tctx, span = r.tracer.Start(r.parent, spans.TransferSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
+		tctx, span = r.tracer.Start(r.parent, plan.TransferSpanName, trace.WithAttributes(kv...), trace.WithTimestamp(iv.Start()))
 	}
 	for i := range ps {
 		c := r.emit(tctx, &ps[i], recordOpts{reconstructed: rec.Reconstructed})

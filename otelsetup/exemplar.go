@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -22,7 +24,6 @@ import (
 
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelsetup/internal/keep"
-	"github.com/otelomni/otelomni/spans"
 )
 
 // Exemplars. By default a histogram's exemplars are the SDK's choice
@@ -143,7 +144,7 @@ func (k *keptExemplars) keeps(ctx context.Context) bool {
 		return true
 	}
 	start, end := s.StartTime(), s.EndTime()
-	if end.IsZero() || !spans.InRange(start) || !spans.InRange(end) {
+	if end.IsZero() || !plan.InRange(start) || !plan.InRange(end) {
 		// Open, or refused on export (safeExporter): no span the tier
 		// reads.
 		return false

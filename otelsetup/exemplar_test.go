@@ -239,7 +239,7 @@ func keptExemplarsUnderLimits(t *testing.T, rules tierRules) {
 					ctx, r := b.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: mod, Start: start,
 						Stage: otelomni.StageInfo{Type: "diffusion"}})
 					id := trace.SpanContextFromContext(ctx).TraceID().String()
-					if err := r.RecordPhase(spans.QueueWait, spans.Lasting(start, q), nil); err != nil {
+					if err := r.RecordPhase(spans.QueueWait, spans.Between(start, start.Add(q)), nil); err != nil {
 						t.Fatal(err)
 					}
 					if err := r.EndAt(start.Add(d), failed); err != nil {
@@ -504,7 +504,7 @@ func TestExemplarVariablesAreWarnedAboutAndIgnored(t *testing.T) {
 					_, r := b.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "m", Modality: mod, Start: start,
 						Stage: otelomni.StageInfo{Type: "diffusion"}})
 					if q > 0 {
-						_ = r.RecordPhase(spans.QueueWait, spans.Lasting(start, q), nil)
+						_ = r.RecordPhase(spans.QueueWait, spans.Between(start, start.Add(q)), nil)
 					}
 					_ = r.EndAt(start.Add(d), nil)
 					exs := b.exemplars(t)

@@ -203,10 +203,15 @@ func TestAnUnreadableJournalStopsNoOtherRecovery(t *testing.T) {
 }
 
 // rejectingExporter takes every batch and rejects one span of each, as a
-// collector's partial success reads.
+// collector's partial success answers (read into the export's answer, as
+// the transports of the exporters Setup builds read it).
 type rejectingExporter struct{}
 
-func (rejectingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error {
+func (rejectingExporter) ExportSpans(ctx context.Context, _ []sdktrace.ReadOnlySpan) error {
+	if a := answerFrom(ctx); a != nil {
+		a.accepted.Store(true)
+		a.rejected.Store(1)
+	}
 	return fmt.Errorf("traces export: %w", errors.New("OTLP partial success: too old (1 spans rejected)"))
 }
 func (rejectingExporter) Shutdown(context.Context) error { return nil }

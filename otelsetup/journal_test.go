@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -25,7 +27,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
@@ -268,7 +269,7 @@ func TestJournalRecoversAKilledEngine(t *testing.T) {
 			t.Errorf("span %s started before the kill and was not recovered", id)
 			continue
 		}
-		if v, ok := attr(s.Attributes, attrs.RecoveredKey); !ok || !v.AsBool() {
+		if v, ok := attr(s.Attributes, recoveredKey); !ok || !v.AsBool() {
 			t.Errorf("%s %s: no omni.recovered = true", s.Name, id)
 		}
 		if v, _ := attr(s.Resource.Attributes(), "service.name"); v.AsString() != "journal-child" {
@@ -277,9 +278,9 @@ func TestJournalRecoversAKilledEngine(t *testing.T) {
 		if s.EndTime.Before(s.StartTime) || s.EndTime.After(killed) {
 			t.Errorf("%s %s: ends at %v, outside [its start %v, the kill %v]", s.Name, id, s.EndTime, s.StartTime, killed)
 		}
-		et, _ := attr(s.Attributes, attrs.ErrorTypeKey)
+		et, _ := attr(s.Attributes, semconv.ErrorTypeKey)
 		switch {
-		case et.AsString() == attrs.ErrorProcessDied:
+		case et.AsString() == processDied:
 			open++
 			if s.Status.Code != codes.Error {
 				t.Errorf("%s %s: open at the death, status %v, want Error", s.Name, id, s.Status.Code)

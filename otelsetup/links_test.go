@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelomni/otelomni/otelomni"
@@ -47,7 +49,7 @@ func TestABatchOfTheMostMembersKeepsEveryLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range exp.GetSpans() {
-		if s.Name == spans.BatchSpanName {
+		if s.Name == plan.BatchSpanName {
 			if len(s.Links) != members || s.DroppedLinks != 0 {
 				t.Fatalf("the batch keeps %d links (%d dropped), want all %d", len(s.Links), s.DroppedLinks, members)
 			}

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -18,7 +20,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/otelomni/otelomni/internal/sanitize"
-	"github.com/otelomni/otelomni/spans"
 )
 
 // maxKeyBytes bounds attribute keys and span and event names on export.
@@ -71,7 +72,7 @@ func (e *safeExporter) ExportSpans(ctx context.Context, ss []sdktrace.ReadOnlySp
 	defer e.c.held.Add(-int64(len(ss)))
 	var out []sdktrace.ReadOnlySpan // nil while every span so far is fine
 	for i, s := range ss {
-		timesOK := spans.InRange(s.StartTime()) && spans.InRange(s.EndTime())
+		timesOK := plan.InRange(s.StartTime()) && plan.InRange(s.EndTime())
 		res := e.resource(s.Resource())
 		if timesOK && !s.EndTime().Before(s.StartTime()) && res == s.Resource() && spanOK(s, e.maxValue) {
 			if out != nil {

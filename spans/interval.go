@@ -13,7 +13,7 @@ import (
 
 // Interval is the measured interval of one phase. Its zero value means "not
 // measured", which is never the same as "measured as 0": build a measured
-// interval with [Between] or [Lasting].
+// interval with [Between].
 type Interval struct {
 	start, end time.Time
 	measured   bool
@@ -32,9 +32,9 @@ const (
 	maxUnixNano = math.MaxInt64
 )
 
-// InRange reports whether t lies in the range a span can carry: from
+// inRange reports whether t lies in the range a span can carry: from
 // 1970-01-01T00:00:00Z to 2262-04-11T23:47:16.854775807Z, both included.
-func InRange(t time.Time) bool {
+func inRange(t time.Time) bool {
 	return !t.Before(time.Unix(0, minUnixNano)) && !t.After(time.Unix(0, maxUnixNano))
 }
 
@@ -60,23 +60,6 @@ func Between(start, end time.Time) Interval {
 // strips it, and nothing else.
 func monotonic(t time.Time) bool { return t != t.Round(0) }
 
-// Lasting returns the measured interval that starts at start and lasts d.
-// A negative d, or one that would end past 2262-04-11, is kept and
-// reported by [Interval.Validate].
-func Lasting(start time.Time, d time.Duration) Interval {
-	end := time.Time{}
-	if !start.IsZero() {
-		end = start.Add(d)
-		if d > 0 && end.Before(start) {
-			end = beyond // the addition overflowed
-		}
-	}
-	return Interval{start: start, end: end, measured: true}
-}
-
-// beyond stands for an end too late to represent.
-var beyond = time.Unix(0, maxUnixNano).Add(time.Hour)
-
 // Measured reports whether the interval was measured.
 func (iv Interval) Measured() bool { return iv.measured }
 
@@ -88,7 +71,8 @@ func (iv Interval) End() time.Time { return iv.end }
 
 // Validate returns nil for an interval that was not measured or that is a
 // valid measurement, [ErrZeroTime] when either end is the zero time,
-// [ErrOutOfRange] when either end lies outside the range of [InRange], and
+// [ErrOutOfRange] when either end lies outside the range a span can carry
+// (1970 to 2262-04-11), and
 // [ErrEndBeforeStart] when the end lies before the start.
 func (iv Interval) Validate() error {
 	if !iv.measured {
@@ -97,7 +81,7 @@ func (iv Interval) Validate() error {
 	if iv.start.IsZero() || iv.end.IsZero() {
 		return ErrZeroTime
 	}
-	if !InRange(iv.start) || !InRange(iv.end) {
+	if !inRange(iv.start) || !inRange(iv.end) {
 		return ErrOutOfRange
 	}
 	if iv.end.Before(iv.start) {

@@ -66,48 +66,26 @@ const (
 )
 
 type phaseInfo struct {
-	id        string
-	spanName  string
-	perOutput bool
+	id       string
+	spanName string
 }
 
 var catalogue = [numPhases]phaseInfo{
-	QueueWait:        {"queue_wait", "omni.diffusion.queue_wait", false},
-	Preprocess:       {"preprocess", "omni.diffusion.preprocess", false},
-	Exec:             {"exec", "omni.diffusion.exec", false},
-	KVRecv:           {"kv_recv", "omni.diffusion.kv_recv", false},
-	Forward:          {"forward", "omni.diffusion.forward", false},
-	DenoiseStep:      {"denoise_step", "omni.diffusion.denoise_step", false},
-	VAEDecode:        {"vae_decode", "omni.diffusion.vae_decode", false},
-	OutputReadyWait:  {"output_ready_wait", "omni.diffusion.output_ready_wait", true},
-	Postprocess:      {"postprocess", "omni.diffusion.postprocess", true},
-	LLMQueue:         {"llm.queue", "omni.llm.queue", false},
-	LLMPrefill:       {"llm.prefill", "omni.llm.prefill", false},
-	LLMDecode:        {"llm.decode", "omni.llm.decode", false},
-	transferTx:       {"transfer.tx", "omni.transfer.tx", false},
-	transferInFlight: {"transfer.in_flight", "omni.transfer.in_flight", false},
-	transferRxDecode: {"transfer.rx_decode", "omni.transfer.rx_decode", false},
-}
-
-// Phases returns every phase in tree order: the diffusion phases, then the
-// LLM phases, then the transfer parts.
-func Phases() []Phase {
-	out := make([]Phase, 0, numPhases-1)
-	for p := Phase(1); p < numPhases; p++ {
-		out = append(out, p)
-	}
-	return out
-}
-
-// LookupSpanName returns the phase whose span name is name, such as
-// "omni.llm.prefill".
-func LookupSpanName(name string) (Phase, bool) {
-	for p := Phase(1); p < numPhases; p++ {
-		if catalogue[p].spanName == name {
-			return p, true
-		}
-	}
-	return 0, false
+	QueueWait:        {"queue_wait", "omni.diffusion.queue_wait"},
+	Preprocess:       {"preprocess", "omni.diffusion.preprocess"},
+	Exec:             {"exec", "omni.diffusion.exec"},
+	KVRecv:           {"kv_recv", "omni.diffusion.kv_recv"},
+	Forward:          {"forward", "omni.diffusion.forward"},
+	DenoiseStep:      {"denoise_step", "omni.diffusion.denoise_step"},
+	VAEDecode:        {"vae_decode", "omni.diffusion.vae_decode"},
+	OutputReadyWait:  {"output_ready_wait", "omni.diffusion.output_ready_wait"},
+	Postprocess:      {"postprocess", "omni.diffusion.postprocess"},
+	LLMQueue:         {"llm.queue", "omni.llm.queue"},
+	LLMPrefill:       {"llm.prefill", "omni.llm.prefill"},
+	LLMDecode:        {"llm.decode", "omni.llm.decode"},
+	transferTx:       {"transfer.tx", "omni.transfer.tx"},
+	transferInFlight: {"transfer.in_flight", "omni.transfer.in_flight"},
+	transferRxDecode: {"transfer.rx_decode", "omni.transfer.rx_decode"},
 }
 
 // valid reports whether p is a phase of the catalogue.
@@ -121,10 +99,6 @@ func (p Phase) SpanName() string {
 	}
 	return catalogue[p].spanName
 }
-
-// PerOutput reports whether the phase is measured once per output of a
-// streaming request (output-ready wait and postprocess).
-func (p Phase) PerOutput() bool { return p.valid() && catalogue[p].perOutput }
 
 // String returns the phase id, the value of the omni.phase attribute (such
 // as "queue_wait" or "llm.prefill"), or "Phase(n)" for a value that is not
@@ -143,27 +117,4 @@ const (
 	// StageSpanName is the span of one stage that served the request, in a
 	// multi-stage pipeline.
 	StageSpanName = "omni.stage"
-	// TransferSpanName is the span of one hand-over between two stages.
-	TransferSpanName = "omni.transfer"
-	// OutputSpanName is the span of one emitted output at a stage that is
-	// not a diffusion stage (an audio chunk, a text chunk).
-	OutputSpanName = "omni.output"
-	// BatchSpanName is the span of one forward pass that ran several
-	// requests together: the root of a trace of its own, linked to each
-	// member's exec span.
-	BatchSpanName = "omni.batch"
-)
-
-// Names of the engine's own spans: a trace of their own, never under a
-// request.
-const (
-	// EngineStartSpanName is the root: the engine from start to ready.
-	EngineStartSpanName = "omni.engine.start"
-	// EngineLoadSpanName is loading a model's weights.
-	EngineLoadSpanName = "omni.engine.load"
-	// EngineWarmupSpanName is the warm-up runs before serving.
-	EngineWarmupSpanName = "omni.engine.warmup"
-	// EngineStageInitSpanName is one stage's initialisation in a
-	// multi-stage pipeline.
-	EngineStageInitSpanName = "omni.engine.stage_init"
 )

@@ -44,13 +44,6 @@ type DiffusionRecord struct {
 	Reconstructed bool
 }
 
-// Output identifies one output of a streaming request: its index, from 0,
-// and whether it is the output that finishes the stage.
-type Output struct {
-	Index int
-	Final bool
-}
-
 // OutputTiming is the timing of one output of a streaming request. Its index
 // is its position in [DiffusionRecord.Outputs].
 type OutputTiming struct {

@@ -19,16 +19,3 @@ type TransferRecord struct {
 	// phase order rather than read from a clock.
 	Reconstructed bool
 }
-
-// TransferHeader is what a sending stage puts in its stage message so that
-// the receiving stage can build the transfer's spans: who sent it, how, how
-// big, and the sender's wall-clock times of sending.
-type TransferHeader struct {
-	FromStage int    `json:"from_stage"`
-	Connector string `json:"connector,omitempty"`
-	Bytes     int64  `json:"bytes,omitempty"`
-	// TxStart and TxEnd are Unix nanoseconds on the sender's wall clock;
-	// 0 when not measured (a connector that reports no send times).
-	TxStart int64 `json:"tx_start_unix_nano,omitempty"`
-	TxEnd   int64 `json:"tx_end_unix_nano,omitempty"`
-}

@@ -13,9 +13,10 @@ import (
 	"sync"
 	"syscall"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
@@ -70,16 +71,20 @@ func crashDemo(out io.Writer, cfg config) error {
 		traceview.Waterfall(out, tr)
 		for _, s := range tr {
 			n++
-			if s.Str(string(attrs.ErrorTypeKey)) == attrs.ErrorProcessDied {
+			if s.Str(string(semconv.ErrorTypeKey)) == processDied {
 				open++
 			}
 		}
 	}
 	fmt.Fprintf(out, "recovered %d spans (ExportStats.Recovered = %d), each with omni.recovered = true and its own ids;\n"+
 		"%d were open at the death: ended at the journal's last heartbeat, status Error, error.type = %s\n",
-		n, tel.ExportStats().Recovered, open, attrs.ErrorProcessDied)
+		n, tel.ExportStats().Recovered, open, processDied)
 	return nil
 }
+
+// processDied is the error.type of a span the crash journal recovered that
+// was still open when its process died.
+const processDied = "process_died"
 
 func hasRequest(tr []traceview.Span) bool {
 	for _, s := range tr {

@@ -252,9 +252,9 @@ func phaseCounts(ctx context.Context, reader *sdkmetric.ManualReader) map[string
 // writeAgreement prints, per phase, the spans and the histogram count.
 func writeAgreement(out io.Writer, r result) {
 	fmt.Fprintf(out, "%-20s %8s %10s\n", "phase", "spans", "histogram")
-	for _, p := range spans.Phases() {
+	for p := spans.QueueWait; p <= spans.Postprocess; p++ { // the diffusion phases
 		n, m := r.spans[p.String()], r.metrics[p.String()]
-		if p > spans.Postprocess || (n == 0 && m == 0 && p == spans.DenoiseStep) {
+		if n == 0 && m == 0 && p == spans.DenoiseStep {
 			continue
 		}
 		mark := ""

@@ -9,6 +9,7 @@ package omniattr
 
 import (
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/otelomni/otelomni/attrs"
 )
@@ -19,11 +20,11 @@ func RequestID(v string) attribute.KeyValue { return attrs.RequestIDKey.String(v
 
 // RequestModel returns the gen_ai.request.model attribute. Example:
 // "Qwen/Qwen-Image".
-func RequestModel(v string) attribute.KeyValue { return attrs.RequestModelKey.String(v) }
+func RequestModel(v string) attribute.KeyValue { return semconv.GenAIRequestModelKey.String(v) }
 
 // OperationName returns the gen_ai.operation.name attribute. Example:
-// [attrs.OperationGenerateContent].
-func OperationName(v string) attribute.KeyValue { return attrs.OperationNameKey.String(v) }
+// [semconv.GenAIOperationNameGenerateContent.Value.AsString()].
+func OperationName(v string) attribute.KeyValue { return semconv.GenAIOperationNameKey.String(v) }
 
 // OutputModality returns the omni.output.modality attribute. Example:
 // [attrs.ModalityImage].
@@ -35,18 +36,18 @@ func OutputModality(v string) attribute.KeyValue { return attrs.OutputModalityKe
 func OutputType(modality string) (attribute.KeyValue, bool) {
 	switch modality {
 	case attrs.ModalityImage:
-		return attrs.OutputTypeKey.String("image"), true
+		return semconv.GenAIOutputTypeKey.String("image"), true
 	case attrs.ModalityAudio:
-		return attrs.OutputTypeKey.String("speech"), true
+		return semconv.GenAIOutputTypeKey.String("speech"), true
 	case attrs.ModalityText:
-		return attrs.OutputTypeKey.String("text"), true
+		return semconv.GenAIOutputTypeKey.String("text"), true
 	}
 	return attribute.KeyValue{}, false
 }
 
 // ProviderName returns the gen_ai.provider.name attribute. Example:
 // "vllm_omni".
-func ProviderName(v string) attribute.KeyValue { return attrs.ProviderNameKey.String(v) }
+func ProviderName(v string) attribute.KeyValue { return semconv.GenAIProviderNameKey.String(v) }
 
 // NumInferenceSteps returns the omni.diffusion.num_inference_steps attribute
 // (steps). Example: 50.
@@ -71,7 +72,7 @@ func NumFrames(v int) attribute.KeyValue { return attrs.NumFramesKey.Int(v) }
 func Prompt(v string) attribute.KeyValue { return attrs.PromptKey.String(v) }
 
 // ErrorType returns the error.type attribute. Example: [attrs.ErrorClientAbort].
-func ErrorType(v string) attribute.KeyValue { return attrs.ErrorTypeKey.String(v) }
+func ErrorType(v string) attribute.KeyValue { return semconv.ErrorTypeKey.String(v) }
 
 // EngineModel returns the omni.engine.model attribute. Example:
 // "Qwen/Qwen-Image".
@@ -141,14 +142,6 @@ func TransferConnector(v string) attribute.KeyValue { return attrs.TransferConne
 // Reconstructed returns the omni.timing.reconstructed attribute. Example: true.
 func Reconstructed(v bool) attribute.KeyValue { return attrs.ReconstructedKey.Bool(v) }
 
-// RecordKey returns the attribute key under which an unknown key of a timing
-// record is kept. Example: RecordKey("cfg_parallel") is
-// "omni.record.cfg_parallel".
-func RecordKey(key string) attribute.Key { return attribute.Key(attrs.RecordKeyPrefix + key) }
-
-// Recovered returns the omni.recovered attribute. Example: true.
-func Recovered(v bool) attribute.KeyValue { return attrs.RecoveredKey.Bool(v) }
-
 // StageID returns the omni.stage.id attribute. Example: 0.
 func StageID(v int) attribute.KeyValue { return attrs.StageIDKey.Int(v) }
 
@@ -163,11 +156,11 @@ func ReplicaID(v string) attribute.KeyValue { return attrs.ReplicaIDKey.String(v
 
 // InputTokens returns the gen_ai.usage.input_tokens attribute (tokens).
 // Example: 512.
-func InputTokens(v int) attribute.KeyValue { return attrs.InputTokensKey.Int(v) }
+func InputTokens(v int) attribute.KeyValue { return semconv.GenAIUsageInputTokensKey.Int(v) }
 
 // OutputTokens returns the gen_ai.usage.output_tokens attribute (tokens).
 // Example: 128.
-func OutputTokens(v int) attribute.KeyValue { return attrs.OutputTokensKey.Int(v) }
+func OutputTokens(v int) attribute.KeyValue { return semconv.GenAIUsageOutputTokensKey.Int(v) }
 
 // NumPreemptions returns the omni.llm.num_preemptions attribute (count).
 // Example: 1.

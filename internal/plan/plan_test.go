@@ -25,7 +25,7 @@ func TestParentsMatchTheDesign(t *testing.T) {
 		"llm.queue": plan.Scope, "llm.prefill": plan.Scope, "llm.decode": plan.Scope,
 		"transfer.tx": plan.UnderTransfer, "transfer.in_flight": plan.UnderTransfer, "transfer.rx_decode": plan.UnderTransfer,
 	}
-	all := spans.Phases()
+	all := plan.Phases()
 	if len(all) != len(want) || plan.NumPhases != len(all)+1 {
 		t.Fatalf("%d phases, NumPhases %d, want %d", len(all), plan.NumPhases, len(want))
 	}
@@ -45,7 +45,7 @@ func TestParentsMatchTheDesign(t *testing.T) {
 			t.Errorf("invalid phase %d has a parent", bad)
 		}
 	}
-	if !plan.MinTime.Equal(time.Unix(0, 0)) || !spans.InRange(plan.MaxTime) || spans.InRange(plan.MaxTime.Add(1)) {
+	if !plan.MinTime.Equal(time.Unix(0, 0)) || !plan.InRange(plan.MaxTime) || plan.InRange(plan.MaxTime.Add(1)) || !plan.InRange(plan.MinTime) || plan.InRange(plan.MinTime.Add(-1)) {
 		t.Error("MinTime and MaxTime are not the range InRange checks")
 	}
 }

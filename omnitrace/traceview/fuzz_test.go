@@ -54,8 +54,8 @@ func FuzzTrees(f *testing.F) {
 
 func runFuzzTrees(t *testing.T, b []byte) {
 	{
-		names := []string{spans.RequestSpanName, spans.StageSpanName, spans.TransferSpanName, spans.Exec.SpanName(),
-			spans.Forward.SpanName(), spans.OutputSpanName, plan.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
+		names := []string{spans.RequestSpanName, spans.StageSpanName, plan.TransferSpanName, spans.Exec.SpanName(),
+			spans.Forward.SpanName(), plan.OutputSpanName, plan.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
 		var ss []Span
 		for i := 0; i+2 < len(b) && len(ss) < 2000; i += 3 {
 			s := hostileSpan(string(b[i]%8+'a'), string(b[i+1]%9+'a'), names[int(b[i+2])%len(names)], float64(b[i]), float64(b[i])+float64(b[i+1]))

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -196,7 +198,7 @@ func TestAStageLengthNotMeasuredIsNeitherShownNorCounted(t *testing.T) {
 		s.Attrs[string(attrs.StageIDKey)] = attribute.Int64Value(stage)
 		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(name)
 		if unmeasured {
-			s.Attrs[string(attrs.LengthUnmeasuredKey)] = attribute.BoolValue(true)
+			s.Attrs[string(omnikeys.LengthUnmeasured)] = attribute.BoolValue(true)
 		}
 		return s
 	}

@@ -143,7 +143,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 					add(label, r, c.Span.Duration(), false)
 				}
 				s.walk(c, name+" ", int(id)*2, add)
-			case spans.TransferSpanName:
+			case plan.TransferSpanName:
 				from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
 				to, _ := c.Span.Int(string(attrs.TransferToStageKey))
 				label := fmt.Sprintf("transfer %d->%d", from, to)
@@ -156,7 +156,7 @@ func (s *Summary) walk(n *Node, prefix string, stageRank int, add func(string, [
 		return
 	}
 	s.phases(n, scopePhases(k), prefix, stageRank, add)
-	for _, c := range n.named(spans.OutputSpanName) {
+	for _, c := range n.named(plan.OutputSpanName) {
 		r := [3]int{stageRank, plan.NumPhases, 0}
 		s.expect(prefix+"output", r)
 		add(prefix+"output", r, c.Span.Duration(), false)

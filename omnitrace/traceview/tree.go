@@ -6,6 +6,8 @@ package traceview
 import (
 	"fmt"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -175,7 +177,7 @@ func kindOf(n *Node) scopeKind {
 		return kindDiffusion
 	}
 	for _, c := range n.Children {
-		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
+		if p, ok := plan.LookupSpanName(c.Span.Name); ok {
 			if p >= plan.LLMQueue && p <= plan.LLMDecode {
 				return kindLLM
 			}
@@ -242,6 +244,6 @@ func requestNodes(roots []*Node) []*Node {
 // lengthUnmeasured reports whether s is a span whose duration its record
 // did not give (an imported stage with nothing of its own measured).
 func lengthUnmeasured(s *Span) bool {
-	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
+	v, _ := s.Bool(string(omnikeys.LengthUnmeasured))
 	return v
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -51,9 +53,9 @@ func Waterfall(w io.Writer, trace []Span) {
 	roots, _ := Trees(trace)
 	for _, root := range roots {
 		switch root.Span.Name {
-		case spans.EngineStartSpanName:
+		case plan.EngineStartSpanName:
 			engineWaterfall(w, root)
-		case spans.BatchSpanName:
+		case plan.BatchSpanName:
 			batchLine(w, root.Span)
 		default:
 			// A request, or a stage in its own process, is a root or hangs
@@ -87,14 +89,14 @@ func (wf *waterfall) header(s *Span) {
 	} else {
 		fmt.Fprintf(&b, "%s %q", s.Name, sanitize.Display(s.Str(string(attrs.RequestIDKey)), maxIDCell))
 	}
-	for _, k := range []string{string(attrs.OutputModalityKey), string(attrs.RequestModelKey)} {
+	for _, k := range []string{string(attrs.OutputModalityKey), string(semconv.GenAIRequestModelKey)} {
 		if v := s.Str(k); v != "" {
 			fmt.Fprintf(&b, " %s", sanitize.Display(v, maxNameCell))
 		}
 	}
 	fmt.Fprintf(&b, "  %.3f ms", ms(s.Duration()))
 	if s.StatusCode == codes.Error {
-		fmt.Fprintf(&b, "  ERROR %s: %s", sanitize.Display(s.Str(string(attrs.ErrorTypeKey)), maxNameCell), sanitize.Display(s.StatusMessage, maxMessageCell))
+		fmt.Fprintf(&b, "  ERROR %s: %s", sanitize.Display(s.Str(string(semconv.ErrorTypeKey)), maxNameCell), sanitize.Display(s.StatusMessage, maxMessageCell))
 	}
 	fmt.Fprintln(wf.w, b.String())
 	fmt.Fprintf(wf.w, "  %-*s |%s| %12s\n", labelWidth-2, "phase", timelineLabel(wf.total), "ms")
@@ -118,7 +120,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 				label := fmt.Sprintf("stage %s (%s)", sanitize.Display(c.Span.Str(string(attrs.StageNameKey)), maxNameCell), sanitize.Display(c.Span.Str(string(attrs.StageTypeKey)), maxNameCell))
 				wf.row(depth, label, c.Span)
 				wf.scope(c, depth+1)
-			case spans.TransferSpanName:
+			case plan.TransferSpanName:
 				from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
 				to, _ := c.Span.Int(string(attrs.TransferToStageKey))
 				wf.row(depth, fmt.Sprintf("transfer %d->%d", from, to), c.Span)
@@ -130,7 +132,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 		return
 	}
 	wf.phases(n, scopePhases(k), depth)
-	for _, c := range n.named(spans.OutputSpanName) {
+	for _, c := range n.named(plan.OutputSpanName) {
 		wf.other(c, depth)
 	}
 }
@@ -140,7 +142,7 @@ func (wf *waterfall) scope(n *Node, depth int) {
 func (wf *waterfall) phases(n *Node, expected []spans.Phase, depth int) {
 	perOutput := outputIndices(n)
 	for _, p := range expected {
-		if perOutput != nil && p.PerOutput() {
+		if perOutput != nil && plan.PerOutput(p) {
 			if p == spans.OutputReadyWait {
 				wf.outputs(n, perOutput, depth)
 			}
@@ -170,7 +172,7 @@ func outputIndices(n *Node) []int64 {
 	seen := map[int64]bool{}
 	var out []int64
 	for _, c := range n.Children {
-		if p, ok := spans.LookupSpanName(c.Span.Name); ok && p.PerOutput() {
+		if p, ok := plan.LookupSpanName(c.Span.Name); ok && plan.PerOutput(p) {
 			if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok && !seen[i] {
 				seen[i] = true
 				out = append(out, i)
@@ -187,7 +189,7 @@ func (wf *waterfall) outputs(n *Node, indices []int64, depth int) {
 	// Index the per-output spans once: a request can have thousands.
 	byOutput := map[[2]int64][]*Node{}
 	for _, c := range n.Children {
-		if p, ok := spans.LookupSpanName(c.Span.Name); ok && p.PerOutput() {
+		if p, ok := plan.LookupSpanName(c.Span.Name); ok && plan.PerOutput(p) {
 			if j, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
 				k := [2]int64{int64(p), j}
 				byOutput[k] = append(byOutput[k], c)
@@ -249,7 +251,7 @@ func phaseLabel(p spans.Phase, s *Span) string {
 
 func (wf *waterfall) other(c *Node, depth int) {
 	label := sanitize.Display(c.Span.Name, maxNameCell)
-	if c.Span.Name == spans.OutputSpanName {
+	if c.Span.Name == plan.OutputSpanName {
 		label = "output"
 		if i, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
 			label += fmt.Sprintf(" #%d", i)
@@ -324,7 +326,7 @@ func engineWaterfall(w io.Writer, root *Node) {
 func batchLine(w io.Writer, s *Span) {
 	size, _ := s.Int(string(attrs.BatchSizeKey))
 	fmt.Fprintf(w, "%s %q of %d requests (%s)  %.3f ms, linked to %d member execs\n\n", s.Name,
-		sanitize.Display(s.Str(string(attrs.BatchIDKey)), maxIDCell), size, sanitize.Display(s.Str(string(attrs.RequestModelKey)), maxNameCell),
+		sanitize.Display(s.Str(string(attrs.BatchIDKey)), maxIDCell), size, sanitize.Display(s.Str(string(semconv.GenAIRequestModelKey)), maxNameCell),
 		ms(s.Duration()), len(s.Links))
 }
 

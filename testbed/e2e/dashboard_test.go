@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelomni/otelomni/testbed/fleet"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // dashboard is what the test reads of deploy/grafana/otelomni-fleet.json.

@@ -181,11 +181,11 @@ func (tr *dashTraffic) send(t *testing.T, in *otelomni.Instrumenter, sent, metri
 	} else {
 		execStart := t0
 		if sc.pre {
-			check(r.RecordPhase(spans.Preprocess, spans.Lasting(t0, dashPre), nil))
+			check(r.RecordPhase(spans.Preprocess, spans.Between(t0, t0.Add(dashPre)), nil))
 			req.samples = append(req.samples, dashSample{"preprocess", metric, dashPre})
 			execStart = t0.Add(dashPre)
 		}
-		check(r.RecordPhase(spans.QueueWait, spans.Lasting(execStart, sc.queue), nil))
+		check(r.RecordPhase(spans.QueueWait, spans.Between(execStart, execStart.Add(sc.queue)), nil))
 		req.samples = append(req.samples, dashSample{"queue_wait", metric, sc.queue})
 		if err == nil {
 			check(r.RecordPhase(spans.Exec, spans.Between(execStart, end.Add(-dashPost)), nil))

@@ -15,13 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // singleStageParent is the tree of docs/phases.md for a single-stage diffusion
@@ -111,7 +114,7 @@ func checkSingleStageTrace(t *testing.T, tr []traceview.Span, sent map[string]st
 	}
 	got := map[spans.Phase]int{}
 	for name, n := range counts {
-		if p, ok := spans.LookupSpanName(name); ok {
+		if p, ok := plan.LookupSpanName(name); ok {
 			got[p] = n
 		}
 	}
@@ -121,8 +124,8 @@ func checkSingleStageTrace(t *testing.T, tr []traceview.Span, sent map[string]st
 		}
 	}
 	if wantErr != "" {
-		if root.StatusCode != codes.Error || root.Str(string(attrs.ErrorTypeKey)) != wantErr {
-			t.Errorf("%s (%s): status %v error.type %q, want Error %q", id, name, root.StatusCode, root.Str(string(attrs.ErrorTypeKey)), wantErr)
+		if root.StatusCode != codes.Error || root.Str(string(semconv.ErrorTypeKey)) != wantErr {
+			t.Errorf("%s (%s): status %v error.type %q, want Error %q", id, name, root.StatusCode, root.Str(string(semconv.ErrorTypeKey)), wantErr)
 		}
 	} else if root.StatusCode == codes.Error {
 		t.Errorf("%s (%s): unexpected error status: %s", id, name, root.StatusMessage)

@@ -24,8 +24,8 @@ import (
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/fleet"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // docs/fleet.md: its commands run in the clone, against the tier the page

@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // docGoImports are the imports of a ```go block that has no import

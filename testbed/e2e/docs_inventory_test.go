@@ -42,7 +42,7 @@ func docsInventory() []docEntry {
 				tests:  []string{"TestDocsShellBlocks"}}},
 			{prefix: "make load RATE=200 DURATION=3s", run: runLoad},
 			{prefix: "make fleet", covered: &docCover{
-				reason: "minutes of the collector tier; the tests run the same tier and traffic (testbed/fleet)",
+				reason: "minutes of the collector tier; the tests run the same tier and traffic (testbed/internal/fleet)",
 				tests:  []string{"TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses", "TestFleetPoliciesKeepByModalityErrorAndQueueWait"}}},
 			{prefix: "go run ./omnitrace import vllm.log", run: runImport},
 		}},

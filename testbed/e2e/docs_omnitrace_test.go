@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // docs/omnitrace.md: its commands run in the clone with the `omnitrace`

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/jaeger"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // TestDocsShellBlocks runs every command of the docs' shell blocks that the

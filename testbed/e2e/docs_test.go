@@ -51,8 +51,8 @@ import (
 	"unicode"
 
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/fleet"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // docFiles are the Markdown files whose blocks the inventory covers:

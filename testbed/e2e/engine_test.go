@@ -14,13 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // jaegerSpan is what this test reads of a span from Jaeger's /api/v3: the
@@ -140,20 +142,20 @@ func TestEngineStartAndBatchesLandInJaeger(t *testing.T) {
 	var root jaegerSpan
 	for _, s := range es {
 		names[s.Name]++
-		if s.Name == spans.EngineStartSpanName {
+		if s.Name == plan.EngineStartSpanName {
 			root = s
 		}
 	}
 	if root.SpanID == "" || root.ParentSpanID != "" {
 		t.Fatalf("no omni.engine.start root in Jaeger: %v", names)
 	}
-	for _, n := range []string{spans.EngineLoadSpanName, spans.EngineWarmupSpanName, spans.EngineStageInitSpanName} {
+	for _, n := range []string{plan.EngineLoadSpanName, plan.EngineWarmupSpanName, plan.EngineStageInitSpanName} {
 		if names[n] != 1 {
 			t.Errorf("%d %s spans in the engine's trace, want 1", names[n], n)
 		}
 	}
 	for _, s := range es {
-		if s.Name == spans.EngineLoadSpanName && (s.ParentSpanID != root.SpanID || s.attr("omni.engine.weight_bytes") != fmt.Sprint(40<<30) ||
+		if s.Name == plan.EngineLoadSpanName && (s.ParentSpanID != root.SpanID || s.attr("omni.engine.weight_bytes") != fmt.Sprint(40<<30) ||
 			s.attr("omni.engine.accelerator_memory_bytes") != fmt.Sprint(41<<30)) {
 			t.Errorf("load span %+v", s)
 		}
@@ -161,7 +163,7 @@ func TestEngineStartAndBatchesLandInJaeger(t *testing.T) {
 
 	// The batch: its own trace, a link to every member's exec, and back.
 	bs := fetchTrace(t, j.Query, b.SpanContext().TraceID().String(), 1)
-	if len(bs) != 1 || bs[0].Name != spans.BatchSpanName || bs[0].attr("omni.batch.size") != fmt.Sprint(members) {
+	if len(bs) != 1 || bs[0].Name != plan.BatchSpanName || bs[0].attr("omni.batch.size") != fmt.Sprint(members) {
 		t.Fatalf("batch trace %+v", bs)
 	}
 	if len(bs[0].Links) != members {

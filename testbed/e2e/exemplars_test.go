@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/testbed/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
 )
 
 // histogramsWithExemplars are the Prometheus names of otelomni's

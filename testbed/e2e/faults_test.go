@@ -23,8 +23,8 @@ import (
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // Fault tests: the engine's requests never wait on the collector, and every

@@ -11,7 +11,7 @@ import (
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
-	"github.com/otelomni/otelomni/testbed/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
 )
 
 // TestFleetRequestOutlivingTheMaximumWaitFollowsItsEarlySpans sends a

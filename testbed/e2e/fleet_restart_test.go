@@ -14,8 +14,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/jaegerquery"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/fleet"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // TestFleetBackendReadsTracesBackAfterRestart writes traces into the

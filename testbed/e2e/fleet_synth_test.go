@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelomni/otelomni/testbed/fleet"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // synthRequest is a synthetic request.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/testbed/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
 )
 
 // TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses runs two

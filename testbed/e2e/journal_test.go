@@ -20,13 +20,15 @@ import (
 	"testing"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // killsEnv sets the number of SIGKILLs of TestKilledEnginesSpansReachJaegerOnce
@@ -228,7 +230,7 @@ func checkRecovered(t *testing.T, traces map[string][]traceview.Span, got starte
 			if !ok {
 				continue // started just before a death, not yet reported
 			}
-			if s.Str(string(attrs.ErrorTypeKey)) == attrs.ErrorProcessDied && isRecovered(s) {
+			if s.Str(string(semconv.ErrorTypeKey)) == processDied && isRecovered(s) {
 				recoveredOpen++
 				died := lives[st.life].died
 				if s.End.Before(s.Start) || s.End.After(died) {
@@ -258,7 +260,7 @@ func checkRecovered(t *testing.T, traces map[string][]traceview.Span, got starte
 		root := roots[0].Span
 		cut := false
 		for _, s := range dedup {
-			cut = cut || s.Str(string(attrs.ErrorTypeKey)) == attrs.ErrorProcessDied
+			cut = cut || s.Str(string(semconv.ErrorTypeKey)) == processDied
 		}
 		if cut {
 			if root.StatusCode != codes.Error {
@@ -278,7 +280,7 @@ func checkRecovered(t *testing.T, traces map[string][]traceview.Span, got starte
 }
 
 func isRecovered(s traceview.Span) bool {
-	v, _ := s.Bool(string(attrs.RecoveredKey))
+	v, _ := s.Bool(string(recoveredKey))
 	return v
 }
 
@@ -448,7 +450,7 @@ func TestAKilledStageJoinsItsRequestsTrace(t *testing.T) {
 				t.Errorf("the dead stage's omni.stage hangs under %q, want omni.request", p.Name)
 			}
 		}
-		if s.Str(string(attrs.ErrorTypeKey)) == attrs.ErrorProcessDied {
+		if s.Str(string(semconv.ErrorTypeKey)) == processDied {
 			open++
 			if s.End.Before(s.Start) || s.End.After(died) || s.StatusCode != codes.Error {
 				t.Errorf("%s: open at the death, ends %v (start %v, death %v), status %v", s.Name, s.End, s.Start, died, s.StatusCode)

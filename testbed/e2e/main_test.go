@@ -17,10 +17,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // bin holds the example binaries, built once for all tests.
@@ -101,7 +102,7 @@ func checkTree(t *testing.T, id string, tr []traceview.Span, parents map[string]
 		if parent != want {
 			t.Errorf("%s: %s hangs under %q, want %q", id, s.Name, parent, want)
 		}
-		if p, ok := spans.LookupSpanName(s.Name); ok && s.Str(string(attrs.PhaseKey)) != p.String() {
+		if p, ok := plan.LookupSpanName(s.Name); ok && s.Str(string(attrs.PhaseKey)) != p.String() {
 			t.Errorf("%s: %s has omni.phase %q", id, s.Name, s.Str(string(attrs.PhaseKey)))
 		}
 	}

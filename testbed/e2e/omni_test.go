@@ -19,7 +19,7 @@ import (
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // multiStageParent is the multi-stage tree of docs/multi-stage.md: span name -> its

@@ -25,7 +25,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // diffRun is how synthetic single-stage image requests are drawn for

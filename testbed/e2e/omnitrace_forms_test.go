@@ -21,8 +21,8 @@ import (
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // copyFixture copies one of the import's fixtures into dir, so that its
@@ -120,7 +120,7 @@ func TestOmnitraceFormsIntoJaegerTwice(t *testing.T) {
 	}
 	reqs := perRequest(t, traces)
 	for key, want := range map[string]map[string]int{
-		"7 summary+log": {spans.StageSpanName: 2, spans.TransferSpanName: 1, spans.Exec.SpanName(): 1, spans.Forward.SpanName(): 1,
+		"7 summary+log": {spans.StageSpanName: 2, plan.TransferSpanName: 1, spans.Exec.SpanName(): 1, spans.Forward.SpanName(): 1,
 			spans.KVRecv.SpanName(): 1, spans.VAEDecode.SpanName(): 1, spans.Postprocess.SpanName(): 1,
 			plan.TransferTx.SpanName(): 1, plan.TransferRxDecode.SpanName(): 1, spans.QueueWait.SpanName(): 1,
 			spans.Preprocess.SpanName(): 0, plan.TransferInFlight.SpanName(): 0},

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // TestOmnitraceImportIntoJaegerThenSummary imports a file of records into a

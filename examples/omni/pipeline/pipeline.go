@@ -89,6 +89,12 @@ func (t Transfer) Record(to int, rxStart, rxEnd time.Time) spans.TransferRecord 
 	return rec
 }
 
+// The spans of a hand-over and of an emitted chunk, as the trace names them.
+const (
+	transferSpan = "omni.transfer"
+	outputSpan   = "omni.output"
+)
+
 // Special marks the requests that show a missing measurement.
 type Special string
 
@@ -125,7 +131,7 @@ func Expect(pipeline string, special Special) map[string]int {
 	want := map[string]int{spans.RequestSpanName: 1}
 	stages := Pipelines[pipeline]
 	want[spans.StageSpanName] = len(stages)
-	want[spans.TransferSpanName] = len(stages) - 1
+	want[transferSpan] = len(stages) - 1
 	want["omni.transfer.tx"] = len(stages) - 1
 	want["omni.transfer.in_flight"] = len(stages) - 1
 	want["omni.transfer.rx_decode"] = len(stages) - 1
@@ -140,7 +146,7 @@ func Expect(pipeline string, special Special) map[string]int {
 	want["omni.llm.decode"] = llm
 	switch pipeline {
 	case "speech":
-		want[spans.OutputSpanName] = AudioChunks
+		want[outputSpan] = AudioChunks
 		if special == NoQueuedEvent {
 			want["omni.llm.queue"]--
 			want["omni.llm.prefill"]--

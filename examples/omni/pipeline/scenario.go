@@ -80,7 +80,7 @@ func ExpectScenario(pipeline string, special Special) map[string]int {
 	want := Expect(pipeline, "")
 	switch pipeline {
 	case "speech":
-		delete(want, spans.OutputSpanName)
+		delete(want, outputSpan)
 	case "image":
 		for _, p := range []spans.Phase{spans.QueueWait, spans.Exec, spans.KVRecv, spans.Forward, spans.VAEDecode, spans.Postprocess} {
 			delete(want, p.SpanName())

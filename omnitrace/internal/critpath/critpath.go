@@ -35,8 +35,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/spans"
 )
 
 // Segment is a stretch of the critical path that one span held itself
@@ -250,7 +251,7 @@ func (w *walker) add(n *traceview.Node, from, to time.Time) {
 
 // isPhase reports whether n is one of the catalogue's phases.
 func isPhase(n *traceview.Node) bool {
-	_, ok := spans.LookupSpanName(n.Span.Name)
+	_, ok := plan.LookupSpanName(n.Span.Name)
 	return ok
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/spans"
 )
 
 // What a span is, for the rows it makes.
@@ -20,7 +20,7 @@ func singleStage(req *traceview.Node) string {
 		return label(t)
 	}
 	for _, c := range req.Children {
-		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
+		if p, ok := plan.LookupSpanName(c.Span.Name); ok {
 			if p >= plan.LLMQueue && p <= plan.LLMDecode {
 				return attrs.StageLLM
 			}
@@ -33,27 +33,27 @@ func singleStage(req *traceview.Node) string {
 }
 
 func phaseOf(c *traceview.Span) string {
-	if p, ok := spans.LookupSpanName(c.Name); ok {
+	if p, ok := plan.LookupSpanName(c.Name); ok {
 		return p.String()
 	}
-	if c.Name == spans.OutputSpanName {
+	if c.Name == plan.OutputSpanName {
 		return PhaseOutput
 	}
 	return display(c.Name)
 }
 
 func phaseRank(c *traceview.Span) int {
-	if p, ok := spans.LookupSpanName(c.Name); ok {
+	if p, ok := plan.LookupSpanName(c.Name); ok {
 		return int(p) + 1
 	}
-	if c.Name == spans.OutputSpanName {
+	if c.Name == plan.OutputSpanName {
 		return plan.NumPhases + 2
 	}
 	return plan.NumPhases + 3
 }
 
 func lengthUnmeasured(s *traceview.Span) bool {
-	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
+	v, _ := s.Bool(string(omnikeys.LengthUnmeasured))
 	return v
 }
 

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/otelomni/otelomni/internal/plan"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/internal/critpath"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
@@ -247,7 +250,7 @@ func (s *Side) request(req *traceview.Node) {
 	sp := req.Span
 	g := group{modality: label(sp.Str(string(attrs.OutputModalityKey)))}
 	if s.set.ByModel {
-		g.model = label(sp.Str(string(attrs.RequestModelKey)))
+		g.model = label(sp.Str(string(semconv.GenAIRequestModelKey)))
 	}
 	gs := s.groups[g]
 	if gs == nil {
@@ -305,7 +308,7 @@ func (s *Side) request(req *traceview.Node) {
 			srank = int(min(max(id, -1), 1<<20))*2 + 1
 			k = s.intern(key(s.stageLabel(stageRaw{typ: c.Str(string(attrs.StageTypeKey)), name: c.Str(string(attrs.StageNameKey)), id: id}), PhaseStage), rank{srank, 0})
 			stage = k
-		case it.stage < 0 && c.Name == spans.TransferSpanName:
+		case it.stage < 0 && c.Name == plan.TransferSpanName:
 			from, _ := c.Int(string(attrs.TransferFromStageKey))
 			to, _ := c.Int(string(attrs.TransferToStageKey))
 			srank = int(min(max(from, -1), 1<<20))*2 + 2

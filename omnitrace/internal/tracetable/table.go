@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/plan"
 	"github.com/otelomni/otelomni/internal/sanitize"
@@ -92,7 +95,7 @@ func WriteWith(w io.Writer, trace []traceview.Span, o Options, requestIDs ...str
 						t.set("stage", 0, col, c.Span)
 					}
 					t.scope(c, col)
-				case spans.TransferSpanName:
+				case plan.TransferSpanName:
 					from, _ := c.Span.Int(string(attrs.TransferFromStageKey))
 					to, _ := c.Span.Int(string(attrs.TransferToStageKey))
 					col := t.column(fmt.Sprintf("%d->%d", from, to), int(from)*2+2)
@@ -109,7 +112,7 @@ func WriteWith(w io.Writer, trace []traceview.Span, o Options, requestIDs ...str
 		}
 		s := root.Span
 		status := ""
-		if et := s.Str(string(attrs.ErrorTypeKey)); et != "" {
+		if et := s.Str(string(semconv.ErrorTypeKey)); et != "" {
 			status = "  error.type=" + sanitize.Display(et, maxNameCell)
 		}
 		length := fmt.Sprintf("%.3f ms", ms(s.Duration()))
@@ -139,7 +142,7 @@ const maxTables = 100
 // lengthUnmeasured reports whether s is a span whose duration its record
 // did not give (an imported stage with nothing of its own measured).
 func lengthUnmeasured(s *span) bool {
-	v, _ := s.Bool(string(attrs.LengthUnmeasuredKey))
+	v, _ := s.Bool(string(omnikeys.LengthUnmeasured))
 	return v
 }
 
@@ -196,7 +199,7 @@ func kindOf(n *node) scopeKind {
 		return kindDiffusion
 	}
 	for _, c := range n.Children {
-		if p, ok := spans.LookupSpanName(c.Span.Name); ok {
+		if p, ok := plan.LookupSpanName(c.Span.Name); ok {
 			if p >= plan.LLMQueue && p <= plan.LLMDecode {
 				return kindLLM
 			}
@@ -304,7 +307,7 @@ func (t *table) scope(n *node, col int) {
 	}
 	k := kindOf(n)
 	t.phases(n, scopePhases(k), col)
-	for i, c := range named(n, spans.OutputSpanName) {
+	for i, c := range named(n, plan.OutputSpanName) {
 		label := "output"
 		if idx, ok := c.Span.Int(string(attrs.OutputIndexKey)); ok {
 			label = fmt.Sprintf("output #%d", idx)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelomni/otelomni/attrs"
@@ -128,7 +130,7 @@ func TestAStageLengthNotMeasuredIsNotShown(t *testing.T) {
 		s.Attrs[string(attrs.StageIDKey)] = attribute.Int64Value(stage)
 		s.Attrs[string(attrs.StageNameKey)] = attribute.StringValue(name)
 		if unmeasured {
-			s.Attrs[string(attrs.LengthUnmeasuredKey)] = attribute.BoolValue(true)
+			s.Attrs[string(omnikeys.LengthUnmeasured)] = attribute.BoolValue(true)
 		}
 		return s
 	}
@@ -204,8 +206,8 @@ func TestHostileTracesMakeBoundedTables(t *testing.T) {
 func FuzzTable(f *testing.F) {
 	f.Add([]byte("aa\x00ba\x01ab\x02"))
 	f.Add([]byte("r\x00\x00sr\x01ts\x02us\x03"))
-	names := []string{spans.RequestSpanName, spans.StageSpanName, spans.TransferSpanName, spans.Exec.SpanName(),
-		spans.Forward.SpanName(), spans.OutputSpanName, plan.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
+	names := []string{spans.RequestSpanName, spans.StageSpanName, plan.TransferSpanName, spans.Exec.SpanName(),
+		spans.Forward.SpanName(), plan.OutputSpanName, plan.LLMDecode.SpanName(), spans.Postprocess.SpanName()}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ss []Span
 		for i := 0; i+2 < len(b) && len(ss) < 2000; i += 3 {
@@ -256,7 +258,7 @@ func TestTheTableAndTheSummaryReadTheSameTree(t *testing.T) {
 		return s
 	}
 	out := func(s Span, i int64) Span { return withAttr(s, string(attrs.OutputIndexKey), attribute.Int64Value(i)) }
-	transfer := withAttr(withAttr(hostileSpan("t", "r", spans.TransferSpanName, 20, 30), string(attrs.TransferFromStageKey), attribute.Int64Value(0)),
+	transfer := withAttr(withAttr(hostileSpan("t", "r", plan.TransferSpanName, 20, 30), string(attrs.TransferFromStageKey), attribute.Int64Value(0)),
 		string(attrs.TransferToStageKey), attribute.Int64Value(1))
 	traces := map[string][]Span{
 		"single diffusion": {req("r"), phase("q", "r", spans.QueueWait, 1, 2), phase("e", "r", spans.Exec, 2, 50),

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -22,19 +24,22 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
-// Attributes of a recovered span (see package attrs).
+// Attributes of a recovered span.
 const (
-	// RecoveredKey marks every span rebuilt from a journal.
-	RecoveredKey = attrs.RecoveredKey
+	// RecoveredKey marks every span rebuilt from a journal (bool): one that
+	// had ended keeps its own end and status; one still open when its
+	// process died ends at the journal's last heartbeat before the death,
+	// with status Error and error.type = ErrorProcessDied.
+	RecoveredKey = attribute.Key("omni.recovered")
 	// ErrorProcessDied is the error.type of a span that was still open
-	// when its process died.
-	ErrorProcessDied = attrs.ErrorProcessDied
+	// when its process died (SIGKILL, the OOM killer, a fatal runtime
+	// error).
+	ErrorProcessDied = "process_died"
 
-	errorTypeKey = attrs.ErrorTypeKey
+	errorTypeKey = semconv.ErrorTypeKey
 )
 
 // BatchSize is how many spans Recover gives the exporter at a time.

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/testbed/fleet"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/fleet"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 func main() {

@@ -21,9 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/omnitrace/traceview"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 func main() {
@@ -113,7 +115,7 @@ func printTree(tr []traceview.Span) {
 			label += fmt.Sprintf(" %q", id)
 		}
 		status := ""
-		if et := s.Str(string(attrs.ErrorTypeKey)); et != "" {
+		if et := s.Str(string(semconv.ErrorTypeKey)); et != "" {
 			status = "  error.type=" + et
 		}
 		fmt.Printf("  %-*s %10.3f ms%s\n", 44, indent(depth)+label, float64(s.Duration())/1e6, status)

@@ -28,8 +28,8 @@ import (
 	"github.com/otelomni/otelomni/examples/diffusion/engine"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/otelsetup"
-	"github.com/otelomni/otelomni/testbed/jaeger"
-	"github.com/otelomni/otelomni/testbed/procstat"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/procstat"
 )
 
 func main() {

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
@@ -206,7 +209,7 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 		stage.set(forms.WithDroppedKeys(nil, st.DroppedKeys)...)
 		own := stageAttrs(reconstructedOnly[:1:1], st)
 		if !hasLength(st) {
-			own = append(own, attrs.LengthUnmeasuredKey.Bool(true))
+			own = append(own, omnikeys.LengthUnmeasured.Bool(true))
 		}
 		stage.set(sanitize.KeyValues(own, maxAttrKey, maxValueBytes)...)
 		stage.end(ps.p.End)
@@ -221,7 +224,7 @@ func (e *Emitter) Emit(r *forms.Request, anchor time.Time, dst *ptrace.SpanSlice
 // stage's.
 func (e *Emitter) requestAttrs(r *forms.Request, id string, st *forms.Stage) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 16)
-	kv = append(kv, omniattr.RequestID(id), omniattr.OperationName(attrs.OperationGenerateContent))
+	kv = append(kv, omniattr.RequestID(id), omniattr.OperationName(semconv.GenAIOperationNameGenerateContent.Value.AsString()))
 	if e.model != "" {
 		kv = append(kv, omniattr.RequestModel(e.model))
 	}
@@ -447,7 +450,7 @@ func (e *Emitter) transfer(req *scope, rec *spans.TransferRecord) []error {
 	if !iv.Measured() {
 		return bad
 	}
-	t := e.start(spans.TransferSpanName, ptrace.SpanKindInternal, req, iv.Start())
+	t := e.start(tree.TransferSpanName, ptrace.SpanKindInternal, req, iv.Start())
 	if fromOK {
 		t.set(omniattr.TransferFromStage(from))
 	}
@@ -608,11 +611,11 @@ func hasLength(s *forms.Stage) bool {
 
 // e2eAttr keeps a measured end-to-end time shorter than the request span,
 // which a stage's end made longer.
-var e2eAttr = omniattr.RecordKey("e2e_total_ms")
+var e2eAttr = omnikeys.RecordKey("e2e_total_ms")
 
 // genTimeAttr keeps a single-stage request's stage_gen_time, which has no
 // omni.stage span to give it a length.
-var genTimeAttr = omniattr.RecordKey("stage_gen_time_ms")
+var genTimeAttr = omnikeys.RecordKey("stage_gen_time_ms")
 
 // reconstructedOnly is the attribute of a placed phase of exact duration,
 // shared: it is never written to.

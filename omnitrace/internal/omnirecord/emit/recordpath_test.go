@@ -9,13 +9,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/otelomni"
 	"github.com/otelomni/otelomni/spans"
@@ -101,7 +102,7 @@ func recordPath(ctx context.Context, r *forms.Request, in *otelomni.Instrumenter
 		stage.SetAttributes(forms.WithDroppedKeys(nil, st.DroppedKeys)...)
 		kv := stageAttrs(reconstructedOnly[:1:1], st)
 		if !hasLength(st) {
-			kv = append(kv, attrs.LengthUnmeasuredKey.Bool(true))
+			kv = append(kv, omnikeys.LengthUnmeasured.Bool(true))
 		}
 		stage.SetAttributes(kv...)
 		errs = append(errs, stage.EndAt(ps.p.End, nil))

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
 	"github.com/otelomni/otelomni/spans"
 
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/forms"
@@ -25,7 +25,7 @@ func keyed(id string, stages, keys, size int) *forms.Request {
 	extra := func(prefix string) []attribute.KeyValue {
 		kv := make([]attribute.KeyValue, keys)
 		for i := range kv {
-			kv[i] = omniattr.RecordKey(fmt.Sprintf("%s_%d", prefix, i)).String(strings.Repeat("v", size))
+			kv[i] = omnikeys.RecordKey(fmt.Sprintf("%s_%d", prefix, i)).String(strings.Repeat("v", size))
 		}
 		return kv
 	}

@@ -13,8 +13,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelomni/otelomni/internal/omniattr"
 	"github.com/otelomni/otelomni/internal/sanitize"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
 
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/literal"
 )
@@ -154,7 +154,7 @@ func extras(dst []attribute.KeyValue, obj *literal.Value, known func(string) boo
 
 // extraKey is the attribute key of an input key, bounded.
 func extraKey(k string) attribute.Key {
-	return omniattr.RecordKey(sanitize.String(k, MaxKeyBytes-len("omni.record.")))
+	return omnikeys.RecordKey(sanitize.String(k, MaxKeyBytes-len("omni.record.")))
 }
 
 func extraValue(k string, v *literal.Value) attribute.KeyValue {

@@ -6,19 +6,19 @@ package forms
 import (
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
 
-	"github.com/otelomni/otelomni/attrs"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // The keys of imported spans are attrs' (the project's conventions).
 const (
-	ResolutionKey         = attrs.ResolutionKey
-	SummedKey             = attrs.SummedKey
-	UnmeasuredZeroKey     = attrs.UnmeasuredZeroKey
-	TransferResolutionKey = attrs.TransferResolutionKey
-	TransferSummedKey     = attrs.TransferSummedKey
-	SourceKey             = attrs.ImportSourceKey
+	ResolutionKey         = omnikeys.Resolution
+	SummedKey             = omnikeys.Summed
+	UnmeasuredZeroKey     = omnikeys.UnmeasuredZero
+	TransferResolutionKey = omnikeys.TransferResolution
+	TransferSummedKey     = omnikeys.TransferSummed
+	SourceKey             = omnikeys.ImportSource
 )
 
 // QualityAttrs appends the attributes that say q.

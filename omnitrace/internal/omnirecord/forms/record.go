@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/otelomni/otelomni/internal/omniattr"
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
 	"github.com/otelomni/otelomni/spans"
 )
 
@@ -195,7 +195,7 @@ func (r *Request) KeysDropped() int {
 
 // DroppedKeysKey is the attribute that counts the input's keys of a span's
 // request or stage that the import does not map and did not keep.
-var DroppedKeysKey = omniattr.RecordKey(droppedKeys)
+var DroppedKeysKey = omnikeys.RecordKey(droppedKeys)
 
 // droppedKeys is the input key that DroppedKeysKey would be made of: an
 // input key of that name is never kept (it would be taken for the count),

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelomni/otelomni/omnitrace/internal/omnikeys"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -251,7 +253,7 @@ func fmtRequests(c *collected) string {
 		b.WriteString(r.ID)
 		for _, st := range r.Stages {
 			b.WriteString(" " + itoa(st.ID) + ":")
-			for _, p := range spans.Phases() {
+			for _, p := range plan.Phases() {
 				if d, ok := st.Durations[p]; ok {
 					b.WriteString(" " + p.String() + "=" + d.String())
 				}
@@ -289,7 +291,7 @@ func TestAStageWithNothingOfItsOwnMeasuredSaysSo(t *testing.T) {
 			switch kv.Key {
 			case attrs.StageIDKey:
 				id = kv.Value.AsInt64()
-			case attrs.LengthUnmeasuredKey:
+			case omnikeys.LengthUnmeasured:
 				flag = kv.Value.AsBool()
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/otelomni/otelomni/examples/omni/pipeline"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // Traffic is what the replicas of the multi-stage example serve.

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/otelomni/otelomni/omnitrace/jaegerquery"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // The shipped configurations, relative to the repository root.

@@ -16,7 +16,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // The sizing rule of docs/fleet.md, its measured costs and the traffic the

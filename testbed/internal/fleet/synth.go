@@ -134,7 +134,7 @@ func (p *Producer) Start(r Synthetic) (traceID string, end func() error, err err
 	var errs []error
 	if diffusion {
 		errs = append(errs,
-			req.RecordPhase(spans.QueueWait, spans.Lasting(t0, r.Queue), nil),
+			req.RecordPhase(spans.QueueWait, spans.Between(t0, t0.Add(r.Queue)), nil),
 			req.RecordPhase(spans.Exec, spans.Between(t0, t1), nil))
 	} else {
 		_, st := p.in.StartStage(ctx, otelomni.StageInfo{ID: 0, Name: "thinker", Type: attrs.StageLLM, Start: t0})

@@ -19,7 +19,7 @@ import (
 
 	"github.com/otelomni/otelomni/omnitrace/jaegerquery"
 	"github.com/otelomni/otelomni/spans"
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // Tier is a running backend and collector.

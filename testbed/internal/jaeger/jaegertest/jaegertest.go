@@ -12,7 +12,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // Start starts Jaeger for t and stops it when t ends.

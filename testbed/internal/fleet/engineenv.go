@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/otelomni/otelomni/testbed/jaeger"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger"
 )
 
 // KeptExemplars is what an engine behind the tier sets to keep its

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelomni/otelomni/testbed/jaeger/jaegertest"
+	"github.com/otelomni/otelomni/testbed/internal/jaeger/jaegertest"
 )
 
 // warningLine matches a collector log line that asks for something to
