@@ -162,7 +162,9 @@ func TestBadIntervalMakesNoSpanAndAnErrorNamingThePhase(t *testing.T) {
 		{"negative duration", func(r *spans.DiffusionRecord) { r.VAEDecode = spans.Between(at(10), at(10).Add(-time.Millisecond)) }, spans.VAEDecode, spans.ErrEndBeforeStart},
 		{"zero start", func(r *spans.DiffusionRecord) { r.QueueWait = spans.Between(time.Time{}, at(5)) }, spans.QueueWait, spans.ErrZeroTime},
 		{"zero end", func(r *spans.DiffusionRecord) { r.Forward = spans.Between(at(30), time.Time{}) }, spans.Forward, spans.ErrZeroTime},
-		{"zero time lasting", func(r *spans.DiffusionRecord) { r.KVRecv = func() spans.Interval { t := time.Time{}; return spans.Between(t, t.Add(time.Second)) }() }, spans.KVRecv, spans.ErrZeroTime},
+		{"zero time lasting", func(r *spans.DiffusionRecord) {
+			r.KVRecv = func() spans.Interval { t := time.Time{}; return spans.Between(t, t.Add(time.Second)) }()
+		}, spans.KVRecv, spans.ErrZeroTime},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,7 +59,10 @@ func BenchmarkExemplars(b *testing.B) {
 				_, r := in.Start(ctx, otelomni.RequestInfo{ID: "r", Model: "m", Modality: "image", Start: start,
 					Stage: otelomni.StageInfo{Type: "diffusion"}})
 				for j, p := range phases {
-					_ = r.RecordPhase(p, func() spans.Interval { t := start.Add(time.Duration(j)*time.Millisecond); return spans.Between(t, t.Add(time.Millisecond)) }(), nil)
+					_ = r.RecordPhase(p, func() spans.Interval {
+						t := start.Add(time.Duration(j) * time.Millisecond)
+						return spans.Between(t, t.Add(time.Millisecond))
+					}(), nil)
 				}
 				_ = r.EndAt(start.Add(10*time.Millisecond), nil)
 			}
