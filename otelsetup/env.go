@@ -619,17 +619,6 @@ func oneOf(allowed ...string) func(string) error {
 	}
 }
 
-// exactly accepts one of the names as written: otelomni's own variables,
-// which the collector tier reads too, compare them byte for byte.
-func exactly(allowed ...string) func(string) error {
-	return func(v string) error {
-		if slices.Contains(allowed, v) {
-			return nil
-		}
-		return fmt.Errorf("want one of %s, in lowercase", strings.Join(allowed, ", "))
-	}
-}
-
 // producerNames are the names of an OTEL_METRICS_PRODUCERS value, in
 // lowercase, each once.
 func producerNames(v string) []string {
