@@ -46,6 +46,16 @@ func docsInventory() []docEntry {
 				tests:  []string{"TestFleetKeepsFailedSlowAndSaturatedRequestsWholeAcrossProcesses", "TestFleetPoliciesKeepByModalityErrorAndQueueWait"}}},
 			{prefix: "go run ./omnitrace import vllm.log", run: runImport},
 		}},
+		{key: "README.md#install/1", contains: "go mod edit -require=github.com/otelomni/otelomni@v0.0.0", cmds: []docCmd{
+			{prefix: "go mod edit -require=github.com/otelomni/otelomni@", covered: &docCover{
+				reason: "in a module of the reader's own: the test makes a fresh module that requires the instrumentation by a local replace, tidies it and builds a program with it, and checks the module graph it inherits",
+				tests:  []string{"TestAFreshModuleInheritsTheAPIAlone"}}},
+			{prefix: "go mod edit -require=github.com/otelomni/otelomni/otelsetup@", covered: &docCover{
+				reason: "as above; every program of examples/ requires otelsetup so, through go.work",
+				tests:  []string{"TestAFreshModuleInheritsTheAPIAlone", "TestDocsShellBlocks"}}},
+			{prefix: "go mod tidy", covered: &docCover{
+				reason: "as above", tests: []string{"TestAFreshModuleInheritsTheAPIAlone"}}},
+		}},
 		{key: "README.md#use/1", contains: "func handle(", goex: &goExample{given: readmeUseGiven, run: runReadmeUse}},
 
 		// docs/attributes.md
