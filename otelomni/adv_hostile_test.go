@@ -41,11 +41,7 @@ func TestAdvIndicesOfEveryTypeAndRange(t *testing.T) {
 			fwd := req.StartPhase(ctx, spans.Forward)
 			kv := attribute.KeyValue{Key: key, Value: v}
 			now := time.Now()
-			if p == spans.DenoiseStep {
-				fwd.StartPhase(p, kv).End(nil)
-			} else {
-				req.StartPhase(ctx, p, kv).End(nil)
-			}
+			req.StartPhase(ctx, p, kv).End(nil)
 			err := req.RecordPhase(p, spans.Between(now, now), nil, kv)
 			fwd.End(nil)
 			req.End(nil)

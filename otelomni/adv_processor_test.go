@@ -86,7 +86,7 @@ func TestAdvAPartOfAHandedOffPhaseIsCountedLikeAnyOther(t *testing.T) {
 			req.End(nil)
 		}
 		before := r.in.Stats()
-		exec.StartPhase(spans.KVRecv).End(nil)
+		req.StartPhase(exec.Context(), spans.KVRecv).End(nil)
 		after := r.in.Stats()
 		return after.Misuse + after.Conflicts - before.Misuse - before.Conflicts
 	}
@@ -146,8 +146,8 @@ func TestAdvReentrantProcessorsNeverDeadlock(t *testing.T) {
 		mu.Lock()
 		b = bb
 		mu.Unlock()
-		fwd := exec.StartPhase(spans.Forward)
-		fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
+		fwd := q.StartPhase(exec.Context(), spans.Forward)
+		q.StartPhase(fwd.Context(), spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
 		_ = q.RecordPhase(spans.KVRecv, spans.Between(time.Now(), time.Now()), nil)
 		fwd.End(nil)
 		exec.End(nil)

@@ -194,13 +194,13 @@ var advCases = []advCase{
 	{"forward starting vs exec.End vs Request.EndAt later", func(in *otelomni.Instrumenter) {
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r1"})
 		exec := req.StartPhase(ctx, spans.Exec)
-		together(func() { exec.StartPhase(spans.Forward).End(nil) }, func() { exec.End(nil) },
+		together(func() { req.StartPhase(exec.Context(), spans.Forward).End(nil) }, func() { exec.End(nil) },
 			func() { _ = req.EndAt(time.Now().Add(time.Millisecond), nil) })
 	}},
 	{"a step recorded in an open forward vs exec.End vs forward.End", func(in *otelomni.Instrumenter) {
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r2"})
 		exec := req.StartPhase(ctx, spans.Exec)
-		fwd := exec.StartPhase(spans.Forward)
+		fwd := req.StartPhase(exec.Context(), spans.Forward)
 		now := time.Now()
 		together(func() {
 			_ = req.RecordPhase(spans.DenoiseStep, spans.Between(now, now.Add(time.Millisecond)), nil, attrs.StepKey.Int(0))
@@ -226,7 +226,7 @@ var advCases = []advCase{
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r4", Start: t0})
 		together(func() {
 			exec := req.StartPhase(ctx, spans.Exec)
-			exec.StartPhase(spans.VAEDecode).End(nil)
+			req.StartPhase(exec.Context(), spans.VAEDecode).End(nil)
 			exec.End(nil)
 		}, func() {
 			_ = req.RecordPhase(spans.KVRecv, spans.Between(t0, time.Now()), nil)
@@ -263,8 +263,8 @@ var advCases = []advCase{
 			p.End(nil)
 			_ = st.EndAt(time.Now(), nil)
 		}, func() {
-			f := exec.StartPhase(spans.Forward)
-			f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
+			f := req.StartPhase(exec.Context(), spans.Forward)
+			req.StartPhase(f.Context(), spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
 			f.End(errors.New("x"))
 		}, func() {
 			_ = req.RecordPhase(spans.Postprocess, spans.Between(t0, time.Now()), nil, attrs.OutputIndexKey.Int(0))
@@ -275,7 +275,7 @@ var advCases = []advCase{
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r8"})
 		together(func() {
 			exec := req.StartPhase(ctx, spans.Exec)
-			exec.StartPhase(spans.KVRecv).End(nil)
+			req.StartPhase(exec.Context(), spans.KVRecv).End(nil)
 			exec.End(nil)
 		}, func() { in.StartBatch(bg, otelomni.BatchInfo{ID: "b"}, req).End(nil) }, func() {
 			runtime.Gosched()

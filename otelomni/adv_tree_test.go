@@ -35,7 +35,7 @@ func TestAdvAStepRecordedAfterItsForwardEndedWithExecIsRefused(t *testing.T) {
 	r := newRecorded(t, otelomni.WithDenoiseSteps(true))
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "a"})
 	exec := req.StartPhase(ctx, spans.Exec)
-	exec.StartPhase(spans.Forward) // left open: it ends with exec
+	req.StartPhase(exec.Context(), spans.Forward) // left open: it ends with exec
 	exec.End(nil)
 	now := time.Now()
 	err := req.RecordPhase(spans.DenoiseStep, spans.Between(now, now.Add(time.Millisecond)), nil, attrs.StepKey.Int(0))
@@ -60,7 +60,7 @@ func TestAdvExecEndingItsForwardCoversAStepRecordedInside(t *testing.T) {
 			r := newRecorded(t, otelomni.WithDenoiseSteps(true))
 			ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "b"})
 			exec := req.StartPhase(ctx, spans.Exec)
-			fwd := exec.StartPhase(spans.Forward)
+			fwd := req.StartPhase(exec.Context(), spans.Forward)
 			now := time.Now()
 			step := spans.Between(now, now.Add(time.Hour)) // the engine's own clock, ahead of ours
 			if err := req.RecordPhase(spans.DenoiseStep, step, nil, attrs.StepKey.Int(0)); err != nil {
@@ -92,7 +92,7 @@ func TestAdvAPartStartingKeepsTheEndOfTheFirstParentThatEnded(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "c"})
 	exec := req.StartPhase(ctx, spans.Exec)
 	started := make(chan otelomni.ActivePhase)
-	go func() { started <- exec.StartPhase(spans.Forward) }()
+	go func() { started <- req.StartPhase(exec.Context(), spans.Forward) }()
 	<-g.entered
 	within(t, "exec.End and Request.EndAt while forward starts", func() {
 		exec.End(nil) // the forward is starting: its starter ends it here

@@ -38,7 +38,9 @@ func TestAdvZeroValuesNeverPanic(t *testing.T) {
 	try("zero Engine Context", func() { var e otelomni.Engine; _ = e.Context() })
 	try("zero Request", func() {
 		var r otelomni.Request
-		r.StartPhase(context.Background(), spans.Exec).StartPhase(spans.KVRecv).End(nil)
+		exec := r.StartPhase(context.Background(), spans.Exec)
+		r.StartPhase(exec.Context(), spans.KVRecv).End(nil)
+		exec.End(nil)
 		r.End(nil)
 		_ = r.EndAt(time.Time{}, nil)
 		_ = r.Record(rec)

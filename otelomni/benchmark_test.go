@@ -318,9 +318,9 @@ func (m *floorMetrics) run(f *floor, tracer trace.Tracer) {
 func stepsRequest(in *otelomni.Instrumenter, n int) {
 	_, req := in.Start(context.Background(), benchInfo)
 	exec := req.StartPhase(context.Background(), spans.Exec)
-	fwd := exec.StartPhase(spans.Forward)
+	fwd := req.StartPhase(exec.Context(), spans.Forward)
 	for i := 0; i < n-3; i++ {
-		s := fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(i))
+		s := req.StartPhase(fwd.Context(), spans.DenoiseStep, attrs.StepKey.Int(i))
 		s.End(nil)
 	}
 	fwd.End(nil)

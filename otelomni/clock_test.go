@@ -42,10 +42,10 @@ func TestMeasurementsAreTheSpansOwnDurations(t *testing.T) {
 				req.StartPhase(ctx, spans.Preprocess).End(nil)
 				exec := req.StartPhase(ctx, spans.Exec)
 				req.StartPhase(ctx, spans.QueueWait).End(nil)
-				fwd := exec.StartPhase(spans.Forward)
-				fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
+				fwd := req.StartPhase(exec.Context(), spans.Forward)
+				req.StartPhase(fwd.Context(), spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
 				fwd.End(nil)
-				exec.StartPhase(spans.VAEDecode) // open: ended with exec
+				req.StartPhase(exec.Context(), spans.VAEDecode) // open: ended with exec
 				exec.End(nil)
 				req.StartPhase(ctx, spans.Postprocess).End(nil)
 				req.End(nil)

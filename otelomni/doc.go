@@ -42,9 +42,9 @@
 // # Two ways in, one model
 //
 // The live path wraps the engine's calls: [Instrumenter.Start] starts the
-// request span, [Request.StartPhase] and [ActivePhase.End] mark a phase,
-// [ActivePhase.StartPhase] a part of it (exec's kv_recv, forward and
-// vae_decode, forward's denoise steps), and [Request.End] ends the
+// request span, [Request.StartPhase] and [ActivePhase.End] mark a phase
+// or a part of one (exec's kv_recv, forward and vae_decode, forward's
+// denoise steps: each hangs under its open parent), and [Request.End] ends the
 // request; each End takes the error the request or phase failed with, nil
 // when it succeeded. A stage that streams chunks marks its outputs
 // ([Request.MarkOutput]) with the time each happened.

@@ -37,14 +37,13 @@ func ExampleRequest_StartPhase() {
 		Modality: attrs.ModalityImage, NumInferenceSteps: 50,
 	})
 	// This model has no pre-processor: no preprocess phase, so no span.
-	exec := req.StartPhase(context.Background(), spans.Exec)
-	req.StartPhase(context.Background(), spans.QueueWait).End(nil) // admitted at once
-	_ = ctx
-	fwd := exec.StartPhase(spans.Forward) // a part of exec: started from it
+	exec := req.StartPhase(ctx, spans.Exec)
+	req.StartPhase(ctx, spans.QueueWait).End(nil)        // admitted at once
+	fwd := req.StartPhase(exec.Context(), spans.Forward) // a part of exec: a child of the open exec
 	// ... the denoising loop, under fwd.Context()
 	fwd.End(nil)
 	exec.End(nil)
-	req.StartPhase(context.Background(), spans.Postprocess).End(nil)
+	req.StartPhase(ctx, spans.Postprocess).End(nil)
 	req.End(nil)
 
 	printTree(rec)

@@ -373,7 +373,7 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 		{"a live forward after its exec ended is refused", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
 			e := req.StartPhase(ctx, spans.Exec)
 			e.End(nil)
-			e.StartPhase(spans.Forward).End(nil)
+			req.StartPhase(e.Context(), spans.Forward).End(nil)
 			req.StartPhase(ctx, spans.Forward).End(nil)
 			return nil
 		}, nil, spans.Forward, 0, true},
@@ -383,7 +383,7 @@ func TestTreeConflictsGetTheirDocumentedResult(t *testing.T) {
 		}, nil, spans.Postprocess, 1, true},
 		{"ending exec ends a forward still open inside it", func(ctx context.Context, req *otelomni.Request, _ time.Time) error {
 			e := req.StartPhase(ctx, spans.Exec)
-			f := e.StartPhase(spans.Forward)
+			f := req.StartPhase(e.Context(), spans.Forward)
 			e.End(nil)
 			f.End(nil) // already ended with its exec: does nothing
 			return nil
@@ -686,7 +686,7 @@ func TestSpanProcessorsNeverRunUnderOtelomnisLocks(t *testing.T) {
 		p.req.Store(req)
 		exec := req.StartPhase(ctx, spans.Exec)
 		_ = req.RecordPhase(spans.QueueWait, spans.Between(t0, time.Now()), nil)
-		exec.StartPhase(spans.Forward).End(nil)
+		req.StartPhase(exec.Context(), spans.Forward).End(nil)
 		exec.End(nil)
 		_ = req.RecordPhase(spans.LLMQueue, spans.Between(t0, time.Now()), nil)
 		_ = req.MarkOutput(true, time.Now())
@@ -780,7 +780,7 @@ func TestAPartStartingWhileItsExecEndsEndsWithIt(t *testing.T) {
 	ctx, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "race"})
 	exec := req.StartPhase(ctx, spans.Exec)
 	part := make(chan otelomni.ActivePhase)
-	go func() { part <- exec.StartPhase(spans.KVRecv) }()
+	go func() { part <- req.StartPhase(exec.Context(), spans.KVRecv) }()
 	<-y.started
 	ended := make(chan struct{})
 	go func() { exec.End(nil); close(ended) }() // races the part's start
@@ -808,8 +808,8 @@ func TestPerOutputPhasesAndStepsAreMeasuredOnceEach(t *testing.T) {
 	req.StartPhase(ctx, spans.Postprocess, attrs.OutputIndexKey.Int(0)).End(nil) // refused
 	req.StartPhase(ctx, spans.Postprocess, attrs.OutputIndexKey.Int(1)).End(nil) // another output: kept
 	f := req.StartPhase(ctx, spans.Forward)
-	f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
-	f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil) // refused
+	req.StartPhase(f.Context(), spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
+	req.StartPhase(f.Context(), spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil) // refused
 	f.End(nil)
 	if err := req.MarkOutput(true, time.Now()); err != nil {
 		t.Fatal(err)

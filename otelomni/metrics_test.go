@@ -282,7 +282,7 @@ func TestMetricsCountEveryRequestWhateverTheSampler(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", NumInferenceSteps: 10})
 				p := req.StartPhase(ctx, spans.Exec)
-				p.StartPhase(spans.Forward) // still open when exec ends: ended with it
+				req.StartPhase(p.Context(), spans.Forward) // still open when exec ends: ended with it
 				p.End(nil)
 				p.End(nil) // twice: counted once
 				req.StartPhase(ctx, spans.Postprocess).End(nil)

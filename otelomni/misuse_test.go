@@ -125,12 +125,12 @@ func TestManyConcurrentRequestsMakeCorrectTrees(t *testing.T) {
 				}()
 				req.StartPhase(context.Background(), spans.Preprocess).End(nil)
 				exec := req.StartPhase(context.Background(), spans.Exec)
-				fwd := exec.StartPhase(spans.Forward)
+				fwd := req.StartPhase(exec.Context(), spans.Forward)
 				for s := 0; s < 3; s++ {
-					fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(s)).End(nil)
+					req.StartPhase(fwd.Context(), spans.DenoiseStep, attrs.StepKey.Int(s)).End(nil)
 				}
 				fwd.End(nil)
-				exec.StartPhase(spans.VAEDecode).End(nil)
+				req.StartPhase(exec.Context(), spans.VAEDecode).End(nil)
 				exec.End(nil)
 				wg2.Wait()
 				req.StartPhase(ctx, spans.Postprocess).End(nil)
@@ -221,7 +221,7 @@ func TestOpenPhasesEndWithTheRequestChildrenFirst(t *testing.T) {
 	r := newRecorded(t)
 	_, req := r.in.Start(context.Background(), otelomni.RequestInfo{ID: "disconnect"})
 	exec := req.StartPhase(context.Background(), spans.Exec)
-	exec.StartPhase(spans.Forward)
+	req.StartPhase(exec.Context(), spans.Forward)
 	req.End(otelomni.ErrClientDisconnect)
 	ss := r.rec.Ended()
 	if len(ss) != 3 {

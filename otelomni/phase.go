@@ -15,35 +15,41 @@ import (
 	"github.com/otelomni/otelomni/spans"
 )
 
-// The starts of a live phase: Request.StartPhase and ActivePhase.StartPhase
-// hand the phase to the tree's rules (admitLiveLocked, in rules.go), start
-// its span and return its ActivePhase (active.go).
+// The start of a live phase: Request.StartPhase hands the phase to the
+// tree's rules (admitLiveLocked, in rules.go), starts its span and returns
+// its ActivePhase (active.go).
 
-// StartPhase starts phase p now, as a child of the request's (or stage's)
-// span: queue_wait, preprocess, exec, output_ready_wait, postprocess, and
-// the LLM stage's phases. The phase's [ActivePhase.Context] is ctx holding
-// the phase's span: ctx gives the values and deadline of your call, its
-// parent is the request's span whatever span ctx holds. The parts of exec
-// (kv_recv, forward, vae_decode) are started from exec itself
-// ([ActivePhase.StartPhase]); only a request with no exec takes them here,
-// under its own span.
+// StartPhase starts phase p of the request (or stage) now, and returns it.
+// Where its span hangs is the tree's, never ctx's: queue_wait, preprocess,
+// exec, output_ready_wait, postprocess and the LLM stage's phases hang
+// under the request's span; a part of exec (kv_recv, forward, vae_decode)
+// under the open exec; a denoise step under the open forward, else the
+// open exec. A part whose exec (forward) was never measured hangs under
+// the request, or the exec. ctx gives the values and deadline of your
+// call: the phase's [ActivePhase.Context] is ctx holding the phase's span.
 //
 // kv adds attributes of the caller's own. For a per-output phase
 // (output_ready_wait and postprocess of a request that yields several
 // outputs), attrs.OutputIndexKey (an int from 0 to 2^31-1) and
-// attrs.OutputFinalKey (a bool) say which output it is of; an index of
-// another type or out of range starts nothing and is counted in
-// Stats.Misuse. An attribute whose key otelomni sets itself (omni.phase,
+// attrs.OutputFinalKey (a bool) say which output it is of. A denoise step
+// names its step with attrs.StepKey (an int from 0 to 2^31-1); steps make
+// spans only with [WithDenoiseSteps]. An index or step of another type or
+// out of range starts nothing and is counted in Stats.Misuse. These keys
+// are read when the phase starts: set later, they are left out. An
+// attribute whose key otelomni sets itself (omni.phase, omni.output.modality,
 // a request's or stage's identity, a batch's id and size, the output keys
-// on a phase that is not per-output) is left out, the phase started
-// without it, and counted in Stats.Misuse.
+// on a phase that is not per-output) is left out, the phase started without
+// it, and counted in Stats.Misuse.
 //
 // Each phase is measured once per request (per output for a per-output
-// phase): a second exec is refused (counted in Stats.Conflicts). A phase
-// started after its request ended is refused too (Stats.Misuse). A phase
-// never started makes no span; a phase still open when the request ends is
-// ended with it, at the same moment. A refused phase's ActivePhase records
-// nothing, and the span its Context holds does not record.
+// phase, per step for a denoise step): a second exec is refused (counted in
+// Stats.Conflicts). So is a part whose exec (forward) has ended, and one
+// started while its exec's span is still being started on another
+// goroutine. A phase started after its request ended is refused (counted
+// in Stats.Misuse). A phase never started makes no span; a phase still open
+// when its exec (forward) or request ends is ended with it, at the same
+// moment. A refused phase's ActivePhase records nothing, and the span its
+// Context holds does not record.
 func (r *Request) StartPhase(ctx context.Context, p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
 	// Written out so that it inlines: a disabled phase costs a nil check.
 	if r == nil || r.in == nil {
@@ -52,23 +58,7 @@ func (r *Request) StartPhase(ctx context.Context, p spans.Phase, kv ...attribute
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return r.startLive(ctx, 0, p, kv)
-}
-
-// StartPhase starts phase p now as a part of a, and returns it: kv_recv,
-// forward and vae_decode of an exec, and denoise_step of a forward (or of
-// an exec with no forward). A denoise step names its step with
-// attrs.StepKey (an int from 0 to 2^31-1); steps make spans only with
-// [WithDenoiseSteps]. The part's Context derives from a's. A part of a
-// phase that has ended, or that p is not a part of, starts nothing
-// (counted in Stats.Conflicts and Stats.Misuse); kv is taken as by
-// [Request.StartPhase]. The part ends when it is ended, or with a, at the
-// same moment, whichever comes first.
-func (a ActivePhase) StartPhase(p spans.Phase, kv ...attribute.KeyValue) ActivePhase {
-	if a.r == nil {
-		return ActivePhase{ctx: a.ctx}
-	}
-	return a.r.startLive(a.ctx, a.id, p, kv)
+	return r.startLive(ctx, p, kv)
 }
 
 // liveArgs is what a phase's attributes say of it: its output and step
@@ -165,10 +155,10 @@ func (r *Request) admitted(call string, dropped []attribute.Key) {
 	}
 }
 
-// startLive starts live phase p now under the live phase parentID (0: under
-// the request), when the tree's rules admit it, and returns its
-// ActivePhase. A phase refused is counted and starts nothing.
-func (r *Request) startLive(ctx context.Context, parentID uint32, p spans.Phase, kv []attribute.KeyValue) ActivePhase {
+// startLive starts live phase p now, under the parent the tree's rules give
+// it, when they admit it, and returns its ActivePhase. A phase refused is
+// counted and starts nothing.
+func (r *Request) startLive(ctx context.Context, p spans.Phase, kv []attribute.KeyValue) ActivePhase {
 	call := "StartPhase(" + p.String() + ")"
 	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
 		_ = r.misuse(call, "not a phase a live call takes (a transfer's parts: RecordTransfer)")
@@ -183,7 +173,7 @@ func (r *Request) startLive(ctx context.Context, parentID uint32, p spans.Phase,
 		return ActivePhase{ctx: ctx}
 	}
 	r.mu.Lock()
-	start, pctx, err := r.admitLiveLocked(parentID, p, args.output, args.step)
+	start, parentID, pctx, err := r.admitLiveLocked(p, args.output, args.step)
 	if err != nil {
 		r.mu.Unlock()
 		r.refuse(err)
@@ -265,8 +255,8 @@ func (r *Request) started(id uint32, ctx, sctx context.Context, span trace.Span)
 		done.span, done.spanCtx = span, sctx
 		r.emitDeferred(sctx, deferred)
 		r.finishWithSteps(&done, done.endAt, nil, stepsRun)
-		// Ended already: its End does nothing, and a part started from it
-		// is refused and counted, as under any phase that has ended.
+		// Ended already: its End does nothing, and a part started now is
+		// refused and counted, as under any phase that has ended.
 		return ActivePhase{r: r, id: id, span: span, ctx: ctx}
 	}
 	o.span, o.spanCtx, o.starting = span, sctx, false

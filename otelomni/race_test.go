@@ -15,6 +15,7 @@ import (
 	"github.com/otelomni/otelomni/internal/plan"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelomni/otelomni/attrs"
 	"github.com/otelomni/otelomni/otelomni"
@@ -132,6 +133,37 @@ var raceCases = []raceCase{
 		together(func() { _ = b.Record(req, rec) }, func() { b.End(nil) }, func() { req.End(nil) })
 		return nil
 	}},
+	{"exec's start vs a forward's start", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
+		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "m"})
+		var exec, fwd otelomni.ActivePhase
+		together(func() { exec = req.StartPhase(ctx, spans.Exec) }, func() { fwd = req.StartPhase(ctx, spans.Forward) })
+		fwd.End(nil)
+		exec.End(nil)
+		req.End(nil)
+		return func(ss []sdktrace.ReadOnlySpan) error {
+			// Under exec when its span had started, under the request when
+			// exec was not yet measured, or refused while exec started.
+			if err := exactly(ss, spans.Exec.SpanName(), 1); err != nil {
+				return err
+			}
+			for _, s := range ss {
+				if s.Name() != spans.Forward.SpanName() {
+					continue
+				}
+				if p := parentName(ss, s); p != spans.Exec.SpanName() && p != spans.RequestSpanName {
+					return fmt.Errorf("forward hangs under %q", p)
+				}
+				if id := trace.SpanContextFromContext(fwd.Context()).SpanID(); id != s.SpanContext().SpanID() {
+					return errors.New("forward made a span but its Context holds another")
+				}
+				return nil
+			}
+			if id := trace.SpanContextFromContext(fwd.Context()).SpanID(); id != trace.SpanContextFromContext(ctx).SpanID() {
+				return errors.New("forward made no span but its Context holds a span other than the request's")
+			}
+			return nil
+		}
+	}},
 	{"StartBatch vs exec.End", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "m"})
 		exec := req.StartPhase(ctx, spans.Exec)
@@ -211,7 +243,7 @@ var raceCases = []raceCase{
 		t0 := time.Now()
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r", Start: t0})
 		exec := req.StartPhase(ctx, spans.Exec)
-		fwd := exec.StartPhase(spans.Forward)
+		fwd := req.StartPhase(exec.Context(), spans.Forward)
 		racePhases(req, ctx, t0, log, func() { req.End(nil) }, exec, fwd)
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.RequestSpanName, 1) }
 	}},
@@ -220,7 +252,7 @@ var raceCases = []raceCase{
 		t0 := time.Now()
 		sctx, st := in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Start: t0})
 		exec := st.StartPhase(sctx, spans.Exec)
-		fwd := exec.StartPhase(spans.Forward)
+		fwd := st.StartPhase(exec.Context(), spans.Forward)
 		racePhases(st, sctx, t0, log, func() { st.End(nil) }, exec, fwd)
 		req.End(nil)
 		return func(ss []sdktrace.ReadOnlySpan) error { return exactly(ss, spans.StageSpanName, 1) }
@@ -253,7 +285,7 @@ var raceCases = []raceCase{
 		together(func() { req.End(nil) }, func() {
 			sctx, st := in.StartStage(ctx, otelomni.StageInfo{ID: 1, Name: "dit", Type: attrs.StageDiffusion})
 			exec := st.StartPhase(sctx, spans.Exec)
-			exec.StartPhase(spans.Forward).End(nil)
+			st.StartPhase(exec.Context(), spans.Forward).End(nil)
 			_ = st.RecordPhase(spans.QueueWait, spans.Between(time.Now(), time.Now()), nil)
 			exec.End(nil)
 			ended = st.EndAt(time.Now(), nil)
@@ -268,9 +300,9 @@ var raceCases = []raceCase{
 	{"exec.End vs the End of a part already ending", func(in *otelomni.Instrumenter, _ *slog.Logger) func([]sdktrace.ReadOnlySpan) error {
 		ctx, req := in.Start(bg, otelomni.RequestInfo{ID: "r"})
 		exec := req.StartPhase(ctx, spans.Exec)
-		fwd := exec.StartPhase(spans.Forward)
-		step := fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0))
-		together(func() { exec.End(nil) }, func() { fwd.End(nil) }, func() { step.End(nil) }, func() { exec.StartPhase(spans.VAEDecode).End(nil) })
+		fwd := req.StartPhase(exec.Context(), spans.Forward)
+		step := req.StartPhase(fwd.Context(), spans.DenoiseStep, attrs.StepKey.Int(0))
+		together(func() { exec.End(nil) }, func() { fwd.End(nil) }, func() { step.End(nil) }, func() { req.StartPhase(exec.Context(), spans.VAEDecode).End(nil) })
 		req.End(nil)
 		return func(ss []sdktrace.ReadOnlySpan) error {
 			return errors.Join(exactly(ss, spans.Forward.SpanName(), 1), exactly(ss, spans.DenoiseStep.SpanName(), 1))
@@ -297,9 +329,9 @@ func racePhases(req *otelomni.Request, ctx context.Context, t0 time.Time, log *s
 			p.End(nil)
 		},
 		func() {
-			fwd.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
+			req.StartPhase(fwd.Context(), spans.DenoiseStep, attrs.StepKey.Int(0)).End(nil)
 			fwd.End(nil)
-			exec.StartPhase(spans.VAEDecode).End(nil)
+			req.StartPhase(exec.Context(), spans.VAEDecode).End(nil)
 			exec.End(nil)
 		},
 		func() {

@@ -54,7 +54,7 @@ func TestIntsOutOfTheirRangeAreRefusedAndCounted(t *testing.T) {
 		}, spans.Postprocess.SpanName(), attrs.OutputIndexKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, true},
 		{"StartStep index", func(_ *otelomni.Instrumenter, ctx context.Context, req *otelomni.Request, v int) error {
 			f := req.StartPhase(ctx, spans.Forward)
-			f.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(v)).End(nil)
+			req.StartPhase(f.Context(), spans.DenoiseStep, attrs.StepKey.Int(v)).End(nil)
 			f.End(nil)
 			return nil
 		}, spans.DenoiseStep.SpanName(), attrs.StepKey, []int{-1, math.MinInt, maxIndex + 1, math.MaxInt}, []int{0, maxIndex}, false},

@@ -63,7 +63,7 @@ func TestEachMeasuredPhaseMakesOneSpanWithNameParentAndPhase(t *testing.T) {
 				exec := req.StartPhase(ctx, spans.Exec)
 				req.StartPhase(ctx, spans.QueueWait).End(nil)
 				for _, p := range []spans.Phase{spans.KVRecv, spans.Forward, spans.VAEDecode} {
-					exec.StartPhase(p).End(nil)
+					req.StartPhase(exec.Context(), p).End(nil)
 				}
 				exec.End(nil)
 				req.StartPhase(context.Background(), spans.OutputReadyWait).End(nil)

@@ -45,7 +45,7 @@ func TestAttributesOtelomniSetsItselfAreLeftOut(t *testing.T) {
 	}
 	exec := req.StartPhase(ctx, spans.Exec)
 	exec.SetAttributes(omniattr.OutputFinal(true), omniattr.BatchSize(4), attribute.String("kernel", "flash"))
-	exec.StartPhase(spans.Forward, omniattr.OutputIndex(1)).End(nil)
+	req.StartPhase(exec.Context(), spans.Forward, omniattr.OutputIndex(1)).End(nil)
 	exec.End(nil)
 	req.SetAttributes(omniattr.StageName("spoofed"), attribute.Int("kept", 1))
 	// 1 on the preprocess started (the 3 others, measured twice, are

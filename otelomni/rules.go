@@ -99,48 +99,41 @@ func (r *Request) refuse(err error) {
 	r.in.stats.conflict(err)
 }
 
-// errNotAPart: a phase given to a call that does not start it.
-func notAPart(p spans.Phase, why string) error {
-	return fmt.Errorf("%w: StartPhase(%v): %s", ErrInvalidPhase, p, why)
-}
+// errParentStarting: a part started while the span of its exec (forward)
+// was still being started on another goroutine. It is refused, not hung
+// under the request, so that the tree never depends on which goroutine
+// came first.
+var errParentStarting = errors.New("its exec or forward was still starting on another goroutine")
 
-// admitLiveLocked decides whether live phase p (output, step) may start now
-// under the live phase parentID (0: the request), by the tree's rules, and
-// marks it measured. It returns the phase's start, read now, and the
-// context of the span it hangs under; or why it is refused. r.mu is held.
-func (r *Request) admitLiveLocked(parentID uint32, p spans.Phase, output, step int) (time.Time, context.Context, error) {
+// admitLiveLocked decides whether live phase p (output, step) may start now,
+// and where, by the tree's rules alone: a part of exec (kv_recv, forward,
+// vae_decode) hangs under the open exec, a denoise step under the open
+// forward, else the open exec; a phase whose parents were not measured
+// hangs under the request. It marks p measured and returns its start, read
+// now, the id of the open phase it hangs under (0: the request) and the
+// context of that span; or why it is refused. r.mu is held.
+func (r *Request) admitLiveLocked(p spans.Phase, output, step int) (time.Time, uint32, context.Context, error) {
 	if r.ended {
-		return time.Time{}, nil, errStartedAfterEnd
+		return time.Time{}, 0, nil, errStartedAfterEnd
 	}
-	fail := func(err error) (time.Time, context.Context, error) {
-		return time.Time{}, nil, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: err}
+	fail := func(err error) (time.Time, uint32, context.Context, error) {
+		return time.Time{}, 0, nil, &spans.PhaseError{Phase: p, Output: output, Step: step, Err: err}
 	}
-	pctx := r.ctx
-	if parentID != 0 {
-		par := r.open.find(parentID)
-		if par == nil {
+	pctx, parentID := r.ctx, uint32(0)
+	for _, pp := range parentsOf(p) {
+		parent := r.parentPhaseOf(pp)
+		if !parent.set {
+			continue
+		}
+		if parent.live == 0 {
+			// Recorded, or ended: a part starting now lies outside it.
 			return fail(errParentEnded)
 		}
-		switch {
-		case par.phase == spans.Exec && (p == spans.KVRecv || p == spans.Forward || p == spans.VAEDecode):
-		case par.phase == spans.Exec && p == spans.DenoiseStep && !r.forward.set:
-		case par.phase == spans.Forward && p == spans.DenoiseStep:
-		default:
-			return time.Time{}, nil, notAPart(p, "not a part of "+par.phase.String())
+		if parent.ctx == nil {
+			return fail(errParentStarting)
 		}
-		pctx = par.spanCtx
-	} else {
-		for _, pp := range parentsOf(p) {
-			parent := r.parentPhaseOf(pp)
-			switch {
-			case !parent.set:
-				continue
-			case parent.live != 0:
-				return time.Time{}, nil, notAPart(p, "a part of the open "+pp.String()+": start it from it (ActivePhase.StartPhase)")
-			default:
-				return fail(errParentEnded)
-			}
-		}
+		pctx, parentID = parent.ctx, parent.live
+		break
 	}
 	start := r.clk.now()
 	if r.startsLater && start.Before(r.start) {
@@ -149,7 +142,7 @@ func (r *Request) admitLiveLocked(parentID uint32, p spans.Phase, output, step i
 	if err := r.markMeasuredLocked(p, output, step); err != nil {
 		return fail(err)
 	}
-	return start, pctx, nil
+	return start, parentID, pctx, nil
 }
 
 // stepBeforeEngine returns why an engine step named name, starting at

@@ -27,14 +27,13 @@ type Stats struct {
 	// second exec), a phase outside the interval of the span it hangs
 	// under (one that starts before its request, a part of exec outside
 	// exec), a live phase started under an exec or forward that had
-	// already ended.
+	// already ended or whose span was still starting on another goroutine.
 	Conflicts uint64
 	// Misuse counts calls that did nothing, or left something out,
 	// because the API was misused: a phase started or recorded on a
 	// request that had already ended, a request or batch ended twice, a
 	// member recorded in a batch that had ended, an invalid phase (one the
-	// call does not take, a part of an open exec started from its request,
-	// an output or step index of the wrong type), each attribute whose key
+	// call does not take, an output or step index of the wrong type), each attribute whose key
 	// otelomni sets itself (a request's or stage's identity, the phase, a
 	// batch's id and size, the output and step keys where no output or
 	// step is read: left out, the span made without it), a propagator or

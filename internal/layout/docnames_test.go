@@ -82,8 +82,14 @@ func TestEveryNameTheDocsUseResolves(t *testing.T) {
 	root := filepath.Join("..", "..")
 	pkgs := map[string]map[string]bool{}
 	all := map[string]bool{}
-	for _, p := range []string{"otelomni", "otelsetup", "spans", "attrs", "traceview", "sanitize"} {
-		pkgs[p] = exported(t, filepath.Join(root, p))
+	for p, dir := range map[string]string{
+		"otelomni": "otelomni", "otelsetup": "otelsetup", "spans": "spans", "attrs": "attrs",
+		"traceview": "omnitrace/traceview", "jaegerquery": "omnitrace/jaegerquery",
+	} {
+		pkgs[p] = exported(t, filepath.Join(root, dir))
+		if len(pkgs[p]) == 0 {
+			t.Fatalf("package %s (%s) declares nothing: the check would be empty", p, dir)
+		}
 		for n := range pkgs[p] {
 			all[n] = true
 		}
@@ -99,7 +105,7 @@ func TestEveryNameTheDocsUseResolves(t *testing.T) {
 	}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	docs = append(docs, filepath.Join(root, "README.md"))
-	qualified := regexp.MustCompile(`\b(otelomni|otelsetup|spans|attrs|traceview|sanitize)\.([A-Z]\w*)(\.([A-Z]\w*))?`)
+	qualified := regexp.MustCompile(`\b(otelomni|otelsetup|spans|attrs|traceview|jaegerquery)\.([A-Z]\w*)(\.([A-Z]\w*))?`)
 	method := regexp.MustCompile("`([A-Z]\\w*)\\.([A-Z]\\w*)")
 	checked := 0
 	for _, d := range docs {
@@ -129,5 +135,58 @@ func TestEveryNameTheDocsUseResolves(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("only %d names checked: the check would be empty", checked)
+	}
+}
+
+// TestEveryTestTheDocsCiteExists: each test, benchmark, fuzz target and
+// example the README, CHANGELOG.md, CONTRIBUTING.md and docs name as the
+// proof of a claim is declared in a _test.go file of the repository.
+func TestEveryTestTheDocsCiteExists(t *testing.T) {
+	root := filepath.Join("..", "..")
+	declared := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz|Example)\w*)\(`)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(b), -1) {
+			declared[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "CHANGELOG.md"), filepath.Join(root, "CONTRIBUTING.md"))
+	cited := regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z]\w*)`)
+	checked := 0
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cited.FindAllStringSubmatch(string(b), -1) {
+			checked++
+			if !declared[m[1]] {
+				t.Errorf("%s cites %s, which no _test.go declares", filepath.Base(d), m[1])
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d citations checked: the check would be empty", checked)
 	}
 }

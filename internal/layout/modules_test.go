@@ -64,7 +64,7 @@ import (
 func main() {
 	ctx, req := otelomni.New().Start(context.Background(), otelomni.RequestInfo{ID: "r", Modality: attrs.ModalityImage})
 	exec := req.StartPhase(ctx, spans.Exec)
-	exec.StartPhase(spans.Forward).End(nil)
+	req.StartPhase(exec.Context(), spans.Forward).End(nil)
 	exec.End(nil)
 	req.End(nil)
 }

@@ -216,15 +216,15 @@ func (e *Engine) run(exec otelomni.ActivePhase, req *otelomni.Request, s Scenari
 	if s.Modality == attrs.ModalityVideo {
 		perStep = 12
 	}
-	// denoise runs the steps, each a part of the phase loop: forward when
-	// the profiler measures it, else exec.
+	// denoise runs the steps in loop's context: each step hangs under
+	// forward when the profiler measures it, else under exec.
 	denoise := func(loop otelomni.ActivePhase) error {
 		ctx := loop.Context()
 		// Requests of one model that get here together run as one batch.
 		leave := e.batches.join(req, s.Model)
 		defer leave()
 		for i := 0; i < s.Steps; i++ {
-			step := loop.StartPhase(spans.DenoiseStep, attrs.StepKey.Int(i))
+			step := req.StartPhase(ctx, spans.DenoiseStep, attrs.StepKey.Int(i))
 			e.sleep(rng, perStep*0.9, perStep*1.1)
 			step.End(nil)
 			if s.Fail && i == s.Steps/2 {
@@ -243,11 +243,11 @@ func (e *Engine) run(exec otelomni.ActivePhase, req *otelomni.Request, s Scenari
 		}
 		return decode(ctx)
 	}
-	fwd := exec.StartPhase(spans.Forward)
+	fwd := req.StartPhase(ctx, spans.Forward)
 	if err := within(fwd, func(context.Context) error { return denoise(fwd) }); err != nil {
 		return err
 	}
-	return within(exec.StartPhase(spans.VAEDecode), decode)
+	return within(req.StartPhase(ctx, spans.VAEDecode), decode)
 }
 
 // output hands one output back: wait for an asynchronous copy, then
