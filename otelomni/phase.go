@@ -80,16 +80,18 @@ type liveArgs struct {
 }
 
 // liveArgsOf reads p's output or step from kv, and drops what otelomni sets
-// itself. It returns an error, counted, when the output or step is not one
-// p can take.
-func (r *Request) liveArgsOf(call string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
+// itself; fn is the call, "StartPhase" or "RecordPhase", for its errors. It
+// returns an error, counted, when the output or step is not one p can take.
+func (r *Request) liveArgsOf(fn string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
 	a := liveArgs{output: -1, step: -1}
 	if len(kv) == 0 {
+		// The common case: no name built.
 		if p == spans.DenoiseStep {
-			return a, r.misuse(call, "a denoise step needs its step (attrs.StepKey)")
+			return a, r.misuse(callName(fn, p), "a denoise step needs its step (attrs.StepKey)")
 		}
 		return a, nil
 	}
+	call := callName(fn, p)
 	var idx, fin, step *attribute.Value
 	for i := range kv {
 		switch kv[i].Key {
@@ -142,6 +144,9 @@ func int64Of(v attribute.Value) int64 {
 	return -1
 }
 
+// callName names call fn on phase p in errors, as "StartPhase(exec)".
+func callName(fn string, p spans.Phase) string { return fn + "(" + p.String() + ")" }
+
 // misuse counts a call that does nothing, and returns why as an error
 // matching ErrInvalidPhase.
 func (r *Request) misuse(call, why string) error {
@@ -154,12 +159,11 @@ func (r *Request) misuse(call, why string) error {
 // the request), when the tree's rules admit it, and returns its
 // ActivePhase. A phase refused is counted and starts nothing.
 func (r *Request) startLive(ctx context.Context, parentID uint32, p spans.Phase, kv []attribute.KeyValue) ActivePhase {
-	call := "StartPhase(" + p.String() + ")"
 	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
-		_ = r.misuse(call, "not a phase a live call takes (a transfer's parts: RecordTransfer)")
+		_ = r.misuse(callName("StartPhase", p), "not a phase a live call takes (a transfer's parts: RecordTransfer)")
 		return refused(ctx)
 	}
-	args, err := r.liveArgsOf(call, p, kv)
+	args, err := r.liveArgsOf("StartPhase", p, kv)
 	if err != nil {
 		return refused(ctx)
 	}

@@ -71,11 +71,10 @@ func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	call := "RecordPhase(" + p.String() + ")"
 	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
-		return r.misuse(call, "not a phase this call takes (a transfer's parts: RecordTransfer)")
+		return r.misuse(callName("RecordPhase", p), "not a phase this call takes (a transfer's parts: RecordTransfer)")
 	}
-	args, err := r.liveArgsOf(call, p, kv)
+	args, err := r.liveArgsOf("RecordPhase", p, kv)
 	if err != nil {
 		return err
 	}
