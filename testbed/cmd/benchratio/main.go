@@ -124,11 +124,15 @@ func run(ctx context.Context, w io.Writer, in, raw, goCmd string, rounds int, be
 	for _, s := range suites {
 		all = append(all, s.rows...)
 	}
-	rows, err := summarise(res, all)
-	if err != nil {
-		return err
+	var tables [][]row
+	for _, u := range units {
+		rows, err := summarise(res, all, u.unit)
+		if err != nil {
+			return err
+		}
+		tables = append(tables, rows)
 	}
-	return printSummary(w, res, rows)
+	return printSummary(w, res, tables)
 }
 
 // runRounds builds each suite's test binary, then runs every suite once a

@@ -17,10 +17,16 @@ import (
 	"golang.org/x/perf/benchunit"
 )
 
-// measure is one sub-benchmark's figures in one round.
-type measure struct {
-	sec, bytes, allocs float64
-	mem                bool // bytes and allocs were reported
+// measure is one sub-benchmark's figures in one round, by unit (as the
+// Go benchmark format tidies them: "sec/op", "cpu-sec/op", "B/op",
+// "allocs/op").
+type measure map[string]float64
+
+// The units compared: the time per operation, and the process's CPU time
+// per operation where the benchmark reports it.
+var units = []struct{ unit, title string }{
+	{"sec/op", "time per request"},
+	{"cpu-sec/op", "CPU time of the process per request (every thread's; no time waiting for a core)"},
 }
 
 // results are the sub-benchmarks' figures by round.
@@ -74,16 +80,13 @@ func read(r io.Reader, fileName string) (*results, error) {
 					res.load = append(res.load, v)
 				}
 			}
-			sec, ok := rec.Value("sec/op")
-			if !ok {
+			if _, ok := rec.Value("sec/op"); !ok {
 				file, line := rec.Pos()
 				return nil, fmt.Errorf("%s:%d: %s has no time per operation", file, line, name)
 			}
-			m := measure{sec: sec}
-			b, okB := rec.Value("B/op")
-			a, okA := rec.Value("allocs/op")
-			if okB && okA {
-				m.bytes, m.allocs, m.mem = b, a, true
+			m := measure{}
+			for _, v := range rec.Values {
+				m[v.Unit] = v.Value
 			}
 			if res.by[name] == nil {
 				res.by[name] = map[string]measure{}
@@ -113,9 +116,10 @@ func splitProcs(n benchfmt.Name) (name, procs string) {
 	return b.String(), procs
 }
 
-// row is one comparison, summarised.
+// row is one comparison, summarised in one unit.
 type row struct {
 	comparison
+	unit   string
 	rounds int
 	// min are the minimums of ours, theirs and the base over the rounds
 	// (the base's 0 when the comparison has none).
@@ -133,11 +137,13 @@ type row struct {
 // confidence is the confidence level of the median's interval.
 const confidence = 0.95
 
-// summarise summarises each comparison over the rounds in which its
-// sub-benchmarks ran. It fails when a sub-benchmark has no result, or a
-// round has one side of a pair and not the other.
-func summarise(res *results, comps []comparison) ([]row, error) {
+// summarise summarises each comparison in unit over the rounds in which
+// its sub-benchmarks ran. It fails when a sub-benchmark has no result, or
+// a round has one side of a pair and not the other; it returns no row
+// where a side does not report unit in some round.
+func summarise(res *results, comps []comparison, unit string) ([]row, error) {
 	var rows []row
+comps:
 	for _, c := range comps {
 		ours, theirs := res.by[c.ours], res.by[c.theirs]
 		for _, n := range []string{c.ours, c.theirs, c.base} {
@@ -145,7 +151,7 @@ func summarise(res *results, comps []comparison) ([]row, error) {
 				return nil, fmt.Errorf("%s: no result (skipped, or not in the output)", n)
 			}
 		}
-		r := row{comparison: c}
+		r := row{comparison: c, unit: unit}
 		var ratios, so, st, sb, ao, at, bo, bt []float64
 		for _, round := range res.rounds {
 			o, okO := ours[round]
@@ -156,13 +162,18 @@ func summarise(res *results, comps []comparison) ([]row, error) {
 			if !okO {
 				continue
 			}
-			ratios = append(ratios, o.sec/t.sec)
-			so, st = append(so, o.sec), append(st, t.sec)
-			if o.mem && t.mem {
-				ao, at, bo, bt = append(ao, o.allocs), append(at, t.allocs), append(bo, o.bytes), append(bt, t.bytes)
+			vo, okO := o[unit]
+			vt, okT := t[unit]
+			if !okO || !okT {
+				continue comps
 			}
-			if b, ok := res.by[c.base][round]; ok {
-				sb = append(sb, b.sec)
+			ratios = append(ratios, vo/vt)
+			so, st = append(so, vo), append(st, vt)
+			if _, ok := o["allocs/op"]; ok {
+				ao, at, bo, bt = append(ao, o["allocs/op"]), append(at, t["allocs/op"]), append(bo, o["B/op"]), append(bt, t["B/op"])
+			}
+			if b, ok := res.by[c.base][round][unit]; ok {
+				sb = append(sb, b)
 			}
 		}
 		r.rounds = len(ratios)
@@ -195,9 +206,10 @@ func median(xs []float64) benchmath.Summary {
 	return benchmath.AssumeNothing.Summary(benchmath.NewSample(slices.Clone(xs), &benchmath.DefaultThresholds), confidence)
 }
 
-// printSummary writes the summary: the machine and the rounds' load, then one
-// line a comparison.
-func printSummary(w io.Writer, res *results, rows []row) error {
+// printSummary writes the summary: the machine and the rounds' load, then
+// a table of the comparisons for each unit that has rows, the first with
+// the allocations.
+func printSummary(w io.Writer, res *results, tables [][]row) error {
 	var head []string
 	for _, kv := range res.machine {
 		head = append(head, kv[0]+": "+kv[1])
@@ -210,21 +222,40 @@ func printSummary(w io.Writer, res *results, rows []row) error {
 			slices.Min(res.load), slices.Max(res.load), l.Center)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "path\tours / theirs\tratio of minimums\tmedian of paired ratios (95% CI)\tmin sec/op ours\ttheirs\tallocs/op ours\ttheirs\tB/op ours\ttheirs\tfloor min\tours / floor\t")
-	for _, r := range rows {
-		floor, overFloor := "", ""
-		if r.base != "" {
-			floor = seconds(r.minBase)
-			overFloor = fmt.Sprintf("%.2fx", r.minOurs/r.minBase)
+	for i, rows := range tables {
+		if len(rows) == 0 {
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s / %s\t%.3fx\t%.3fx [%.3f, %.3f] n=%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.label, sub(r.ours), sub(r.theirs), r.ratioOfMins, r.paired.Center, r.paired.Lo, r.paired.Hi, r.rounds,
-			seconds(r.minOurs), seconds(r.minTheirs), count(r.allocsOurs), count(r.allocsTheirs),
-			count(r.bytesOurs), count(r.bytesTheirs), floor, overFloor)
+		for _, u := range units {
+			if u.unit == rows[0].unit {
+				fmt.Fprintf(w, "\n%s (%s)\n", u.title, u.unit)
+			}
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		head := "path\tours / theirs\tratio of minimums\tmedian of paired ratios (95% CI)\tmin ours\tmin theirs\tmin floor\tours / floor"
+		if i == 0 {
+			head += "\tallocs/op ours\ttheirs\tB/op ours\ttheirs"
+		}
+		fmt.Fprintln(tw, head+"\t")
+		for _, r := range rows {
+			floor, overFloor := "", ""
+			if r.base != "" && r.minBase > 0 {
+				floor = seconds(r.minBase)
+				overFloor = fmt.Sprintf("%.2fx", r.minOurs/r.minBase)
+			}
+			fmt.Fprintf(tw, "%s\t%s / %s\t%.3fx\t%.3fx [%.3f, %.3f] n=%d\t%s\t%s\t%s\t%s",
+				r.label, sub(r.ours), sub(r.theirs), r.ratioOfMins, r.paired.Center, r.paired.Lo, r.paired.Hi, r.rounds,
+				seconds(r.minOurs), seconds(r.minTheirs), floor, overFloor)
+			if i == 0 {
+				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", count(r.allocsOurs), count(r.allocsTheirs), count(r.bytesOurs), count(r.bytesTheirs))
+			}
+			fmt.Fprintln(tw, "\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
 // sub is a sub-benchmark's name without its benchmark's.

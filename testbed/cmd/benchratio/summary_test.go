@@ -25,7 +25,7 @@ func summariseText(t *testing.T, text string, comps ...comparison) ([]row, error
 	if err != nil {
 		t.Fatal(err)
 	}
-	return summarise(res, comps)
+	return summarise(res, comps, "sec/op")
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -60,7 +60,7 @@ func TestRatiosArePairedByRound(t *testing.T) {
 	}
 	var out bytes.Buffer
 	res, _ := read(strings.NewReader(in.String()), "test")
-	if err := printSummary(&out, res, rows); err != nil {
+	if err := printSummary(&out, res, [][]row{rows}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"goos: linux", "cpu: Test CPU", "GOMAXPROCS: 2", "3 rounds", "1.50 to 3.50, median 2.50",
@@ -68,6 +68,32 @@ func TestRatiosArePairedByRound(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the summary has no %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestEachUnitIsSummarisedAlone: the CPU time per operation is
+// summarised as the time is, from its own figures; a comparison whose
+// sides do not report it has no row of it.
+func TestEachUnitIsSummarisedAlone(t *testing.T) {
+	in := "round: 1\n" +
+		"BenchmarkRequest/otelomni-2\t10\t200 ns/op\t110 cpu-ns/op\n" +
+		"BenchmarkRequest/handwritten-2\t10\t100 ns/op\t100 cpu-ns/op\n" +
+		"BenchmarkJournal/journal-2\t10\t200 ns/op\n" +
+		"BenchmarkJournal/nojournal-2\t10\t100 ns/op\n"
+	res, err := read(strings.NewReader(in), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := []comparison{{label: "a", ours: "Request/otelomni", theirs: "Request/handwritten"}, {label: "b", ours: "Journal/journal", theirs: "Journal/nojournal"}}
+	rows, err := summarise(res, comps, "cpu-sec/op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].label != "a" || !near(rows[0].ratioOfMins, 1.1) || !near(rows[0].paired.Center, 1.1) {
+		t.Errorf("CPU rows %+v, want one, a, of 1.1", rows)
+	}
+	if rows, _ := summarise(res, comps, "sec/op"); len(rows) != 2 || !near(rows[0].ratioOfMins, 2) {
+		t.Errorf("time rows %+v, want two, the first of 2", rows)
 	}
 }
 
@@ -133,7 +159,9 @@ func TestTheDocumentedComparisonRuns(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out.String(), "2 rounds") {
-		t.Errorf("not 2 rounds:\n%s", out.String())
+	for _, want := range []string{"2 rounds", "(sec/op)", "(cpu-sec/op)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q:\n%s", want, out.String())
+		}
 	}
 }
