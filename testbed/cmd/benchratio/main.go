@@ -1,11 +1,13 @@
 // Copyright The otelomni Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Command benchratio runs the comparison docs/performance.md reports:
+// Command benchratio runs the comparisons docs/performance.md reports:
 // otelomni's live path against the same spans and measurements written by
-// hand, on every path (BenchmarkRequest in ./otelomni), and the crash
-// journal against the same live path without it (BenchmarkJournal in
-// ./otelsetup).
+// hand, on every path (BenchmarkRequest in ./otelomni); the record path
+// against its hand-written spans, a batched request against one alone, and
+// requests on 8 and 64 goroutines against one (BenchmarkRecord,
+// BenchmarkBatch, BenchmarkScaling); and the crash journal against the
+// same live path without it (BenchmarkJournal in ./otelsetup).
 //
 //	go run ./testbed/cmd/benchratio [-rounds 16] [-benchtime 0.5s] [-raw FILE]
 //	go run ./testbed/cmd/benchratio -in FILE
@@ -65,6 +67,22 @@ var suites = []suite{
 			{"unsampled", "Request/unsampled", "Request/handwritten-unsampled", "Request/floor-unsampled"},
 			{"unsampled, metrics on", "Request/unsampled+metrics", "Request/handwritten-unsampled+metrics", "Request/floor-unsampled+metrics"},
 			{"no SDK installed", "Request/nosdk", "Request/handwritten-nosdk", "Request/floor-nosdk"},
+		},
+	},
+	{
+		pkg:   "github.com/otelomni/otelomni/otelomni",
+		bench: "^(BenchmarkRecord|BenchmarkBatch)$",
+		rows: []comparison{
+			{"record path", "Record/otelomni", "Record/handwritten", ""},
+			{"a request in a batch of 4", "Batch/batched", "Batch/unbatched", ""},
+		},
+	},
+	{
+		pkg:   "github.com/otelomni/otelomni/otelomni",
+		bench: "^BenchmarkScaling$/^goroutines=(1|8|64)$/^otelomni$",
+		rows: []comparison{
+			{"8 goroutines, against 1", "Scaling/goroutines=8/otelomni", "Scaling/goroutines=1/otelomni", ""},
+			{"64 goroutines, against 1", "Scaling/goroutines=64/otelomni", "Scaling/goroutines=1/otelomni", ""},
 		},
 	},
 	{
