@@ -153,8 +153,8 @@ func run(ctx context.Context, w io.Writer, in, raw, goCmd string, rounds int, be
 	return printSummary(w, res, tables)
 }
 
-// runRounds builds each suite's test binary, then runs every suite once a
-// round, writing each round's number, the load average at its start and
+// runRounds builds each package's test binary once, then runs every suite
+// once a round, writing each round's number, the load average at its start and
 // the benchmarks' output to w.
 func runRounds(ctx context.Context, w io.Writer, goCmd string, rounds int, benchtime string) error {
 	dir, err := os.MkdirTemp("", "benchratio")
@@ -164,7 +164,13 @@ func runRounds(ctx context.Context, w io.Writer, goCmd string, rounds int, bench
 	defer os.RemoveAll(dir)
 	bins := make([]string, len(suites))
 	dirs := make([]string, len(suites))
+	built := map[string]int{} // by package: the suite whose binary it is
 	for i, s := range suites {
+		if j, ok := built[s.pkg]; ok {
+			bins[i], dirs[i] = bins[j], dirs[j]
+			continue
+		}
+		built[s.pkg] = i
 		bins[i] = filepath.Join(dir, fmt.Sprintf("%d.test", i))
 		build := exec.CommandContext(ctx, goCmd, "test", "-c", "-o", bins[i], s.pkg)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
