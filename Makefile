@@ -72,9 +72,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
 
-## bench: the overhead benchmarks, medians of $(BENCHCOUNT) runs.
+## bench: otelomni's live path against the same spans and measurements
+## written by hand, on every path, and the crash journal against the same
+## path without it: BENCHROUNDS rounds, each running every sub-benchmark
+## once (docs/performance.md). Not part of make test.
+BENCHROUNDS ?= 16
+BENCHTIME   ?= 0.5s
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./otelomni
+	$(GO) run ./testbed/cmd/benchratio -rounds $(BENCHROUNDS) -benchtime $(BENCHTIME) -go $(GO)
 
 ## import-bench: what `omnitrace import` costs against a bare JSON decode
 ## of the same lines, side by side, with peak memory (docs/omnitrace.md).

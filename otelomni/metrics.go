@@ -5,6 +5,7 @@ package otelomni
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -92,9 +93,11 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 // seconds converts a duration to the instruments' unit.
 func seconds(d time.Duration) float64 { return d.Seconds() }
 
-// recordSet returns the record option of an attribute set.
+// recordSet returns the record option of an attribute set. It copies kv
+// first: attribute.NewSet sorts the slice it is given in place, and the
+// phases' sets are built from one shared base.
 func recordSet(kv ...attribute.KeyValue) []metric.RecordOption {
-	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(slices.Clone(kv)...))}
 }
 
 // observe records one measured phase in the phase histogram, and what

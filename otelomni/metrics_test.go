@@ -370,3 +370,44 @@ func TestTimeToFirstTokenFromAnLLMStagesFirstToken(t *testing.T) {
 		t.Fatalf("time to first token %+v, want one measurement of 40 ms", ttft)
 	}
 }
+
+// TestEveryPhasesMeasurementCarriesItsOwnAttributes: with a model, a stage
+// type and a modality, each phase's measurement carries those three and
+// its own omni.phase, and exec per step the three alone, whatever the
+// order the attribute sets were built in.
+func TestEveryPhasesMeasurementCarriesItsOwnAttributes(t *testing.T) {
+	m := newMetered(t, true)
+	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "r", Model: "Qwen/Qwen-Image", Modality: attrs.ModalityImage,
+		NumInferenceSteps: 4, Stage: otelomni.StageInfo{Type: attrs.StageDiffusion}})
+	phases := []spans.Phase{spans.Preprocess, spans.Exec, spans.QueueWait, spans.OutputReadyWait, spans.Postprocess}
+	for _, p := range phases {
+		req.StartPhase(ctx, p).End(nil)
+	}
+	req.End(nil)
+	want := func(p spans.Phase) string {
+		kv := []attribute.KeyValue{semconv.GenAIRequestModelKey.String("Qwen/Qwen-Image"), attrs.StageTypeKey.String(attrs.StageDiffusion),
+			attrs.OutputModalityKey.String(attrs.ModalityImage)}
+		if p != 0 {
+			kv = append(kv, attrs.PhaseKey.String(p.String()))
+		}
+		s := attribute.NewSet(kv...)
+		return s.Encoded(attribute.DefaultEncoder())
+	}
+	h := m.histograms(t)
+	got := map[string]bool{}
+	for _, dp := range h["omni.phase.duration"] {
+		got[dp.Attributes.Encoded(attribute.DefaultEncoder())] = true
+	}
+	for _, p := range phases {
+		if !got[want(p)] {
+			t.Errorf("no %v measurement with {%s}; the phase histogram holds %v", p, want(p), got)
+		}
+	}
+	var perStep []string
+	for _, dp := range h["omni.diffusion.exec_per_step"] {
+		perStep = append(perStep, dp.Attributes.Encoded(attribute.DefaultEncoder()))
+	}
+	if len(perStep) != 1 || perStep[0] != want(0) {
+		t.Errorf("exec per step: data points with %q; want one, with {%s}", perStep, want(0))
+	}
+}

@@ -77,7 +77,7 @@ type liveArgs struct {
 // sets itself. It counts nothing: a phase refused for another reason is
 // counted for that reason alone. It returns an error matching
 // ErrInvalidPhase when the output or step is not one p can take.
-func phaseArgs(call string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
+func phaseArgs(fn string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, error) {
 	a := liveArgs{output: -1, step: -1}
 	var idx, fin, step *attribute.Value
 	for i := range kv {
@@ -91,7 +91,7 @@ func phaseArgs(call string, p spans.Phase, kv []attribute.KeyValue) (liveArgs, e
 		}
 	}
 	bad := func(why string) (liveArgs, error) {
-		return a, fmt.Errorf("%w: %s: %s; no span emitted", ErrInvalidPhase, call, why)
+		return a, fmt.Errorf("%w: %s: %s; no span emitted", ErrInvalidPhase, callName(fn, p), why)
 	}
 	if p == spans.DenoiseStep {
 		if step == nil {
@@ -149,22 +149,25 @@ func (r *Request) misuse(call, why string) error {
 
 // admitted counts the keys a phase started or recorded without, once it
 // is admitted.
-func (r *Request) admitted(call string, dropped []attribute.Key) {
+func (r *Request) admitted(fn string, p spans.Phase, dropped []attribute.Key) {
 	for _, k := range dropped {
-		r.in.stats.misused((&reservedError{call: call, key: k}).Error())
+		r.in.stats.misused((&reservedError{call: callName(fn, p), key: k}).Error())
 	}
 }
+
+// callName names call fn on phase p in errors, as "StartPhase(exec)": built
+// only when there is an error to write.
+func callName(fn string, p spans.Phase) string { return fn + "(" + p.String() + ")" }
 
 // startLive starts live phase p now, under the parent the tree's rules give
 // it, when they admit it, and returns its ActivePhase. A phase refused is
 // counted and starts nothing.
 func (r *Request) startLive(ctx context.Context, p spans.Phase, kv []attribute.KeyValue) ActivePhase {
-	call := "StartPhase(" + p.String() + ")"
 	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
-		_ = r.misuse(call, "not a phase a live call takes (a transfer's parts: RecordTransfer)")
+		_ = r.misuse(callName("StartPhase", p), "not a phase a live call takes (a transfer's parts: RecordTransfer)")
 		return refused(ctx)
 	}
-	args, err := phaseArgs(call, p, kv)
+	args, err := phaseArgs("StartPhase", p, kv)
 	if err != nil {
 		r.in.stats.misused(err.Error())
 		return refused(ctx)
@@ -188,7 +191,7 @@ func (r *Request) startLive(ctx context.Context, p spans.Phase, kv []attribute.K
 		}
 	}
 	r.mu.Unlock()
-	r.admitted(call, args.dropped)
+	r.admitted("StartPhase", p, args.dropped)
 	if len(args.kv) > 0 {
 		args.kv = r.in.kvs(args.kv)
 	}

@@ -71,11 +71,10 @@ func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv
 	if !r.recording() || !iv.Measured() {
 		return nil
 	}
-	call := "RecordPhase(" + p.String() + ")"
 	if !plan.Valid(p) || plan.ParentOf(p) == plan.UnderTransfer {
-		return r.misuse(call, "not a phase this call takes (a transfer's parts: RecordTransfer)")
+		return r.misuse(callName("RecordPhase", p), "not a phase this call takes (a transfer's parts: RecordTransfer)")
 	}
-	args, err := phaseArgs(call, p, kv)
+	args, err := phaseArgs("RecordPhase", p, kv)
 	if err != nil {
 		r.in.stats.misused(err.Error())
 		return err
@@ -87,7 +86,7 @@ func (r *Request) RecordPhase(p spans.Phase, iv spans.Interval, failed error, kv
 		return err
 	}
 	ps := [1]plan.Span{{Phase: p, Start: iv.Start(), End: iv.End(), Output: args.output, Final: args.final, Step: args.step, Err: failed}}
-	return r.recordPlanned(ps[:], recordOpts{kv: args.kv, args: &args, call: call})
+	return r.recordPlanned(ps[:], recordOpts{kv: args.kv, args: &args})
 }
 
 // accepted is one planned span that passed the tree's checks, with where
@@ -113,10 +112,9 @@ func (b *batchNests) of(p spans.Phase) *int {
 
 // recordOpts are what a batch of recorded spans carries beside the plan.
 type recordOpts struct {
-	// args and call, for RecordPhase: the keys left out are counted once
-	// the phase is admitted.
+	// args, for RecordPhase: the keys left out are counted once the phase
+	// is admitted.
 	args *liveArgs
-	call string
 	// kv are attributes of the caller's, on every span.
 	kv            []attribute.KeyValue
 	reconstructed bool
@@ -198,7 +196,7 @@ func (r *Request) recordPlanned(planned []plan.Span, o recordOpts) error {
 		r.in.stats.conflict(e)
 	}
 	if o.args != nil && len(fitted) > 0 {
-		r.admitted(o.call, o.args.dropped)
+		r.admitted("RecordPhase", fitted[0].ps.Phase, o.args.dropped)
 	}
 
 	var ctxBuf [16]context.Context

@@ -230,13 +230,14 @@ func (in *Instrumenter) startRequest(ctx context.Context, info *RequestInfo) (co
 	if r == noRequest {
 		return ctx, r
 	}
-	r.parent = ctx
+	// The phases hang under ctx as it holds the span: the SDK finds their
+	// parent there at once, with no layer to look through.
+	r.parent, r.ctx = ctx, ctx
 	if r.span != nil {
 		// A stage of this process started under it finds it here, and
 		// ends inside it.
 		ctx = context.WithValue(ctx, requestKey{}, r)
 	}
-	r.ctx = ctx
 	return ctx, r
 }
 

@@ -35,8 +35,8 @@ func docsInventory() []docEntry {
 		}},
 		{key: "README.md#otelomni/3", contains: "make load", cmds: []docCmd{
 			{prefix: "make bench", covered: &docCover{
-				reason: "minutes of benchmarks, whose figures docs/performance.md reports; a test never depends on speed",
-				tests:  []string{"TestBenchmarkBaselinesMakeTheSameSpansAsOtelomni"}}},
+				reason: "minutes of benchmarks, whose figures docs/performance.md reports; a test never depends on speed: the test runs the same command for two rounds of one iteration",
+				tests:  []string{"TestTheDocumentedComparisonRuns", "TestBenchmarkBaselinesMakeTheSameSpansAsOtelomni"}}},
 			{prefix: "make load   ", covered: &docCover{
 				reason: "60 s at 3000 requests/s: the next line runs the same tool and target for 3 s",
 				tests:  []string{"TestDocsShellBlocks"}}},
@@ -280,13 +280,27 @@ func docsInventory() []docEntry {
 		}},
 
 		// docs/performance.md
-		{key: "docs/performance.md#targets/1", contains: "oo.test", cmds: []docCmd{
+		{key: "docs/performance.md#running-it/1", contains: "make bench", cmds: []docCmd{
+			{prefix: "make bench", covered: &docCover{
+				reason: "minutes of benchmarks, whose figures the page reports; a test never depends on speed: the test runs the same command for two rounds of one iteration",
+				tests:  []string{"TestTheDocumentedComparisonRuns", "TestBenchmarkBaselinesMakeTheSameSpansAsOtelomni"}}},
+		}},
+		{key: "docs/performance.md#where-otelomnis-own-work-goes/1", contains: "cpuprofile", cmds: []docCmd{
 			{prefix: "go test -c -o /tmp/oo.test ./otelomni", covered: &docCover{
-				reason: "builds the benchmark binary of the next command",
+				reason: "builds the benchmark binary the next commands profile",
 				tests:  []string{"BenchmarkRequest"}}},
-			{prefix: "for i in $(seq 15)", covered: &docCover{
-				reason: "minutes of benchmarks, whose ratios the table reports; a test never depends on speed",
-				tests:  []string{"BenchmarkRequest", "TestBenchmarkBaselinesMakeTheSameSpansAsOtelomni"}}},
+			{prefix: "/tmp/oo.test -test.run", covered: &docCover{
+				reason: "a 40 s profile of one sub-benchmark, whose findings the page reports",
+				tests:  []string{"BenchmarkRequest"}}},
+			{prefix: "go tool pprof -top", covered: &docCover{
+				reason: "reads the profile the command before writes",
+				tests:  []string{"BenchmarkRequest"}}},
+			{prefix: "GOGC=off GODEBUG=asyncpreemptoff=1 valgrind", covered: &docCover{
+				reason: "valgrind, which the tests do not install, counting the instructions of the same sub-benchmark",
+				tests:  []string{"BenchmarkRequest"}}},
+			{prefix: "callgrind_annotate", covered: &docCover{
+				reason: "reads the counts the command before writes",
+				tests:  []string{"BenchmarkRequest"}}},
 		}},
 
 		// docs/reliability.md
