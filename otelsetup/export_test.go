@@ -368,6 +368,33 @@ func TestSpansWithTimesOTLPCannotCarryAreRefusedOrRepaired(t *testing.T) {
 	}
 }
 
+// An event whose time OTLP cannot carry is left out of its span, counted in
+// the span's dropped events; the span and its other events are exported.
+func TestEventsWithTimesOTLPCannotCarryAreLeftOut(t *testing.T) {
+	clearOTelEnv(t)
+	tel, exp := setupWithMemory(t)
+	tr := tel.TracerProvider().Tracer("other") // not otelomni: nothing checked its times
+	_, span := tr.Start(context.Background(), "with events")
+	span.AddEvent("1960", trace.WithTimestamp(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)))
+	span.AddEvent("fine")
+	span.AddEvent("year 3000", trace.WithTimestamp(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)))
+	span.End()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := exp.GetSpans()
+	if len(got) != 1 {
+		t.Fatalf("exported %d spans, want 1", len(got))
+	}
+	s := got[0]
+	if len(s.Events) != 1 || s.Events[0].Name != "fine" || s.DroppedEvents != 2 {
+		t.Errorf("events %v, %d dropped; want only \"fine\", 2 dropped", s.Events, s.DroppedEvents)
+	}
+	if st := tel.ExportStats(); st.Refused != 0 || st.Repaired != 1 || st.Exported != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
 // headerCollector records the headers of the requests it gets.
 type headerCollector struct {
 	coltrace.UnimplementedTraceServiceServer

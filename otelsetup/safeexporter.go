@@ -28,7 +28,8 @@ const maxKeyBytes = 256
 // safeExporter wraps the exporter that Setup builds. It counts what was
 // exported and what failed (see [ExportStats]); it refuses a span whose
 // times OTLP cannot carry, ends a span that ends before it starts where it
-// starts, and repairs every span that carries a string the OTLP exporters
+// starts, leaves out an event whose time OTLP cannot carry (counted in the
+// span's dropped events: the span itself is kept), and repairs every span that carries a string the OTLP exporters
 // would refuse or the byte limit does not allow: the OTLP exporters refuse a whole batch for one string that is
 // not valid UTF-8, so one bad string from any instrumentation in the
 // process would otherwise cost every other span of its batch. The same
@@ -153,7 +154,7 @@ func spanOK(s sdktrace.ReadOnlySpan, maxValue int) bool {
 		return false
 	}
 	for _, ev := range s.Events() {
-		if !sanitize.Valid(ev.Name, maxKeyBytes) || !kvsOK(ev.Attributes, maxValue) {
+		if !plan.InRange(ev.Time) || !sanitize.Valid(ev.Name, maxKeyBytes) || !kvsOK(ev.Attributes, maxValue) {
 			return false
 		}
 	}
@@ -185,10 +186,12 @@ type repairedSpan struct {
 	name   string
 	attrs  []attribute.KeyValue
 	events []sdktrace.Event
-	links  []sdktrace.Link
-	status sdktrace.Status
-	scope  instrumentation.Scope
-	res    *resource.Resource
+	// droppedEvents adds the events left out for their times.
+	droppedEvents int
+	links         []sdktrace.Link
+	status        sdktrace.Status
+	scope         instrumentation.Scope
+	res           *resource.Resource
 }
 
 func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
@@ -211,7 +214,13 @@ func repair(s sdktrace.ReadOnlySpan, maxValue int) sdktrace.ReadOnlySpan {
 	if !setOK(r.scope.Attributes, maxValue) {
 		r.scope.Attributes = attribute.NewSet(sanitize.KeyValues(r.scope.Attributes.ToSlice(), maxKeyBytes, maxValue)...)
 	}
+	r.droppedEvents = s.DroppedEvents()
 	for _, ev := range s.Events() {
+		if !plan.InRange(ev.Time) {
+			// OTLP would carry it as another time (before 1970: 1970).
+			r.droppedEvents++
+			continue
+		}
 		ev.Name = sanitize.String(ev.Name, maxKeyBytes)
 		ev.Attributes = sanitize.KeyValues(ev.Attributes, maxKeyBytes, maxValue)
 		r.events = append(r.events, ev)
@@ -227,6 +236,7 @@ func (r *repairedSpan) Name() string                                { return r.n
 func (r *repairedSpan) EndTime() time.Time                          { return r.end }
 func (r *repairedSpan) Attributes() []attribute.KeyValue            { return r.attrs }
 func (r *repairedSpan) Events() []sdktrace.Event                    { return r.events }
+func (r *repairedSpan) DroppedEvents() int                          { return r.droppedEvents }
 func (r *repairedSpan) Links() []sdktrace.Link                      { return r.links }
 func (r *repairedSpan) Status() sdktrace.Status                     { return r.status }
 func (r *repairedSpan) InstrumentationScope() instrumentation.Scope { return r.scope }
