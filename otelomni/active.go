@@ -120,6 +120,19 @@ func (r *Request) endLive(id uint32, err error) {
 	if clamped {
 		r.in.stats.clampedEnd(fmt.Sprintf("%s: %v ended before a part recorded inside it; ended at that part's end", r.id, o.phase))
 	}
+	if len(kids) == 0 {
+		// The common case, one span: nothing to keep going past a panic.
+		r.finishWithSteps(&o, at, err, stepsRun)
+		return
+	}
+	r.finishWithKids(kids, o, at, err, stepsRun)
+}
+
+// finishWithKids ends the parts a phase ended (latest started first), then
+// the phase, at at: every span ends, whichever span processor panics, then
+// the first panic goes on. Apart from endLive, so that its common case
+// moves nothing to the heap.
+func (r *Request) finishWithKids(kids []openPhase, o openPhase, at time.Time, err error, stepsRun int) {
 	steps := make([]func(), 0, len(kids)+1)
 	for i := len(kids) - 1; i >= 0; i-- {
 		k := &kids[i]

@@ -187,3 +187,24 @@ func TestAdvTheErrorHandlerNeverRunsUnderARequestsLock(t *testing.T) {
 		t.Fatal("Request.End deadlocked: it called the error handler under the request's lock, and the handler called back into the request")
 	}
 }
+
+// A span processor that panics in OnEnd of the request span, every phase
+// ended: the panic is the caller's to see, and the request's duration is
+// recorded all the same.
+func TestAPanicInOnEndOfTheRequestStillRecordsItsDuration(t *testing.T) {
+	m := newMetered(t, true)
+	m.tp.RegisterSpanProcessor(&hook{name: spans.RequestSpanName, onEnd: func() { panic("a user's span processor failed") }})
+	ctx, req := m.in.Start(context.Background(), otelomni.RequestInfo{ID: "p", Model: "Qwen/Qwen-Image"})
+	req.StartPhase(ctx, spans.Exec).End(nil)
+	panicked := func() (p bool) {
+		defer func() { p = recover() != nil }()
+		req.End(nil)
+		return false
+	}()
+	if !panicked {
+		t.Error("the span processor's panic did not reach the caller")
+	}
+	if d := m.histograms(t)["gen_ai.server.request.duration"]; len(d) != 1 || d[0].Count != 1 {
+		t.Errorf("request durations %v, want one", d)
+	}
+}

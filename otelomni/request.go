@@ -545,6 +545,18 @@ func (r *Request) closeLocked(at time.Time, err error) closing {
 // first panic goes on.
 func (c *closing) finish() {
 	r := c.r
+	if len(c.kids) == 0 {
+		// The common case, every phase ended: the span, and the duration
+		// recorded whether or not a span processor panics in its end.
+		if c.starting {
+			return
+		}
+		defer r.observeScope(c.at, c.err)
+		if r.span != nil {
+			r.endSpan(r.span, c.at, c.err)
+		}
+		return
+	}
 	var steps []func()
 	for i := len(c.kids) - 1; i >= 0; i-- {
 		k := &c.kids[i]
@@ -631,12 +643,23 @@ func (r *Request) end(at time.Time, err error) error {
 		}
 		r.in.stats.clampedEnd(what)
 	}
+	if len(ended) == 0 {
+		self.finish()
+		return bad
+	}
+	finishAll(ended, self)
+	return bad
+}
+
+// finishAll ends the stages a request ended, then the request: each ends,
+// whichever span processor panics, then the first panic goes on. Apart
+// from end, so that its common case moves nothing to the heap.
+func finishAll(ended []closing, self closing) {
 	steps := make([]func(), 0, len(ended)+1)
 	for i := range ended {
 		steps = append(steps, ended[i].finish)
 	}
 	runAll(append(steps, self.finish))
-	return bad
 }
 
 // endTimeLocked returns the time r ends at: at, or now when at is zero, no
