@@ -557,6 +557,14 @@ func (c *closing) finish() {
 		}
 		return
 	}
+	finishKids(*c)
+}
+
+// finishKids is finish of a request or stage with open phases. It takes c
+// by value, so that its closures move nothing of the common case to the
+// heap.
+func finishKids(c closing) {
+	r := c.r
 	var steps []func()
 	for i := len(c.kids) - 1; i >= 0; i-- {
 		k := &c.kids[i]
