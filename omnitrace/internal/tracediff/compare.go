@@ -252,8 +252,8 @@ func sorted(r *row) []float64 {
 func uTest(a, b []float64, alpha float64) Test {
 	th := &benchmath.Thresholds{CompareAlpha: alpha}
 	c := benchmath.AssumeNothing.Compare(&benchmath.Sample{Values: a, Thresholds: th}, &benchmath.Sample{Values: b, Thresholds: th})
-	// With ties it can also give more than 1 (4/3 for two samples of two
-	// values each, found by FuzzCompare): p is held to at most 1.
+	// With ties it can also give more than 1 (4/3 for the seed of
+	// FuzzCompare in testdata): p is held to at most 1.
 	p := min(max(c.P, 2/mathx.Choose(len(a)+len(b), len(a))), 1)
 	return Test{Done: true, P: p}
 }
