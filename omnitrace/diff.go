@@ -119,6 +119,9 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if fs.Arg(0) == "" || fs.Arg(1) == "" {
 			return usageErr("BASE and NEW each name one file or more, separated by commas")
 		}
+		// A side of forms is made into spans within the attribute
+		// limits, as import makes them.
+		ignoreInvalidEnv(stderr, diffEnv)
 		stdinUsed := 0
 		for i := range 2 {
 			for _, name := range strings.Split(fs.Arg(i), ",") {

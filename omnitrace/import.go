@@ -193,7 +193,7 @@ func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		// saves a fifth of the CPU.
 		debug.SetGCPercent(300)
 	}
-	x, err := exportSetup(ctx, fl.out, stdout)
+	x, err := exportSetup(ctx, fl.out, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace import: %s\n", sanitize.Display(err.Error(), 1024))
 		return 1

@@ -4,33 +4,32 @@
 package main
 
 import (
-	"os"
+	"strings"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
 
-// otlpClient returns the OTLP client the environment names, as autoexport
-// would choose it (OTEL_TRACES_EXPORTER unset or "otlp", and
-// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL
-// "http/protobuf", the default, or "grpc"), and false when the environment
-// names anything else. The client reads its endpoint, headers, TLS,
-// compression, timeout and retries from the same variables as the
-// exporter autoexport would build.
-func otlpClient() (otlptrace.Client, bool) {
-	if k := os.Getenv("OTEL_TRACES_EXPORTER"); k != "" && k != "otlp" {
-		return nil, false
+// otlpClient returns the OTLP client of OpenTelemetry Go's own exporter
+// for the protocol the environment names
+// (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL:
+// http/protobuf, the default, or grpc, in any case). The client reads its
+// endpoint, headers, TLS, timeout and retries from the same variables
+// itself, once checkEnv has unset the values not valid; the compression
+// is handed to it, since it would read gzip only in lowercase.
+func otlpClient() otlptrace.Client {
+	gzip := strings.EqualFold(otlpValue("COMPRESSION"), "gzip")
+	if strings.EqualFold(otlpValue("PROTOCOL"), "grpc") {
+		var opts []otlptracegrpc.Option
+		if gzip {
+			opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
+		}
+		return otlptracegrpc.NewClient(opts...)
 	}
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	compression := otlptracehttp.NoCompression
+	if gzip {
+		compression = otlptracehttp.GzipCompression
 	}
-	switch proto {
-	case "", "http/protobuf":
-		return otlptracehttp.NewClient(), true
-	case "grpc":
-		return otlptracegrpc.NewClient(), true
-	}
-	return nil, false
+	return otlptracehttp.NewClient(otlptracehttp.WithCompression(compression))
 }

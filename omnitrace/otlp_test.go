@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -301,45 +302,101 @@ func TestShutdownCutsAStuckExportShort(t *testing.T) {
 	}
 }
 
-// TestOTLPClientFollowsTheEnvironment: the OTLP protocols autoexport
-// knows get the fast exporter; anything else is left to autoexport.
+// TestOTLPClientFollowsTheEnvironment: the protocol the environment
+// names, in any case, the traces' own first, chooses the client; a
+// protocol not valid is warned about and ignored, for http/protobuf.
 func TestOTLPClientFollowsTheEnvironment(t *testing.T) {
+	const httpClient, grpcClient = "*otlptracehttp.client", "*otlptracegrpc.client"
 	for _, c := range []struct {
-		exporter, protocol, tracesProtocol string
-		want                               bool
+		protocol, tracesProtocol string
+		want                     string
+		warned                   []string
 	}{
-		{"", "", "", true},
-		{"otlp", "http/protobuf", "", true},
-		{"", "grpc", "", true},
-		{"", "http/protobuf", "grpc", true},
-		{"", "grpc", "http/json", false},
-		{"console", "", "", false},
-		{"none", "", "", false},
-		{"otlp,console", "", "", false},
-		{" otlp", "", "", false},
+		{"", "", httpClient, nil},
+		{"http/protobuf", "", httpClient, nil},
+		{"grpc", "", grpcClient, nil},
+		{"GRPC", "", grpcClient, nil},
+		{"http/protobuf", "grpc", grpcClient, nil},
+		{"grpc", "http/protobuf", httpClient, nil},
+		{"grpc", "http/json", grpcClient, []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}},
+		{" grpc", "", httpClient, []string{"OTEL_EXPORTER_OTLP_PROTOCOL"}},
+		{"grpc,http/protobuf", "grpc ", httpClient, []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}},
 	} {
-		t.Setenv("OTEL_TRACES_EXPORTER", c.exporter)
+		clearEnv(t)
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", c.protocol)
 		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", c.tracesProtocol)
-		if _, ok := otlpClient(); ok != c.want {
-			t.Errorf("%+v: fast exporter %v", c, ok)
+		got, stderr := built(t, client)
+		var warned []string
+		for name := range warningsIn(t, importEnv.name, stderr) {
+			warned = append(warned, name)
+		}
+		sort.Strings(warned)
+		if got != c.want || !slices.Equal(warned, c.warned) {
+			t.Errorf("%+v: %s, warned about %v\n%s", c, got, warned, stderr)
 		}
 	}
 }
 
-// TestCredentialsInTheEndpointAreRefusedUnprinted: the OTLP exporters send
+// TestCredentialsInTheEndpointAreIgnoredUnprinted: the OTLP exporters send
 // to an endpoint's host and path only, so credentials in its URL would be
-// silently dropped; the import refuses them before reading, and never
-// prints the password.
-func TestCredentialsInTheEndpointAreRefusedUnprinted(t *testing.T) {
+// silently dropped; the import warns about the endpoint, never printing
+// the password, ignores it, and exports where it would without it: to
+// the console, or to the other endpoint variable's.
+func TestCredentialsInTheEndpointAreIgnoredUnprinted(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:s3cret@127.0.0.1:1")
-	code, _, stderr := runCmd(t, goodLine+"\n", "import")
-	if code == 0 {
-		t.Fatalf("exit 0 with credentials in the endpoint: %s", stderr)
+	code, stdout, stderr := runCmd(t, goodLine+"\n", "import")
+	if code != 0 || !strings.Contains(stdout, `"omni.request"`) || !strings.Contains(stderr, "to the console") {
+		t.Errorf("exit %d, want 0 and the spans on the console:\n%s\n%s", code, stdout, stderr)
 	}
-	if strings.Contains(stderr, "s3cret") || !strings.Contains(stderr, "OTEL_EXPORTER_OTLP_ENDPOINT") || !strings.Contains(stderr, "credentials") {
-		t.Errorf("the password printed, or the variable or the reason not named: %s", stderr)
+	checkWarned(t, "the general endpoint", importEnv.name, stderr, "OTEL_EXPORTER_OTLP_ENDPOINT", "", true)
+	if !strings.Contains(stderr, "credentials") {
+		t.Errorf("the reason not said: %s", stderr)
+	}
+
+	c := newFakeCollector(t, 0)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", c.endpoint("http/protobuf"))
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://user:s3cret@127.0.0.1:1/v1/traces")
+	code, _, stderr = runCmd(t, goodLine+"\n", "import")
+	if code != 0 || c.spanCount() == 0 || !strings.Contains(stderr, "OTEL_EXPORTER_OTLP_ENDPOINT's value") {
+		t.Errorf("exit %d, %d spans at the general endpoint, want 0 and every span:\n%s", code, c.spanCount(), stderr)
+	}
+	checkWarned(t, "the traces' endpoint", importEnv.name, stderr, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", true)
+}
+
+// TestTheOTLPClientSendsWhatTheEnvironmentSays: a valid value the client
+// would misread takes the effect otelsetup gives it (GZIP compresses),
+// and a value not valid is not handed to the client: its headers are the
+// general variable's when the traces' are not valid.
+func TestTheOTLPClientSendsWhatTheEnvironmentSays(t *testing.T) {
+	clearEnv(t)
+	var (
+		mu       sync.Mutex
+		encoding []string
+		keys     []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		encoding = append(encoding, r.Header.Get("Content-Encoding"))
+		keys = append(keys, r.Header.Get("Api-Key")+"|"+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "GZIP")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=abc")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "Authorization: Bearer s3cret")
+	code, _, stderr := runCmd(t, goodLine+"\n", "import")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	checkWarned(t, "the traces' headers", importEnv.name, stderr, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "", true)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(encoding) == 0 || encoding[0] != "gzip" || keys[0] != "abc|" {
+		t.Errorf("requests with Content-Encoding %q and api-key|authorization %q, want gzip and abc|", encoding, keys)
 	}
 }
 

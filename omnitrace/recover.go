@@ -55,10 +55,13 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return usageFail(fmt.Sprintf("%s is not a directory", dir))
 	}
-	if err := checkEnvironment(); err != nil {
-		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
-		return recoverUsage
-	}
+	// Before otelsetup's exporter reads the environment: a value not
+	// valid is warned about once, and never seen by the exporter.
+	ignoreInvalidEnv(stderr, recoverEnv)
+	errs := &recoverLog{w: stderr}
+	defer errs.close()
+	otel.SetErrorHandler(errs)
+	stderr = errs
 	exp, dest, err := recoverExporter(ctx, *out)
 	if err != nil {
 		fmt.Fprintf(stderr, "omnitrace recover: %s\n", sanitize.Display(err.Error(), 1024))
@@ -69,10 +72,6 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// by default would lose them.
 		return usageFail("name where the spans go: -out FILE, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER")
 	}
-	errs := &recoverLog{w: stderr}
-	defer errs.close()
-	otel.SetErrorHandler(errs)
-	stderr = errs
 	rep, rerr := otelsetup.Recover(ctx, dir, exp)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverShutdown)
 	defer cancel()
@@ -151,15 +150,15 @@ func recoverExporter(ctx context.Context, out string) (sdktrace.SpanExporter, st
 			return nil, "", err
 		}
 		return e, out, nil
-	case envNamesExporter():
+	case os.Getenv("OTEL_TRACES_EXPORTER") != "" || endpointSet():
 		// otelsetup's exporter: a collector's partial success is counted
 		// from its answer, as in an engine.
 		e, err := otelsetup.NewSpanExporter(ctx)
 		if err != nil || e == nil {
 			return nil, "", err
 		}
-		if k := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); k != "" && k != "otlp" {
-			return e, sanitize.Display(k, 64), nil // console
+		if strings.EqualFold(os.Getenv("OTEL_TRACES_EXPORTER"), "console") {
+			return e, "console", nil
 		}
 		return e, describeExporter(), nil
 	}

@@ -185,8 +185,77 @@ func TestRecoverUsage(t *testing.T) {
 	if n := len(journalFiles(t, dir)); n != 1 {
 		t.Errorf("a refused recover changed the journals: %d left, want 1", n)
 	}
+	// A malformed endpoint is warned about and ignored: it names no
+	// destination.
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")
-	if code, _, stderr := runCmd(t, "", "recover", dir); code != recoverUsage || !strings.Contains(stderr, "OTEL_EXPORTER_OTLP_ENDPOINT") {
-		t.Errorf("a malformed endpoint: exit %d\n%s", code, stderr)
+	code, _, stderr := runCmd(t, "", "recover", dir)
+	if code != recoverUsage || !strings.Contains(stderr, "name where the spans go") {
+		t.Errorf("a malformed endpoint alone: exit %d, want %d\n%s", code, recoverUsage, stderr)
+	}
+	checkWarned(t, "a malformed endpoint", recoverEnv.name, stderr, "OTEL_EXPORTER_OTLP_ENDPOINT", "", true)
+	if n := len(journalFiles(t, dir)); n != 1 {
+		t.Errorf("a refused recover changed the journals: %d left, want 1", n)
+	}
+}
+
+// TestRecoverIgnoresWhatIsNotValid: a value recover reads that is not
+// valid is warned about once and ignored, and the spans are recovered
+// where the rest of the environment says: an endpoint with credentials
+// and a value length limit out of range, to -out; an unknown exporter,
+// as if unset.
+func TestRecoverIgnoresWhatIsNotValid(t *testing.T) {
+	for _, c := range []struct {
+		env    map[string]string
+		warned string
+	}{
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:s3cret@127.0.0.1:1"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{map[string]string{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "99999999999999999999999"}, "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "Authorization: Bearer s3cret"}, "OTEL_EXPORTER_OTLP_HEADERS"},
+	} {
+		clearEnv(t)
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		dir := t.TempDir()
+		killedEngine(t, dir)
+		out := filepath.Join(t.TempDir(), "out.json")
+		code, stdout, stderr := runCmd(t, "", "recover", "-out", out, dir)
+		if code != recoverOK || strings.Contains(stdout, "recovered 0 spans") || len(journalFiles(t, dir)) != 0 {
+			t.Errorf("%v: exit %d, want %d, every span recovered:\n%s%s", c.env, code, recoverOK, stdout, stderr)
+		}
+		checkWarned(t, fmt.Sprint(c.env), recoverEnv.name, stderr, c.warned, "", true)
+	}
+	// Every variable recover reads, not valid: warned about once, by
+	// omnitrace, none left for otelsetup's exporter to warn about again.
+	for _, v := range envVars {
+		exporter := v.name == "OTEL_TRACES_EXPORTER" || strings.HasPrefix(v.name, "OTEL_EXPORTER_OTLP_")
+		if !exporter && !strings.HasSuffix(v.name, "ATTRIBUTE_VALUE_LENGTH_LIMIT") {
+			continue
+		}
+		for _, bad := range []string{"-1", " \t ", "99999999999999999999999"} {
+			clearEnv(t)
+			// To otelsetup's exporter, which reads every variable.
+			args := []string{"recover", t.TempDir()}
+			t.Setenv("OTEL_TRACES_EXPORTER", "console")
+			if v.name == "OTEL_TRACES_EXPORTER" {
+				args = []string{"recover", "-out", filepath.Join(t.TempDir(), "out.json"), t.TempDir()}
+			}
+			t.Setenv(v.name, bad)
+			code, _, stderr := runCmd(t, "", args...)
+			if code != recoverOK {
+				t.Errorf("%s=%q: exit %d, want %d\n%s", v.name, bad, code, recoverOK, stderr)
+			}
+			checkWarned(t, fmt.Sprintf("%s=%q", v.name, bad), recoverEnv.name, stderr, v.name, "", true)
+		}
+	}
+	// Not read by recover: not warned about.
+	clearEnv(t)
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "-1")
+	dir := t.TempDir()
+	killedEngine(t, dir)
+	code, _, stderr := runCmd(t, "", "recover", "-out", filepath.Join(t.TempDir(), "out.json"), dir)
+	if code != recoverOK || stderr != "" {
+		t.Errorf("a variable recover does not read: exit %d\n%s", code, stderr)
 	}
 }

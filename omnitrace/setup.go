@@ -5,8 +5,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -36,26 +36,24 @@ type export struct {
 // exportSetup reads where an import's spans go from the standard OTEL_*
 // variables (to the console when none names an exporter or endpoint), or
 // to the OTLP/JSON file out, and what limits and sampler apply, as the
-// SDK reads them. Ids come from the records (see emit.Emitter), and
-// the resource is fixed (see importResource): importing the same input
-// twice makes the same spans, byte for byte, which a backend stores once.
-func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, error) {
-	// Checked before an exporter of ours reads the environment: a
-	// malformed endpoint is then reported once, without its password.
-	if err := checkEnvironment(); err != nil {
-		return nil, err
-	}
-	res, err := importResource(ctx)
-	if err != nil {
-		return nil, err
-	}
+// SDK reads them. A value that is not valid is warned about on stderr and
+// ignored (see checkEnv). Ids come from the records (see emit.Emitter),
+// and the resource is fixed (see importResource): importing the same
+// input twice makes the same spans, byte for byte, which a backend stores
+// once.
+func exportSetup(ctx context.Context, out string, stdout, stderr io.Writer) (*export, error) {
+	// Before an OTLP client reads the environment: it never sees a value
+	// ignored, and a malformed endpoint is reported once, without its
+	// password.
+	ignoreInvalidEnv(stderr, importEnv)
+	res := importResource()
 	x := &export{limits: spanLimits(), sample: sampler()}
-	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		x.dest = "none"
 		return x, nil
 	}
 	var s sink
-	switch kind := os.Getenv("OTEL_TRACES_EXPORTER"); {
+	switch kind := strings.ToLower(os.Getenv("OTEL_TRACES_EXPORTER")); {
 	case out != "":
 		f, err := os.Create(out)
 		if err != nil {
@@ -67,18 +65,14 @@ func exportSetup(ctx context.Context, out string, stdout io.Writer) (*export, er
 		return x, nil
 	case kind == "console":
 		s, x.dest = newJSONSink(stdout, nil), "the console"
-	case envNamesExporter():
-		client, ok := otlpClient()
-		if !ok {
-			return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: not an exporter an import sends to (otlp, console, none)", sanitize.Display(kind, 64))
-		}
-		o, err := newOTLPSink(ctx, client)
+	case kind == "otlp" || endpointSet():
+		o, err := newOTLPSink(ctx, otlpClient())
 		if err != nil {
 			return nil, err
 		}
 		s, x.dest = o, describeExporter()
 	default:
-		s, x.dest = newJSONSink(stdout, nil), "the console (no OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_*ENDPOINT set)"
+		s, x.dest = newJSONSink(stdout, nil), importEnv.noExporter
 	}
 	set := batchSettings()
 	set.resource = sanitize.KeyValues(res.Attributes(), 256, valueLengthLimit)
@@ -102,19 +96,6 @@ const (
 // so that an imported span is cut as an engine's is
 // (TestImportCutsValuesAsOtelsetupDoes).
 const valueLengthLimit = 4096
-
-// envInt returns the first of the variables names that is set, or def.
-// checkEnvironment has checked each is a number in its range.
-func envInt(def int, names ...string) int {
-	for _, n := range names {
-		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
-			if i, err := strconv.Atoi(v); err == nil {
-				return i
-			}
-		}
-	}
-	return def
-}
 
 // batchSettings are the OTEL_BSP_* settings, as the SDK's batch span
 // processor reads them, with the import's own defaults.
@@ -143,15 +124,13 @@ func spanLimits() emit.Limits {
 // sampler. nil keeps every trace.
 func sampler() func(trace.TraceID) bool {
 	var s sdktrace.Sampler
-	switch strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER"))) {
+	switch strings.ToLower(os.Getenv("OTEL_TRACES_SAMPLER")) {
 	case "always_off", "parentbased_always_off":
 		return func(trace.TraceID) bool { return false }
 	case "traceidratio", "parentbased_traceidratio":
 		ratio := 1.0
-		if arg := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
-			if f, err := strconv.ParseFloat(arg, 64); err == nil {
-				ratio = f
-			}
+		if arg := os.Getenv("OTEL_TRACES_SAMPLER_ARG"); isRatio(arg) == nil {
+			ratio, _ = strconv.ParseFloat(arg, 64)
 		}
 		s = sdktrace.TraceIDRatioBased(ratio)
 	default:
@@ -162,37 +141,51 @@ func sampler() func(trace.TraceID) bool {
 	}
 }
 
-// envNamesExporter reports whether the environment names where spans go.
-func envNamesExporter() bool {
-	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
-		if strings.TrimSpace(os.Getenv(k)) != "" {
-			return true
-		}
-	}
-	return false
-}
-
+// describeExporter describes where the OTLP client sends.
 func describeExporter() string {
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
-			// What is printed must not show a password or a token.
-			return "otlp to " + sanitize.Display(sanitize.URL(v, 256), 200)
-		}
+	if v := otlpValue("ENDPOINT"); v != "" {
+		// What is printed must not show a password or a token.
+		return "otlp to " + sanitize.Display(sanitize.URL(v, 256), 200)
 	}
 	return "otlp"
 }
 
 // importResource is the resource of imported spans: service.name
-// (OTEL_SERVICE_NAME, or "omnitrace") and OTEL_RESOURCE_ATTRIBUTES, and
-// nothing of the process that imports: its host, pid and instance id would
-// make every import's spans differ, and they describe the importer, not
-// the engine that served the requests.
-func importResource(ctx context.Context) (*resource.Resource, error) {
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "omnitrace")),
-		resource.WithFromEnv())
-	if err != nil {
-		return nil, fmt.Errorf("the resource from OTEL_RESOURCE_ATTRIBUTES: %w", err)
+// (OTEL_SERVICE_NAME, or "omnitrace") and OTEL_RESOURCE_ATTRIBUTES, read
+// as the SDK and otelsetup read it, and nothing of the process that
+// imports: its host, pid and instance id would make every import's spans
+// differ, and they describe the importer, not the engine that served the
+// requests.
+func importResource() *resource.Resource {
+	kvs := []attribute.KeyValue{attribute.String("service.name", "omnitrace")}
+	kvs = append(kvs, resourceFromEnv()...)
+	if name := os.Getenv("OTEL_SERVICE_NAME"); name != "" {
+		kvs = append(kvs, attribute.String("service.name", name))
 	}
-	return res, nil
+	return resource.NewSchemaless(kvs...) // for a key given twice, the last
+}
+
+// resourceFromEnv is OTEL_RESOURCE_ATTRIBUTES as the SDK and otelsetup
+// read it: pairs separated by commas, key and value trimmed, the value
+// percent-decoded, kept as written when it does not decode; a pair
+// without '=' or without a key left out. Each value is made valid UTF-8
+// and bounded.
+func resourceFromEnv() []attribute.KeyValue {
+	v := strings.TrimSpace(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	if v == "" {
+		return nil
+	}
+	var kvs []attribute.KeyValue
+	for _, p := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(p, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			continue
+		}
+		d, err := url.PathUnescape(strings.TrimSpace(val))
+		if err != nil {
+			d = val
+		}
+		kvs = append(kvs, attribute.String(strings.TrimSpace(k), sanitize.String(d, valueLengthLimit)))
+	}
+	return kvs
 }

@@ -229,6 +229,9 @@ func docsInventory() []docEntry {
 				reason: "the status of the command above in the reader's shell: the run of that command checks it is the one shown",
 				tests:  []string{"TestDocsShellBlocks"}}},
 		}},
+		{key: envIgnoredKey, contains: "s3cret", cmds: []docCmd{
+			{prefix: "OTEL_EXPORTER_OTLP_ENDPOINT=http://user:s3cret@collector.example:4318 omnitrace import -out traces.json vllm.log", run: runEnvIgnored},
+		}},
 		{key: "docs/omnitrace.md#cost/1", contains: "importbench", cmds: []docCmd{
 			{prefix: "go run ./testbed/cmd/importbench -n 100000 -rounds 5", covered: &docCover{
 				reason: "minutes of benchmarks, whose figures the next block reports; a test never depends on speed",

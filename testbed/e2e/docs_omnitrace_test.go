@@ -34,6 +34,7 @@ const (
 	tableSampleKey     = "docs/omnitrace.md#omnitrace-table/2"
 	summarySampleKey   = "docs/omnitrace.md#omnitrace-summary/2"
 	badInputKey        = "docs/omnitrace.md#bad-input-and-what-is-bounded/1"
+	envIgnoredKey      = "docs/omnitrace.md#the-otel_-variables/1"
 )
 
 // omnitracePath is the PATH under which the page's commands find the
@@ -505,6 +506,27 @@ func runBadInput(t *testing.T, s *docSession, c string) {
 	if got, want := collapseRepeats(p.out()+p.errOut()), sampleOutput(b, 0); got != want {
 		t.Errorf("%s printed\n%s\nthe page shows\n%s", c, got, want)
 	}
+}
+
+// runEnvIgnored: an endpoint with credentials is warned about, without
+// the password, and ignored: the import of the page's log sample to -out
+// prints what the page shows, exits 0, and the file holds request 7.
+func runEnvIgnored(t *testing.T, s *docSession, c string) {
+	writeBlock(t, s, logBlockKey, "vllm.log")
+	out, errOut := otRun(t, s, c)
+	if want := sampleOutput(blockOf(t, envIgnoredKey), 0); out+errOut != want {
+		t.Errorf("%s printed\n%s%s\nthe page shows\n%s", c, out, errOut, want)
+	}
+	f, err := os.Open(filepath.Join(s.ws.clone, "traces.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ss, err := readOTLPJSON(f)
+	if err != nil {
+		t.Fatalf("%s: traces.json is not OTLP/JSON: %v", c, err)
+	}
+	request7(t, c, ss)
 }
 
 // collapseRepeats drops each line that repeats the line before it.
