@@ -73,9 +73,12 @@ type pipe struct {
 
 	// base is the context of every export; cancelled once the shutdown's
 	// deadline passes.
-	base     context.Context
-	cancel   context.CancelFunc
-	stop     chan struct{}
+	base   context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	// flushed is closed once flushLoop has returned: no flush sends on
+	// the queue after it.
+	flushed  chan struct{}
 	exported chan struct{}
 
 	// Counts of spans: ended (made and sampled), failed to export, and
@@ -84,7 +87,7 @@ type pipe struct {
 }
 
 func newPipe(set pipeSettings, s sink) *pipe {
-	p := &pipe{set: set, sink: s, stop: make(chan struct{}), exported: make(chan struct{})}
+	p := &pipe{set: set, sink: s, stop: make(chan struct{}), flushed: make(chan struct{}), exported: make(chan struct{})}
 	p.queue = make(chan ptrace.Traces, max(1, set.queue/max(set.batch, 1)))
 	p.base, p.cancel = context.WithCancel(context.Background())
 	go p.exportLoop()
@@ -165,6 +168,7 @@ func (p *pipe) enqueue(td ptrace.Traces) {
 
 // flushLoop hands on the batches not full after each schedule delay.
 func (p *pipe) flushLoop() {
+	defer close(p.flushed)
 	t := time.NewTicker(p.set.delay)
 	defer t.Stop()
 	for {
@@ -223,6 +227,9 @@ func (l loss) lost() int64 { return l.failed + l.dropped }
 func (p *pipe) shutdown(ctx context.Context) (loss, error) {
 	close(p.stop)
 	go func() {
+		// A flush in progress ends before the queue closes: it may be
+		// waiting for room, which the export loop makes.
+		<-p.flushed
 		p.mu.Lock()
 		bs := p.batches
 		p.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 const Redacted = "xxxxx"
 
 // URL returns u fit to print in a log line or an error, without its
-// secrets: a userinfo's password (or a userinfo without one, which is
-// often a token), the values of its query, and its fragment are replaced
+// secrets: its userinfo (a user name and password, or a user name alone,
+// which is often a token), the values of its query, and its fragment are replaced
 // by [Redacted]. Unlike [net/url.URL.Redacted] it works on text that does
 // not parse as a URL, such as a misconfigured endpoint whose password
 // holds a space, which is when it is most likely to be printed: then
@@ -25,11 +25,9 @@ func URL(u string, max int) string {
 	// such text is redacted as malformed.
 	if pu, err := url.Parse(u); err == nil && pu.Host != "" && !strings.Contains(pu.Path, "@") {
 		if pu.User != nil {
-			if _, has := pu.User.Password(); has {
-				pu.User = url.UserPassword(pu.User.Username(), Redacted)
-			} else {
-				pu.User = url.User(Redacted)
-			}
+			// The user name too: a token is often given there, with a
+			// password of no meaning ("https://ghp_token:x-oauth-basic@host").
+			pu.User = url.User(Redacted)
 		}
 		if pu.RawQuery != "" || pu.ForceQuery {
 			pu.RawQuery = redactQuery(pu.RawQuery)
