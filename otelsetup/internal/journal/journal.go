@@ -47,6 +47,11 @@ type Journal struct {
 
 	shards [nShards]shard
 
+	// confirmMu guards the scratch slices of confirm.
+	confirmMu      sync.Mutex
+	confirmKeys    []uint64
+	confirmByShard []uint64
+
 	defsMu   sync.Mutex
 	defsEnd  int
 	nextDef  uint32
@@ -334,8 +339,9 @@ func (j *Journal) nextSegmentLocked(h *head, keep int) bool {
 	if len(j.free) <= keep {
 		return false
 	}
-	i := j.free[0]
-	copy(j.free, j.free[1:])
+	// The segment freed last: its pages are the likeliest to be in the
+	// processor's caches still.
+	i := j.free[len(j.free)-1]
 	j.free = j.free[:len(j.free)-1]
 	j.gen++
 	s := &j.segs[i]
@@ -361,11 +367,17 @@ func (j *Journal) poke() {
 }
 
 // markDone turns a live record done; callers hold the shard lock of the
-// record's span, under which alone a record's state changes.
+// record's span, under which alone a record's state is written or read
+// (see isLive).
 func (j *Journal) markDone(loc int) {
-	atomic.StoreUint32(j.word32(loc+recState), stateDone)
-	i := j.geo.segOf(loc)
-	if j.segs[i].live.Add(-1) == 0 {
+	*j.word32(loc + recState) = stateDone
+	j.released(j.geo.segOf(loc), 1)
+}
+
+// released counts n records of segment i done, and frees the segment when
+// it was full and they were its last live ones.
+func (j *Journal) released(i int, n int64) {
+	if j.segs[i].live.Add(-n) == 0 {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		if s := &j.segs[i]; s.state == segFull && s.live.Load() == 0 {
@@ -374,16 +386,49 @@ func (j *Journal) markDone(loc int) {
 	}
 }
 
+// doneBatch marks records done as markDone does, and counts them against
+// their segments once per run of records in one segment rather than once a
+// record: a batch's records lie in a few segments. The caller holds the
+// shard lock of every record's span from the first mark to flush, so that
+// no one sees a record done that its segment still counts live.
+type doneBatch struct {
+	seg, n int
+}
+
+func (b *doneBatch) mark(j *Journal, loc int) {
+	*j.word32(loc + recState) = stateDone
+	if i := j.geo.segOf(loc); i != b.seg || b.n == 0 {
+		b.flush(j)
+		b.seg = i
+	}
+	b.n++
+}
+
+func (b *doneBatch) flush(j *Journal) {
+	if b.n > 0 {
+		j.released(b.seg, int64(b.n))
+		b.n = 0
+	}
+}
+
+// isLive says whether the record at loc is live. A record's state word is
+// written and read under the shard lock of its span only (once published;
+// its publication is under that lock too): plain memory accesses, with no
+// fence to wait for the writes before them to reach memory.
 func (j *Journal) isLive(loc int) bool {
-	return atomic.LoadUint32(j.word32(loc+recState)) == stateLive
+	return *j.word32(loc + recState) == stateLive
 }
 
 // publish writes the record header at loc (payload n bytes, already
-// written) and then its CRC, which makes it a record.
+// written) and then its CRC, which makes it a record. No one reads a
+// record of the segment a writer appends to (compaction reads full
+// segments only, after taking mu, under which records are appended), so
+// the stores need no fence: only their order matters, for a death between
+// them, and a store is never moved before an earlier one.
 func (j *Journal) publish(loc, n int, gen uint32) {
 	b := j.mem[loc : loc+recHeaderSize+n]
 	putRecordHeader(b, n, gen)
-	atomic.StoreUint32(j.word32(loc+recCRC), recordCRC(b, n))
+	binary.LittleEndian.PutUint32(b[recCRC:], recordCRC(b, n))
 }
 
 // writeSpan journals d; it returns where, or false when it was dropped,
@@ -707,7 +752,7 @@ func (j *Journal) compact(i int) {
 			if le.Uint32(j.mem[pos+recGen:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
 				break
 			}
-			if j.isLive(pos) {
+			if j.liveAt(pos) {
 				f(pos, n)
 			}
 			pos += recordSize(n)
@@ -735,6 +780,15 @@ func (j *Journal) compact(i int) {
 		s.state = segFull
 		j.warn(warnOrphan, fmt.Errorf("journal: %s: a segment holds %d records that no span refers to", j.path, s.live.Load()))
 	}
+}
+
+// liveAt says whether the span record at pos, in a segment no one appends
+// to, is live, under its span's shard lock.
+func (j *Journal) liveAt(pos int) bool {
+	sh := j.shard(binary.LittleEndian.Uint64(j.mem[pos+recHeaderSize+pSpanID:]))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return j.isLive(pos)
 }
 
 // compactRecord carries the live record at pos forward, or evicts it; it

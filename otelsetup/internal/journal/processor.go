@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -107,7 +108,8 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	var e entry
-	if ep := sh.t.get(k); ep != nil {
+	ep := sh.t.get(k)
+	if ep != nil {
 		e = *ep
 	}
 	if e.early {
@@ -163,7 +165,12 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		j.markDone(int(e.start))
 		e.start = 0
 	}
-	*sh.t.put(k) = entry{start: e.start, end: int32(loc)}
+	// Nothing since the lookup changed the table: its entry is where it
+	// was.
+	if ep == nil {
+		ep = sh.t.put(k)
+	}
+	*ep = entry{start: e.start, end: int32(loc)}
 }
 
 // startFields sets d's parent, kind, start time and trace states from
@@ -241,7 +248,12 @@ func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 		return
 	}
 	defer j.exit(debug.SetPanicOnFault(true))
-	keys := make([]uint64, 0, len(ss))
+	// The batcher exports one batch at a time; the lock only keeps two
+	// exporters, or an exporter called from elsewhere, from sharing the
+	// scratch slices, which grow to the largest batch.
+	j.confirmMu.Lock()
+	defer j.confirmMu.Unlock()
+	keys := j.confirmKeys[:0]
 	var count [nShards + 1]int
 	for _, s := range ss {
 		sc := s.SpanContext()
@@ -256,7 +268,8 @@ func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 	for i := 1; i <= nShards; i++ {
 		count[i] += count[i-1]
 	}
-	byShard := make([]uint64, len(keys))
+	byShard := slices.Grow(j.confirmByShard[:0], len(keys))[:len(keys)]
+	j.confirmKeys, j.confirmByShard = keys, byShard
 	next := count
 	for _, k := range keys {
 		i := shardOf(k)
@@ -277,15 +290,20 @@ func (j *Journal) confirmShard(sh *shard, keys []uint64) {
 	if j.closed.Load() {
 		return
 	}
+	var done doneBatch
 	for _, k := range keys {
 		e := sh.t.get(k)
 		switch {
 		case e == nil:
 		case e.end != 0:
-			j.release(*e)
+			if e.start != 0 {
+				done.mark(j, int(e.start))
+			}
+			done.mark(j, int(e.end))
 			sh.t.del(k)
 		case e.start != 0:
 			e.early = true
 		}
 	}
+	done.flush(j)
 }

@@ -18,7 +18,10 @@ type slot struct {
 	e   entry
 }
 
-const minTable = 16
+const (
+	minTable  = 16
+	keepTable = 256
+)
 
 func hashKey(k uint64) uint64 { return k * 0x9e3779b97f4a7c15 }
 
@@ -84,8 +87,11 @@ func (t *table) del(k uint64) {
 	}
 	t.slots[i] = slot{}
 	t.n--
-	if len(t.slots) > minTable*4 && t.n*8 < len(t.slots) {
-		t.resize(len(t.slots) / 2) // a burst of open spans leaves no big table
+	// A burst of open spans leaves no big table; a table of up to
+	// keepTable slots stays, so that one shrinking with each confirmed
+	// batch does not grow again with the next spans.
+	if len(t.slots) > keepTable && t.n*8 < len(t.slots) {
+		t.resize(len(t.slots) / 2)
 	}
 }
 

@@ -49,7 +49,7 @@ func TestTableAgreesWithAMap(t *testing.T) {
 		for k := range m {
 			tb.del(k)
 		}
-		if tb.n != 0 || len(tb.slots) > minTable*4 {
+		if tb.n != 0 || len(tb.slots) > keepTable {
 			t.Fatalf("emptied: %d entries in %d slots", tb.n, len(tb.slots))
 		}
 	}
