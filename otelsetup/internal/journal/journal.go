@@ -677,6 +677,7 @@ func (j *Journal) background() {
 			}
 			j.guarded(func() {
 				j.beat(now)
+				j.trimTables()
 				if j.cfg.sync > 0 && now.Sub(lastSync) >= j.cfg.sync {
 					lastSync = now
 					if err := j.msync(); err != nil {
@@ -691,6 +692,19 @@ func (j *Journal) background() {
 			}
 			j.guarded(j.maintain)
 		}
+	}
+}
+
+// trimTables shrinks each shard's table to what it needed since the last
+// heartbeat.
+func (j *Journal) trimTables() {
+	for i := range j.shards {
+		sh := &j.shards[i]
+		sh.mu.Lock()
+		if !j.closed.Load() {
+			sh.t.trim()
+		}
+		sh.mu.Unlock()
 	}
 }
 

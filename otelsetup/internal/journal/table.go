@@ -8,9 +8,16 @@ package journal
 // that updates the entry probes once, and its slots are one array the
 // garbage collector scans in one go; assigning an entry costs no bulk
 // write barrier. Callers hold the shard's lock.
+//
+// A table grows as entries are put, and shrinks only when trimmed (once a
+// heartbeat): it keeps the size its most entries since the last trim
+// needed, so that a table emptied by each confirmed batch is not shrunk
+// and grown again, each time allocating its slots anew, with the next
+// spans; a burst of open spans leaves no big table past the next trim.
 type table struct {
 	slots []slot // a power of two long
 	n     int
+	peak  int // the most entries since the last trim
 }
 
 type slot struct {
@@ -18,10 +25,7 @@ type slot struct {
 	e   entry
 }
 
-const (
-	minTable  = 16
-	keepTable = 256
-)
+const minTable = 16
 
 func hashKey(k uint64) uint64 { return k * 0x9e3779b97f4a7c15 }
 
@@ -58,6 +62,7 @@ func (t *table) put(k uint64) *entry {
 			s.key = k
 			s.e = entry{}
 			t.n++
+			t.peak = max(t.peak, t.n)
 			return &s.e
 		}
 	}
@@ -87,12 +92,19 @@ func (t *table) del(k uint64) {
 	}
 	t.slots[i] = slot{}
 	t.n--
-	// A burst of open spans leaves no big table; a table of up to
-	// keepTable slots stays, so that one shrinking with each confirmed
-	// batch does not grow again with the next spans.
-	if len(t.slots) > keepTable && t.n*8 < len(t.slots) {
-		t.resize(len(t.slots) / 2)
+}
+
+// trim shrinks the table to the size its most entries since the last trim
+// needed, and starts counting them again.
+func (t *table) trim() {
+	size := len(t.slots)
+	for size > minTable && t.peak*8 < size {
+		size /= 2
 	}
+	if size < len(t.slots) {
+		t.resize(size)
+	}
+	t.peak = t.n
 }
 
 func (t *table) resize(size int) {
