@@ -113,21 +113,20 @@ func liveKey(sc trace.SpanContext) uint64 {
 
 // entry is where a span's live records lie (file offsets; 0 for none).
 // A start record stays live after the end while the end record leaves
-// the attributes to it.
+// the attributes to it. An entry with neither is a span whose export was
+// confirmed before its end was journalled (the journal's processor was
+// registered after the batcher): its end is not journalled.
+//
+// attrs, until the end, is where the slice of attributes the span had at
+// its start begins. While the span keeps that slice (the SDK copies it at
+// any change, once read) and the start record holds all of it (as many
+// attributes as its prefix counts), the end record needs no attributes of
+// its own. What else the end takes from the start record (its scope and
+// resource among it) is read from the record's prefix: the table's slots
+// stay small, and more of them are in the caches.
 type entry struct {
 	start, end int32
-	// early: the export was confirmed before the end was journalled (the
-	// journal's processor was registered after the batcher).
-	early bool
-	// whole: the start record holds every attribute the span had at its
-	// start, whose slice begins at attrs and holds nAttrs. While the span
-	// keeps that slice (the SDK copies it at any change, once read), its
-	// end record needs no attributes of its own.
-	whole  bool
-	nAttrs int32
-	attrs  *attribute.KeyValue
-	scope  uint32
-	res    uint32
+	attrs      *attribute.KeyValue
 }
 
 const nShards = 32
@@ -431,24 +430,23 @@ func (j *Journal) publish(loc, n int, gen uint32) {
 	binary.LittleEndian.PutUint32(b[recCRC:], recordCRC(b, n))
 }
 
-// writeSpan journals d; it returns where, or false when it was dropped,
-// and whether the record holds all of d's attributes. The caller links
-// the record to its span and then calls linked.
-func (j *Journal) writeSpan(d *spanData) (loc int, whole, ok bool) {
+// writeSpan journals d; it returns where, or false when it was dropped.
+// The caller links the record to its span.
+func (j *Journal) writeSpan(d *spanData) (loc int, ok bool) {
 	loc, _, _, cut, res := j.appendSpan(d)
 	switch res {
 	case appendClosed:
-		return 0, false, false
+		return 0, false
 	case appendDropped:
 		j.drop()
-		return 0, false, false
+		return 0, false
 	case appendTooBig:
 		return j.writeCut(d)
 	}
 	if cut > 0 {
 		j.cutStrings(d, cut)
 	}
-	return loc, true, true
+	return loc, true
 }
 
 const (
@@ -501,7 +499,7 @@ func (j *Journal) appendSpan(d *spanData) (loc, n int, gen uint32, cut, res int)
 
 // writeCut journals a span whose record would pass the record bound:
 // sized first, it keeps the attributes, links and events that fit.
-func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
+func (j *Journal) writeCut(d *spanData) (int, bool) {
 	p := planSpan(d, j.cfg.value, j.maxPayload)
 	if p.cut > 0 {
 		j.cutStrings(d, p.cut)
@@ -513,12 +511,12 @@ func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed.Load() {
-		return 0, false, false
+		return 0, false
 	}
 	loc, gen, ok := j.reserveLocked(&j.head, 1, p.size)
 	if !ok {
 		j.drop()
-		return 0, false, false
+		return 0, false
 	}
 	w := enc{b: j.mem[loc+recHeaderSize : loc+recHeaderSize+p.size], value: j.cfg.value}
 	w.span(d, &p)
@@ -526,7 +524,7 @@ func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
 		panic(fmt.Sprintf("journal: record of %d bytes planned as %d", w.n, p.size))
 	}
 	j.publish(loc, p.size, gen)
-	return loc, p.nAttrs == len(d.attrs), true
+	return loc, true
 }
 
 func (j *Journal) drop() {

@@ -68,14 +68,14 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		j.refused()
 		return
 	}
-	loc, whole, ok := j.writeSpan(&d)
+	loc, ok := j.writeSpan(&d)
 	if !ok {
 		return
 	}
 	// Another open span with the same span id (an id generator that
 	// repeats) is replaced: its records, no longer referred to, are
 	// dropped when compaction reaches them.
-	*sh.t.put(k) = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
+	*sh.t.put(k) = entry{start: int32(loc), attrs: unsafe.SliceData(d.attrs)}
 }
 
 // release marks an entry's records done; the caller holds its shard lock.
@@ -111,12 +111,11 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	ep := sh.t.get(k)
 	if ep != nil {
 		e = *ep
-	}
-	if e.early {
-		// Exported and confirmed already.
-		j.release(e)
-		sh.t.del(k)
-		return
+		if e.start == 0 && e.end == 0 {
+			// Exported and confirmed already.
+			sh.t.del(k)
+			return
+		}
 	}
 	d := spanData{
 		typ:           recEnd,
@@ -135,22 +134,23 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	// What a span cannot change once started is read from its start
 	// record when that is live: each accessor of the SDK's ended span
 	// copies the whole span.
-	if e.start != 0 && e.end == 0 && startFields(j.mem[int(e.start)+recHeaderSize:int(e.start)+recHeaderSize+prefixSize], &d) {
-		d.scope, d.res = e.scope, e.res
-		d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
+	if e.start != 0 && e.end == 0 {
+		p := j.mem[int(e.start)+recHeaderSize : int(e.start)+recHeaderSize+prefixSize]
+		if !startFields(p, &d) {
+			d.parent, d.kind, d.start = s.Parent(), s.SpanKind(), s.StartTime()
+			d.ts, d.pts = traceStates(sc, d.parent)
+		}
+		le := binary.LittleEndian
+		d.scope, d.res = le.Uint32(p[pScope:]), le.Uint32(p[pResource:])
+		d.attrsAtStart = int(le.Uint32(p[pNAttrs:])) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
 	} else {
 		d.parent, d.kind, d.start = s.Parent(), s.SpanKind(), s.StartTime()
-		if e.start != 0 && e.end == 0 {
-			d.scope, d.res = e.scope, e.res
-			d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
-		} else {
-			d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
-		}
+		d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
 		d.ts, d.pts = traceStates(sc, d.parent)
 	}
 	// The end is written before the start is marked done: a death between
 	// the two leaves both, and recovery keeps the end.
-	loc, _, ok := j.writeSpan(&d)
+	loc, ok := j.writeSpan(&d)
 	if e.end != 0 {
 		j.markDone(int(e.end)) // ended twice: the last end stands
 	}
@@ -302,7 +302,10 @@ func (j *Journal) confirmShard(sh *shard, keys []uint64) {
 			done.mark(j, int(e.end))
 			sh.t.del(k)
 		case e.start != 0:
-			e.early = true
+			// Confirmed before its end was journalled: the entry, with
+			// no record now, stands for that until the end.
+			done.mark(j, int(e.start))
+			*e = entry{}
 		}
 	}
 	done.flush(j)
