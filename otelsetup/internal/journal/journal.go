@@ -132,9 +132,10 @@ type entry struct {
 const nShards = 32
 
 type shard struct {
-	mu sync.Mutex
-	t  table
-	_  [40]byte // keep shards on their own cache lines
+	mu  sync.Mutex
+	t   table    // open spans, and ended ones the log does not hold
+	log endedLog // ended spans awaiting confirmation, in the order they ended
+	_   [8]byte  // keep shards on their own cache lines
 }
 
 func (j *Journal) shard(k uint64) *shard { return &j.shards[shardOf(k)] }
@@ -815,12 +816,35 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	if !j.isLive(pos) {
 		return false // its span ended or was confirmed meanwhile
 	}
-	ep := sh.t.get(k)
-	var e entry
-	if ep != nil {
-		e = *ep
+	// The span's entry, in the table or in the log, and where in it the
+	// record's offset is.
+	refers := func(start, end *int32) *int32 {
+		switch {
+		case typ == recStart && int(*start) == pos:
+			return start
+		case typ == recEnd && int(*end) == pos:
+			return end
+		}
+		return nil
 	}
-	if ep == nil || !(typ == recStart && int(e.start) == pos || typ == recEnd && int(e.end) == pos) {
+	var at, start, end *int32
+	ep := sh.t.get(k)
+	logged := -1
+	if ep != nil {
+		start, end = &ep.start, &ep.end
+		at = refers(start, end)
+	}
+	if at == nil {
+		for i := range sh.log.n {
+			if le := sh.log.at(i); le.key == k {
+				if at = refers(&le.start, &le.end); at != nil {
+					start, end, logged = &le.start, &le.end, i
+					break
+				}
+			}
+		}
+	}
+	if at == nil {
 		j.markDone(pos)
 		j.warn(warnOrphan, fmt.Errorf("journal: %s: a record no span refers to was dropped", j.path))
 		return false
@@ -829,12 +853,7 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 		if nl, gen, ok := j.reserveAt(&j.carry, 0, n); ok {
 			copy(j.mem[nl+recHeaderSize:nl+recHeaderSize+n], p)
 			j.publish(nl, n, gen)
-			if typ == recStart {
-				e.start = int32(nl)
-			} else {
-				e.end = int32(nl)
-			}
-			*ep = e
+			*at = int32(nl)
 			j.markDone(pos)
 			j.st.carried.Add(1)
 			return true
@@ -843,8 +862,12 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	// The span leaves the journal whole: an end record may leave its
 	// attributes to the start record, and a start record without its end
 	// would pass for an open span.
-	j.release(e)
-	sh.t.del(k)
+	j.release(entry{start: *start, end: *end})
+	if logged >= 0 {
+		sh.log.at(logged).key = 0
+	} else {
+		sh.t.del(k)
+	}
 	j.st.evicted.Add(1)
 	j.warn(warnEvicted, fmt.Errorf("journal: %s is full: the oldest spans still needed are evicted, they would not be recovered after a death (counted in Evicted)", j.path))
 	return false

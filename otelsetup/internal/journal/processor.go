@@ -107,8 +107,12 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		j.refused()
 		return
 	}
+	// An open span's entry is in the table. One ended already (a
+	// processor called twice: the SDK ends a span once) is in the log, or
+	// in the table if it moved there.
 	var e entry
 	ep := sh.t.get(k)
+	logged := -1
 	if ep != nil {
 		e = *ep
 		if e.start == 0 && e.end == 0 {
@@ -116,6 +120,9 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 			sh.t.del(k)
 			return
 		}
+	} else if logged = sh.log.find(k); logged >= 0 {
+		le := sh.log.at(logged)
+		e = entry{start: le.start, end: le.end}
 	}
 	d := spanData{
 		typ:           recEnd,
@@ -154,23 +161,23 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	if e.end != 0 {
 		j.markDone(int(e.end)) // ended twice: the last end stands
 	}
-	if !ok {
-		if e.start != 0 {
-			j.markDone(int(e.start))
-		}
-		sh.t.del(k)
-		return
+	if !ok && e.start != 0 {
+		j.markDone(int(e.start))
 	}
-	if e.start != 0 && !d.attrsAtStart {
+	if ok && e.start != 0 && !d.attrsAtStart {
 		j.markDone(int(e.start))
 		e.start = 0
 	}
-	// Nothing since the lookup changed the table: its entry is where it
-	// was.
-	if ep == nil {
-		ep = sh.t.put(k)
+	// Nothing since the lookup changed the table or the log: the entry is
+	// where it was. The span leaves the table for the log's tail.
+	if ep != nil {
+		sh.t.del(k)
+	} else if logged >= 0 {
+		sh.log.at(logged).key = 0
 	}
-	*ep = entry{start: e.start, end: int32(loc)}
+	if ok {
+		sh.log.push(logEntry{key: k, start: e.start, end: int32(loc)}, &sh.t)
+	}
 }
 
 // startFields sets d's parent, kind, start time and trace states from
@@ -292,6 +299,14 @@ func (j *Journal) confirmShard(sh *shard, keys []uint64) {
 	}
 	var done doneBatch
 	for _, k := range keys {
+		if i := sh.log.find(k); i >= 0 {
+			le := sh.log.take(i, &sh.t)
+			if le.start != 0 {
+				done.mark(j, int(le.start))
+			}
+			done.mark(j, int(le.end))
+			continue
+		}
 		e := sh.t.get(k)
 		switch {
 		case e == nil:

@@ -49,6 +49,13 @@ func (t *table) get(k uint64) *entry {
 // put returns the entry of k, made zero when k is new.
 // k must not be 0.
 func (t *table) put(k uint64) *entry {
+	e, _ := t.insert(k)
+	return e
+}
+
+// insert returns the entry of k, made zero when k is new, and whether it
+// was. k must not be 0.
+func (t *table) insert(k uint64) (*entry, bool) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(max(minTable, len(t.slots)*2))
 	}
@@ -56,14 +63,14 @@ func (t *table) put(k uint64) *entry {
 	for i := hashKey(k) >> 32 & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.key == k {
-			return &s.e
+			return &s.e, false
 		}
 		if s.key == 0 {
 			s.key = k
 			s.e = entry{}
 			t.n++
 			t.peak = max(t.peak, t.n)
-			return &s.e
+			return &s.e, true
 		}
 	}
 }
