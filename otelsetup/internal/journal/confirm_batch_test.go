@@ -22,7 +22,7 @@ func TestAConfirmedBatchFreesEverySegmentItEmpties(t *testing.T) {
 		sdktrace.WithSpanProcessor(endedSpans(func(s sdktrace.ReadOnlySpan) { ended = append(ended, s) })))
 	tr := tp.Tracer("t")
 	_, open := tr.Start(context.Background(), "open") // keeps its segment
-	k := liveKey(open.SpanContext())
+	k := liveKey(open.SpanContext().SpanID())
 	openSeg := j.geo.segOf(int(j.shard(k).t.get(k).start))
 	segsUsed := func() int {
 		j.mu.Lock()

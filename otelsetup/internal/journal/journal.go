@@ -106,8 +106,7 @@ type spanKey struct {
 // open spans with one span id (in different traces) are one to the
 // journal, which keeps the newer: span ids are random 64-bit numbers, so
 // this needs an id generator that repeats them.
-func liveKey(sc trace.SpanContext) uint64 {
-	sid := sc.SpanID()
+func liveKey(sid trace.SpanID) uint64 {
 	return binary.LittleEndian.Uint64(sid[:])
 }
 

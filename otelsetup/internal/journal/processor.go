@@ -32,8 +32,8 @@ func (j *Journal) SpanProcessor() sdktrace.SpanProcessor { return processor{j} }
 type processor struct{ j *Journal }
 
 func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	sc := s.SpanContext()
-	if !sc.IsSampled() || !sc.IsValid() {
+	sc := ctxOf(s.SpanContext())
+	if !sc.flags.IsSampled() || !sc.valid {
 		return
 	}
 	j := p.j
@@ -44,8 +44,8 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	defer j.exit(debug.SetPanicOnFault(true))
 	d := spanData{
 		typ:          recStart,
-		sc:           sc,
-		parent:       s.Parent(),
+		span:         sc,
+		parent:       ctxOf(s.Parent()),
 		kind:         s.SpanKind(),
 		name:         s.Name(),
 		start:        s.StartTime(),
@@ -56,11 +56,10 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		scope:        j.scopeID(s.InstrumentationScope()),
 		res:          j.resourceID(s.Resource()),
 	}
-	d.ts, d.pts = traceStates(sc, d.parent)
 	// The record is written and linked under its shard's lock: compaction,
 	// which moves a record under the same lock, never finds one that no
 	// span refers to yet.
-	k := liveKey(sc)
+	k := liveKey(sc.sid)
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -89,8 +88,8 @@ func (j *Journal) release(e entry) {
 }
 
 func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
-	sc := s.SpanContext()
-	if !sc.IsSampled() || !sc.IsValid() {
+	sc := ctxOf(s.SpanContext())
+	if !sc.flags.IsSampled() || !sc.valid {
 		return
 	}
 	j := p.j
@@ -99,7 +98,7 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	defer j.exit(debug.SetPanicOnFault(true))
-	k := liveKey(sc)
+	k := liveKey(sc.sid)
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -126,7 +125,7 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	d := spanData{
 		typ:           recEnd,
-		sc:            sc,
+		span:          sc,
 		name:          s.Name(),
 		end:           s.EndTime(),
 		attrs:         s.Attributes(),
@@ -144,16 +143,14 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	if e.start != 0 && e.end == 0 {
 		p := j.mem[int(e.start)+recHeaderSize : int(e.start)+recHeaderSize+prefixSize]
 		if !startFields(p, &d) {
-			d.parent, d.kind, d.start = s.Parent(), s.SpanKind(), s.StartTime()
-			d.ts, d.pts = traceStates(sc, d.parent)
+			d.parent, d.kind, d.start = ctxOf(s.Parent()), s.SpanKind(), s.StartTime()
 		}
 		le := binary.LittleEndian
 		d.scope, d.res = le.Uint32(p[pScope:]), le.Uint32(p[pResource:])
 		d.attrsAtStart = int(le.Uint32(p[pNAttrs:])) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
 	} else {
-		d.parent, d.kind, d.start = s.Parent(), s.SpanKind(), s.StartTime()
+		d.parent, d.kind, d.start = ctxOf(s.Parent()), s.SpanKind(), s.StartTime()
 		d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
-		d.ts, d.pts = traceStates(sc, d.parent)
 	}
 	// The end is written before the start is marked done: a death between
 	// the two leaves both, and recovery keeps the end.
@@ -190,27 +187,23 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 // the newer span's) or does not say all: the parent's trace state differs
 // from the span's.
 func startFields(p []byte, d *spanData) bool {
-	tid, sid := d.sc.TraceID(), d.sc.SpanID()
-	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [16]byte(p[pTraceID:pTraceID+16]) != tid || [8]byte(p[pSpanID:pSpanID+8]) != sid {
+	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [16]byte(p[pTraceID:pTraceID+16]) != d.span.tid || [8]byte(p[pSpanID:pSpanID+8]) != d.span.sid {
 		return false
 	}
 	flags := p[pFlags]
-	cfg := trace.SpanContextConfig{
-		SpanID:     trace.SpanID(p[pParentID : pParentID+8]),
-		TraceFlags: trace.TraceFlags(p[pParentFlags]),
-		Remote:     flags&flagParentRemote != 0,
+	d.parent = spanCtx{
+		sid:    trace.SpanID(p[pParentID : pParentID+8]),
+		flags:  trace.TraceFlags(p[pParentFlags]),
+		valid:  flags&flagParentValid != 0,
+		remote: flags&flagParentRemote != 0,
+		ts:     d.span.ts,
 	}
-	if flags&flagParentValid != 0 {
-		cfg.TraceID = tid
+	if d.parent.valid {
+		d.parent.tid = d.span.tid
 	}
-	d.parent = trace.NewSpanContext(cfg)
 	d.kind = trace.SpanKind(p[pKind])
 	le := binary.LittleEndian
 	d.start = time.Unix(int64(le.Uint64(p[pStart:])), int64(le.Uint32(p[pStart+8:])))
-	if d.sc.TraceState().Len() > 0 {
-		d.ts = d.sc.TraceState().String()
-	}
-	d.pts = d.ts
 	return true
 }
 
@@ -267,7 +260,7 @@ func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 		if !sc.IsSampled() {
 			continue
 		}
-		k := liveKey(sc)
+		k := liveKey(sc.SpanID())
 		keys = append(keys, k)
 		count[shardOf(k)+1]++
 	}
