@@ -127,7 +127,7 @@ func BenchmarkEncode(b *testing.B) {
 		buf := make([]byte, 1<<16)
 		b.ReportAllocs()
 		for b.Loop() {
-			d := spanData{typ: recEnd, sc: ro.SpanContext(), parent: ro.Parent(), kind: ro.SpanKind(), name: ro.Name(),
+			d := spanData{typ: recEnd, span: ctxOf(ro.SpanContext()), parent: ctxOf(ro.Parent()), kind: ro.SpanKind(), name: ro.Name(),
 				start: ro.StartTime(), end: ro.EndTime(), attrs: ro.Attributes(), links: ro.Links(), events: ro.Events(), status: ro.Status()}
 			p := planSpan(&d, DefaultValueLimit, len(buf))
 			w := enc{b: buf[:p.size], value: DefaultValueLimit}

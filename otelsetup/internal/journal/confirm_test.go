@@ -163,6 +163,22 @@ func TestAConfirmationBeforeTheEndIsKept(t *testing.T) {
 	}
 }
 
+// A span whose export was confirmed before its end reached the journal
+// (its processor registered after the batcher) is not recovered as open
+// when the process dies before the end does: it was exported.
+func TestAConfirmationBeforeTheEndOutlivesADeathBeforeTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	j := openT(t, dir)
+	s := newFakeSpan(1)
+	p := j.SpanProcessor()
+	p.OnStart(context.Background(), s)
+	j.confirm([]sdktrace.ReadOnlySpan{s})
+	j.die()
+	if rep, exp := recoverT(t, dir); len(exp.stubs()) != 0 || rep.Open != 0 {
+		t.Errorf("report %+v: a confirmed span was recovered", rep)
+	}
+}
+
 func TestCleanCloseRemovesTheFileWhenEverythingWasConfirmed(t *testing.T) {
 	dir := t.TempDir()
 	j := openT(t, dir)

@@ -81,28 +81,35 @@ const (
 // deeper is written as empty, and counted as cut.
 const maxDepth = 8
 
-// traceStates returns the trace states of a span and of its parent as
-// text; the parent's is built only when it has one (it rarely does, and
-// its text costs an allocation).
-func traceStates(sc, parent trace.SpanContext) (ts, pts string) {
-	if sc.TraceState().Len() > 0 {
-		ts = sc.TraceState().String()
+// spanCtx is what a record holds of a span context: read once from the
+// SDK's trace.SpanContext, whose every accessor copies it whole.
+type spanCtx struct {
+	tid           trace.TraceID
+	sid           trace.SpanID
+	flags         trace.TraceFlags
+	valid, remote bool
+	ts            string // the trace state, as text; built only when there is one
+}
+
+func ctxOf(sc trace.SpanContext) spanCtx {
+	c := spanCtx{tid: sc.TraceID(), sid: sc.SpanID(), flags: sc.TraceFlags(), remote: sc.IsRemote()}
+	c.valid = c.tid.IsValid() && c.sid.IsValid()
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		c.ts = ts.String()
 	}
-	if parent.TraceState().Len() > 0 {
-		pts = parent.TraceState().String()
-	}
-	return ts, pts
+	return c
 }
 
 // spanData is what a record holds, gathered from a span once.
 type spanData struct {
-	typ           byte
-	sc            trace.SpanContext
-	parent        trace.SpanContext
+	typ byte
+	// span is the span's context; parent the parent's, of which a record
+	// holds whether it is valid and remote, its flags and span id (its
+	// trace id is the span's), and its trace state when that differs from
+	// the span's.
+	span, parent  spanCtx
 	kind          trace.SpanKind
 	name          string
-	ts            string // the span's trace state, as text
-	pts           string // the parent's, when it differs
 	start, end    time.Time
 	attrs         []attribute.KeyValue
 	links         []sdktrace.Link
@@ -252,9 +259,9 @@ func (z *sizer) event(e sdktrace.Event) int {
 // at Open); attributes, links and events are kept in order while they fit.
 func planSpan(d *spanData, value, limit int) plan {
 	z := sizer{value: value}
-	size := prefixSize + rawSize(d.ts) + z.str(d.name) + z.str(d.status.Description)
-	if d.pts != d.ts {
-		size += rawSize(d.pts)
+	size := prefixSize + rawSize(d.span.ts) + z.str(d.name) + z.str(d.status.Description)
+	if d.parent.ts != d.span.ts {
+		size += rawSize(d.parent.ts)
 	}
 	p := plan{}
 	for i, kv := range d.attrs {
@@ -330,6 +337,11 @@ func (w *enc) u64(x uint64) {
 }
 
 func (w *enc) uvarint(x uint64) {
+	if x < 0x80 && w.n < len(w.b) && !w.over {
+		w.b[w.n] = byte(x)
+		w.n++
+		return
+	}
 	if len(w.b)-w.n >= binary.MaxVarintLen64 || w.room(uvarintLen(x)) {
 		w.n += binary.PutUvarint(w.b[w.n:], x)
 	}
@@ -343,6 +355,12 @@ func (w *enc) bytes(p []byte) {
 
 func (w *enc) str(s string) {
 	n := len(s)
+	if n < 0x80 && n <= w.value && len(w.b)-w.n > n && !w.over {
+		// A short string, nearly every one: its length in one byte.
+		w.b[w.n] = byte(n)
+		w.n += 1 + copy(w.b[w.n+1:], s)
+		return
+	}
 	if n > w.value {
 		n = cutLen(s, w.value)
 		w.cut++
@@ -354,6 +372,11 @@ func (w *enc) str(s string) {
 }
 
 func (w *enc) raw(s string) {
+	if n := len(s); n < 0x80 && len(w.b)-w.n > n && !w.over {
+		w.b[w.n] = byte(n)
+		w.n += 1 + copy(w.b[w.n+1:], s)
+		return
+	}
 	w.uvarint(uint64(len(s)))
 	if w.room(len(s)) {
 		w.n += copy(w.b[w.n:], s)
@@ -503,16 +526,16 @@ func (w *enc) span(d *spanData, p *plan) {
 	clear(b)
 	b[pType] = d.typ
 	var flags byte
-	if d.parent.IsValid() {
+	if d.parent.valid {
 		flags |= flagParentValid
 	}
-	if d.parent.IsRemote() {
+	if d.parent.remote {
 		flags |= flagParentRemote
 	}
-	if d.sc.IsRemote() {
+	if d.span.remote {
 		flags |= flagRemote
 	}
-	if d.pts != d.ts {
+	if d.parent.ts != d.span.ts {
 		flags |= flagParentState
 	}
 	if d.attrsAtStart {
@@ -520,12 +543,11 @@ func (w *enc) span(d *spanData, p *plan) {
 	}
 	b[pFlags] = flags
 	b[pKind] = byte(d.kind)
-	b[pTraceFlags] = byte(d.sc.TraceFlags())
-	b[pParentFlags] = byte(d.parent.TraceFlags())
-	tid, sid, pid := d.sc.TraceID(), d.sc.SpanID(), d.parent.SpanID()
-	copy(b[pTraceID:], tid[:])
-	copy(b[pSpanID:], sid[:])
-	copy(b[pParentID:], pid[:])
+	b[pTraceFlags] = byte(d.span.flags)
+	b[pParentFlags] = byte(d.parent.flags)
+	copy(b[pTraceID:], d.span.tid[:])
+	copy(b[pSpanID:], d.span.sid[:])
+	copy(b[pParentID:], d.parent.sid[:])
 	le := binary.LittleEndian
 	le.PutUint64(b[pStart:], uint64(d.start.Unix()))
 	le.PutUint32(b[pStart+8:], uint32(d.start.Nanosecond()))
@@ -550,11 +572,11 @@ func (w *enc) span(d *spanData, p *plan) {
 	le.PutUint32(b[pNLinks:], uint32(p.nLinks))
 	le.PutUint32(b[pNEvents:], uint32(p.nEvents))
 	w.n = prefixSize
-	w.raw(d.ts)
+	w.raw(d.span.ts)
 	w.str(d.name)
 	w.str(d.status.Description)
-	if d.pts != d.ts {
-		w.raw(d.pts)
+	if d.parent.ts != d.span.ts {
+		w.raw(d.parent.ts)
 	}
 	if !d.attrsAtStart {
 		w.attrs(d.attrs[:p.nAttrs], 0)

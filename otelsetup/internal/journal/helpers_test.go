@@ -110,3 +110,18 @@ func newFakeSpan(n uint64) fakeSpan {
 func fakeSpanOf(s tracetest.SpanStub) fakeSpan {
 	return fakeSpan{Span: noop.Span{}, ReadOnlySpan: s.Snapshot()}
 }
+
+// records returns the offsets of the records of the span whose key is k,
+// from its shard's table or log.
+func (j *Journal) records(k uint64) (start, end int32, ok bool) {
+	sh := j.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.t.get(k); e != nil {
+		return e.start, e.end, true
+	}
+	if i := sh.log.find(k); i >= 0 {
+		return sh.log.at(i).start, sh.log.at(i).end, true
+	}
+	return 0, 0, false
+}

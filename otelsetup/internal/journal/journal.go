@@ -47,6 +47,11 @@ type Journal struct {
 
 	shards [nShards]shard
 
+	// confirmMu guards the scratch slices of confirm.
+	confirmMu      sync.Mutex
+	confirmKeys    []uint64
+	confirmByShard []uint64
+
 	defsMu   sync.Mutex
 	defsEnd  int
 	nextDef  uint32
@@ -101,36 +106,35 @@ type spanKey struct {
 // open spans with one span id (in different traces) are one to the
 // journal, which keeps the newer: span ids are random 64-bit numbers, so
 // this needs an id generator that repeats them.
-func liveKey(sc trace.SpanContext) uint64 {
-	sid := sc.SpanID()
+func liveKey(sid trace.SpanID) uint64 {
 	return binary.LittleEndian.Uint64(sid[:])
 }
 
 // entry is where a span's live records lie (file offsets; 0 for none).
 // A start record stays live after the end while the end record leaves
-// the attributes to it.
+// the attributes to it. An entry with neither is a span whose export was
+// confirmed before its end was journalled (the journal's processor was
+// registered after the batcher): its end is not journalled.
+//
+// attrs, until the end, is where the slice of attributes the span had at
+// its start begins. While the span keeps that slice (the SDK copies it at
+// any change, once read) and the start record holds all of it (as many
+// attributes as its prefix counts), the end record needs no attributes of
+// its own. What else the end takes from the start record (its scope and
+// resource among it) is read from the record's prefix: the table's slots
+// stay small, and more of them are in the caches.
 type entry struct {
 	start, end int32
-	// early: the export was confirmed before the end was journalled (the
-	// journal's processor was registered after the batcher).
-	early bool
-	// whole: the start record holds every attribute the span had at its
-	// start, whose slice begins at attrs and holds nAttrs. While the span
-	// keeps that slice (the SDK copies it at any change, once read), its
-	// end record needs no attributes of its own.
-	whole  bool
-	nAttrs int32
-	attrs  *attribute.KeyValue
-	scope  uint32
-	res    uint32
+	attrs      *attribute.KeyValue
 }
 
 const nShards = 32
 
 type shard struct {
-	mu sync.Mutex
-	t  table
-	_  [40]byte // keep shards on their own cache lines
+	mu  sync.Mutex
+	t   table    // open spans, and ended ones the log does not hold
+	log endedLog // ended spans awaiting confirmation, in the order they ended
+	_   [8]byte  // keep shards on their own cache lines
 }
 
 func (j *Journal) shard(k uint64) *shard { return &j.shards[shardOf(k)] }
@@ -334,8 +338,9 @@ func (j *Journal) nextSegmentLocked(h *head, keep int) bool {
 	if len(j.free) <= keep {
 		return false
 	}
-	i := j.free[0]
-	copy(j.free, j.free[1:])
+	// The segment freed last: its pages are the likeliest to be in the
+	// processor's caches still.
+	i := j.free[len(j.free)-1]
 	j.free = j.free[:len(j.free)-1]
 	j.gen++
 	s := &j.segs[i]
@@ -361,11 +366,17 @@ func (j *Journal) poke() {
 }
 
 // markDone turns a live record done; callers hold the shard lock of the
-// record's span, under which alone a record's state changes.
+// record's span, under which alone a record's state is written or read
+// (see isLive).
 func (j *Journal) markDone(loc int) {
-	atomic.StoreUint32(j.word32(loc+recState), stateDone)
-	i := j.geo.segOf(loc)
-	if j.segs[i].live.Add(-1) == 0 {
+	*j.word32(loc + recState) = stateDone
+	j.released(j.geo.segOf(loc), 1)
+}
+
+// released counts n records of segment i done, and frees the segment when
+// it was full and they were its last live ones.
+func (j *Journal) released(i int, n int64) {
+	if j.segs[i].live.Add(-n) == 0 {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		if s := &j.segs[i]; s.state == segFull && s.live.Load() == 0 {
@@ -374,36 +385,68 @@ func (j *Journal) markDone(loc int) {
 	}
 }
 
+// doneBatch marks records done as markDone does, and counts them against
+// their segments once per run of records in one segment rather than once a
+// record: a batch's records lie in a few segments. The caller holds the
+// shard lock of every record's span from the first mark to flush, so that
+// no one sees a record done that its segment still counts live.
+type doneBatch struct {
+	seg, n int
+}
+
+func (b *doneBatch) mark(j *Journal, loc int) {
+	*j.word32(loc + recState) = stateDone
+	if i := j.geo.segOf(loc); i != b.seg || b.n == 0 {
+		b.flush(j)
+		b.seg = i
+	}
+	b.n++
+}
+
+func (b *doneBatch) flush(j *Journal) {
+	if b.n > 0 {
+		j.released(b.seg, int64(b.n))
+		b.n = 0
+	}
+}
+
+// isLive says whether the record at loc is live. A record's state word is
+// written and read under the shard lock of its span only (once published;
+// its publication is under that lock too): plain memory accesses, with no
+// fence to wait for the writes before them to reach memory.
 func (j *Journal) isLive(loc int) bool {
-	return atomic.LoadUint32(j.word32(loc+recState)) == stateLive
+	return *j.word32(loc + recState) == stateLive
 }
 
 // publish writes the record header at loc (payload n bytes, already
-// written) and then its CRC, which makes it a record.
+// written) and then its CRC, which makes it a record. No one reads a
+// record of the segment a writer appends to (compaction reads full
+// segments only, after taking mu, under which records are appended), so
+// the stores need no fence: only their order matters, for a death between
+// them, and a store is never moved before an earlier one.
 func (j *Journal) publish(loc, n int, gen uint32) {
 	b := j.mem[loc : loc+recHeaderSize+n]
 	putRecordHeader(b, n, gen)
-	atomic.StoreUint32(j.word32(loc+recCRC), recordCRC(b, n))
+	binary.LittleEndian.PutUint32(b[recCRC:], recordCRC(b, n))
 }
 
-// writeSpan journals d; it returns where, or false when it was dropped,
-// and whether the record holds all of d's attributes. The caller links
-// the record to its span and then calls linked.
-func (j *Journal) writeSpan(d *spanData) (loc int, whole, ok bool) {
+// writeSpan journals d; it returns where, or false when it was dropped.
+// The caller links the record to its span.
+func (j *Journal) writeSpan(d *spanData) (loc int, ok bool) {
 	loc, _, _, cut, res := j.appendSpan(d)
 	switch res {
 	case appendClosed:
-		return 0, false, false
+		return 0, false
 	case appendDropped:
 		j.drop()
-		return 0, false, false
+		return 0, false
 	case appendTooBig:
 		return j.writeCut(d)
 	}
 	if cut > 0 {
 		j.cutStrings(d, cut)
 	}
-	return loc, true, true
+	return loc, true
 }
 
 const (
@@ -456,7 +499,7 @@ func (j *Journal) appendSpan(d *spanData) (loc, n int, gen uint32, cut, res int)
 
 // writeCut journals a span whose record would pass the record bound:
 // sized first, it keeps the attributes, links and events that fit.
-func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
+func (j *Journal) writeCut(d *spanData) (int, bool) {
 	p := planSpan(d, j.cfg.value, j.maxPayload)
 	if p.cut > 0 {
 		j.cutStrings(d, p.cut)
@@ -468,12 +511,12 @@ func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed.Load() {
-		return 0, false, false
+		return 0, false
 	}
 	loc, gen, ok := j.reserveLocked(&j.head, 1, p.size)
 	if !ok {
 		j.drop()
-		return 0, false, false
+		return 0, false
 	}
 	w := enc{b: j.mem[loc+recHeaderSize : loc+recHeaderSize+p.size], value: j.cfg.value}
 	w.span(d, &p)
@@ -481,7 +524,7 @@ func (j *Journal) writeCut(d *spanData) (int, bool, bool) {
 		panic(fmt.Sprintf("journal: record of %d bytes planned as %d", w.n, p.size))
 	}
 	j.publish(loc, p.size, gen)
-	return loc, p.nAttrs == len(d.attrs), true
+	return loc, true
 }
 
 func (j *Journal) drop() {
@@ -632,6 +675,7 @@ func (j *Journal) background() {
 			}
 			j.guarded(func() {
 				j.beat(now)
+				j.trimTables()
 				if j.cfg.sync > 0 && now.Sub(lastSync) >= j.cfg.sync {
 					lastSync = now
 					if err := j.msync(); err != nil {
@@ -646,6 +690,19 @@ func (j *Journal) background() {
 			}
 			j.guarded(j.maintain)
 		}
+	}
+}
+
+// trimTables shrinks each shard's table to what it needed since the last
+// heartbeat.
+func (j *Journal) trimTables() {
+	for i := range j.shards {
+		sh := &j.shards[i]
+		sh.mu.Lock()
+		if !j.closed.Load() {
+			sh.t.trim()
+		}
+		sh.mu.Unlock()
 	}
 }
 
@@ -707,7 +764,7 @@ func (j *Journal) compact(i int) {
 			if le.Uint32(j.mem[pos+recGen:]) != gen || n < prefixSize || pos+recordSize(n) > base+used {
 				break
 			}
-			if j.isLive(pos) {
+			if j.liveAt(pos) {
 				f(pos, n)
 			}
 			pos += recordSize(n)
@@ -737,6 +794,15 @@ func (j *Journal) compact(i int) {
 	}
 }
 
+// liveAt says whether the span record at pos, in a segment no one appends
+// to, is live, under its span's shard lock.
+func (j *Journal) liveAt(pos int) bool {
+	sh := j.shard(binary.LittleEndian.Uint64(j.mem[pos+recHeaderSize+pSpanID:]))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return j.isLive(pos)
+}
+
 // compactRecord carries the live record at pos forward, or evicts it; it
 // returns whether it carried it.
 func (j *Journal) compactRecord(pos, n int, carry bool) bool {
@@ -749,12 +815,35 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	if !j.isLive(pos) {
 		return false // its span ended or was confirmed meanwhile
 	}
-	ep := sh.t.get(k)
-	var e entry
-	if ep != nil {
-		e = *ep
+	// The span's entry, in the table or in the log, and where in it the
+	// record's offset is.
+	refers := func(start, end *int32) *int32 {
+		switch {
+		case typ == recStart && int(*start) == pos:
+			return start
+		case typ == recEnd && int(*end) == pos:
+			return end
+		}
+		return nil
 	}
-	if ep == nil || !(typ == recStart && int(e.start) == pos || typ == recEnd && int(e.end) == pos) {
+	var at, start, end *int32
+	ep := sh.t.get(k)
+	logged := -1
+	if ep != nil {
+		start, end = &ep.start, &ep.end
+		at = refers(start, end)
+	}
+	if at == nil {
+		for i := range sh.log.n {
+			if le := sh.log.at(i); le.key == k {
+				if at = refers(&le.start, &le.end); at != nil {
+					start, end, logged = &le.start, &le.end, i
+					break
+				}
+			}
+		}
+	}
+	if at == nil {
 		j.markDone(pos)
 		j.warn(warnOrphan, fmt.Errorf("journal: %s: a record no span refers to was dropped", j.path))
 		return false
@@ -763,12 +852,7 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 		if nl, gen, ok := j.reserveAt(&j.carry, 0, n); ok {
 			copy(j.mem[nl+recHeaderSize:nl+recHeaderSize+n], p)
 			j.publish(nl, n, gen)
-			if typ == recStart {
-				e.start = int32(nl)
-			} else {
-				e.end = int32(nl)
-			}
-			*ep = e
+			*at = int32(nl)
 			j.markDone(pos)
 			j.st.carried.Add(1)
 			return true
@@ -777,8 +861,12 @@ func (j *Journal) compactRecord(pos, n int, carry bool) bool {
 	// The span leaves the journal whole: an end record may leave its
 	// attributes to the start record, and a start record without its end
 	// would pass for an open span.
-	j.release(e)
-	sh.t.del(k)
+	j.release(entry{start: *start, end: *end})
+	if logged >= 0 {
+		sh.log.at(logged).key = 0
+	} else {
+		sh.t.del(k)
+	}
 	j.st.evicted.Add(1)
 	j.warn(warnEvicted, fmt.Errorf("journal: %s is full: the oldest spans still needed are evicted, they would not be recovered after a death (counted in Evicted)", j.path))
 	return false

@@ -127,3 +127,42 @@ func TestTheLivePathAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// Confirming an exported batch allocates nothing once the journal has
+// seen a batch that large: its scratch space is kept.
+func TestConfirmingABatchAllocatesNothing(t *testing.T) {
+	j := openT(t, t.TempDir())
+	defer j.Close()
+	var ended []sdktrace.ReadOnlySpan
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(j.SpanProcessor()),
+		sdktrace.WithSpanProcessor(endedSpans(func(s sdktrace.ReadOnlySpan) { ended = append(ended, s) })))
+	tr := tp.Tracer("t")
+	batch := func() []sdktrace.ReadOnlySpan {
+		ended = ended[:0]
+		for range 512 {
+			_, s := tr.Start(context.Background(), "omni.diffusion.exec")
+			s.End()
+		}
+		return ended
+	}
+	j.confirm(batch())
+	var allocs float64
+	for range 5 {
+		ss := batch()
+		allocs = max(allocs, testing.AllocsPerRun(1, func() { j.confirm(ss) }))
+	}
+	if allocs != 0 {
+		t.Errorf("confirming a batch of 512 spans: %.0f allocations", allocs)
+	}
+	if st := j.Stats(); st.Dropped+st.Evicted != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// endedSpans is a processor that calls f with each ended span.
+type endedSpans func(sdktrace.ReadOnlySpan)
+
+func (endedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (f endedSpans) OnEnd(s sdktrace.ReadOnlySpan)                 { f(s) }
+func (endedSpans) Shutdown(context.Context) error                  { return nil }
+func (endedSpans) ForceFlush(context.Context) error                { return nil }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime/debug"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -31,8 +32,8 @@ func (j *Journal) SpanProcessor() sdktrace.SpanProcessor { return processor{j} }
 type processor struct{ j *Journal }
 
 func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	sc := s.SpanContext()
-	if !sc.IsSampled() || !sc.IsValid() {
+	sc := ctxOf(s.SpanContext())
+	if !sc.flags.IsSampled() || !sc.valid {
 		return
 	}
 	j := p.j
@@ -43,8 +44,8 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	defer j.exit(debug.SetPanicOnFault(true))
 	d := spanData{
 		typ:          recStart,
-		sc:           sc,
-		parent:       s.Parent(),
+		span:         sc,
+		parent:       ctxOf(s.Parent()),
 		kind:         s.SpanKind(),
 		name:         s.Name(),
 		start:        s.StartTime(),
@@ -55,11 +56,10 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		scope:        j.scopeID(s.InstrumentationScope()),
 		res:          j.resourceID(s.Resource()),
 	}
-	d.ts, d.pts = traceStates(sc, d.parent)
 	// The record is written and linked under its shard's lock: compaction,
 	// which moves a record under the same lock, never finds one that no
 	// span refers to yet.
-	k := liveKey(sc)
+	k := liveKey(sc.sid)
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -67,14 +67,14 @@ func (p processor) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 		j.refused()
 		return
 	}
-	loc, whole, ok := j.writeSpan(&d)
+	loc, ok := j.writeSpan(&d)
 	if !ok {
 		return
 	}
 	// Another open span with the same span id (an id generator that
 	// repeats) is replaced: its records, no longer referred to, are
 	// dropped when compaction reaches them.
-	*sh.t.put(k) = entry{start: int32(loc), whole: whole, nAttrs: int32(len(d.attrs)), attrs: unsafe.SliceData(d.attrs), scope: d.scope, res: d.res}
+	*sh.t.put(k) = entry{start: int32(loc), attrs: unsafe.SliceData(d.attrs)}
 }
 
 // release marks an entry's records done; the caller holds its shard lock.
@@ -88,8 +88,8 @@ func (j *Journal) release(e entry) {
 }
 
 func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
-	sc := s.SpanContext()
-	if !sc.IsSampled() || !sc.IsValid() {
+	sc := ctxOf(s.SpanContext())
+	if !sc.flags.IsSampled() || !sc.valid {
 		return
 	}
 	j := p.j
@@ -98,7 +98,7 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	defer j.exit(debug.SetPanicOnFault(true))
-	k := liveKey(sc)
+	k := liveKey(sc.sid)
 	sh := j.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -106,19 +106,26 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		j.refused()
 		return
 	}
+	// An open span's entry is in the table. One ended already (a
+	// processor called twice: the SDK ends a span once) is in the log, or
+	// in the table if it moved there.
 	var e entry
-	if ep := sh.t.get(k); ep != nil {
+	ep := sh.t.get(k)
+	logged := -1
+	if ep != nil {
 		e = *ep
-	}
-	if e.early {
-		// Exported and confirmed already.
-		j.release(e)
-		sh.t.del(k)
-		return
+		if e.start == 0 && e.end == 0 {
+			// Exported and confirmed already.
+			sh.t.del(k)
+			return
+		}
+	} else if logged = sh.log.find(k); logged >= 0 {
+		le := sh.log.at(logged)
+		e = entry{start: le.start, end: le.end}
 	}
 	d := spanData{
 		typ:           recEnd,
-		sc:            sc,
+		span:          sc,
 		name:          s.Name(),
 		end:           s.EndTime(),
 		attrs:         s.Attributes(),
@@ -133,37 +140,41 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 	// What a span cannot change once started is read from its start
 	// record when that is live: each accessor of the SDK's ended span
 	// copies the whole span.
-	if e.start != 0 && e.end == 0 && startFields(j.mem[int(e.start)+recHeaderSize:int(e.start)+recHeaderSize+prefixSize], &d) {
-		d.scope, d.res = e.scope, e.res
-		d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
-	} else {
-		d.parent, d.kind, d.start = s.Parent(), s.SpanKind(), s.StartTime()
-		if e.start != 0 && e.end == 0 {
-			d.scope, d.res = e.scope, e.res
-			d.attrsAtStart = e.whole && int(e.nAttrs) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
-		} else {
-			d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
+	if e.start != 0 && e.end == 0 {
+		p := j.mem[int(e.start)+recHeaderSize : int(e.start)+recHeaderSize+prefixSize]
+		if !startFields(p, &d) {
+			d.parent, d.kind, d.start = ctxOf(s.Parent()), s.SpanKind(), s.StartTime()
 		}
-		d.ts, d.pts = traceStates(sc, d.parent)
+		le := binary.LittleEndian
+		d.scope, d.res = le.Uint32(p[pScope:]), le.Uint32(p[pResource:])
+		d.attrsAtStart = int(le.Uint32(p[pNAttrs:])) == len(d.attrs) && unsafe.SliceData(d.attrs) == e.attrs
+	} else {
+		d.parent, d.kind, d.start = ctxOf(s.Parent()), s.SpanKind(), s.StartTime()
+		d.scope, d.res = j.scopeID(s.InstrumentationScope()), j.resourceID(s.Resource())
 	}
 	// The end is written before the start is marked done: a death between
 	// the two leaves both, and recovery keeps the end.
-	loc, _, ok := j.writeSpan(&d)
+	loc, ok := j.writeSpan(&d)
 	if e.end != 0 {
 		j.markDone(int(e.end)) // ended twice: the last end stands
 	}
-	if !ok {
-		if e.start != 0 {
-			j.markDone(int(e.start))
-		}
-		sh.t.del(k)
-		return
+	if !ok && e.start != 0 {
+		j.markDone(int(e.start))
 	}
-	if e.start != 0 && !d.attrsAtStart {
+	if ok && e.start != 0 && !d.attrsAtStart {
 		j.markDone(int(e.start))
 		e.start = 0
 	}
-	*sh.t.put(k) = entry{start: e.start, end: int32(loc)}
+	// Nothing since the lookup changed the table or the log: the entry is
+	// where it was. The span leaves the table for the log's tail.
+	if ep != nil {
+		sh.t.del(k)
+	} else if logged >= 0 {
+		sh.log.at(logged).key = 0
+	}
+	if ok {
+		sh.log.push(logEntry{key: k, start: e.start, end: int32(loc)}, &sh.t)
+	}
 }
 
 // startFields sets d's parent, kind, start time and trace states from
@@ -176,27 +187,23 @@ func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
 // the newer span's) or does not say all: the parent's trace state differs
 // from the span's.
 func startFields(p []byte, d *spanData) bool {
-	tid, sid := d.sc.TraceID(), d.sc.SpanID()
-	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [16]byte(p[pTraceID:pTraceID+16]) != tid || [8]byte(p[pSpanID:pSpanID+8]) != sid {
+	if p[pType] != recStart || p[pFlags]&flagParentState != 0 || [16]byte(p[pTraceID:pTraceID+16]) != d.span.tid || [8]byte(p[pSpanID:pSpanID+8]) != d.span.sid {
 		return false
 	}
 	flags := p[pFlags]
-	cfg := trace.SpanContextConfig{
-		SpanID:     trace.SpanID(p[pParentID : pParentID+8]),
-		TraceFlags: trace.TraceFlags(p[pParentFlags]),
-		Remote:     flags&flagParentRemote != 0,
+	d.parent = spanCtx{
+		sid:    trace.SpanID(p[pParentID : pParentID+8]),
+		flags:  trace.TraceFlags(p[pParentFlags]),
+		valid:  flags&flagParentValid != 0,
+		remote: flags&flagParentRemote != 0,
+		ts:     d.span.ts,
 	}
-	if flags&flagParentValid != 0 {
-		cfg.TraceID = tid
+	if d.parent.valid {
+		d.parent.tid = d.span.tid
 	}
-	d.parent = trace.NewSpanContext(cfg)
 	d.kind = trace.SpanKind(p[pKind])
 	le := binary.LittleEndian
 	d.start = time.Unix(int64(le.Uint64(p[pStart:])), int64(le.Uint32(p[pStart+8:])))
-	if d.sc.TraceState().Len() > 0 {
-		d.ts = d.sc.TraceState().String()
-	}
-	d.pts = d.ts
 	return true
 }
 
@@ -241,14 +248,19 @@ func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 		return
 	}
 	defer j.exit(debug.SetPanicOnFault(true))
-	keys := make([]uint64, 0, len(ss))
+	// The batcher exports one batch at a time; the lock only keeps two
+	// exporters, or an exporter called from elsewhere, from sharing the
+	// scratch slices, which grow to the largest batch.
+	j.confirmMu.Lock()
+	defer j.confirmMu.Unlock()
+	keys := j.confirmKeys[:0]
 	var count [nShards + 1]int
 	for _, s := range ss {
 		sc := s.SpanContext()
 		if !sc.IsSampled() {
 			continue
 		}
-		k := liveKey(sc)
+		k := liveKey(sc.SpanID())
 		keys = append(keys, k)
 		count[shardOf(k)+1]++
 	}
@@ -256,7 +268,8 @@ func (j *Journal) confirm(ss []sdktrace.ReadOnlySpan) {
 	for i := 1; i <= nShards; i++ {
 		count[i] += count[i-1]
 	}
-	byShard := make([]uint64, len(keys))
+	byShard := slices.Grow(j.confirmByShard[:0], len(keys))[:len(keys)]
+	j.confirmKeys, j.confirmByShard = keys, byShard
 	next := count
 	for _, k := range keys {
 		i := shardOf(k)
@@ -277,15 +290,31 @@ func (j *Journal) confirmShard(sh *shard, keys []uint64) {
 	if j.closed.Load() {
 		return
 	}
+	var done doneBatch
 	for _, k := range keys {
+		if i := sh.log.find(k); i >= 0 {
+			le := sh.log.take(i, &sh.t)
+			if le.start != 0 {
+				done.mark(j, int(le.start))
+			}
+			done.mark(j, int(le.end))
+			continue
+		}
 		e := sh.t.get(k)
 		switch {
 		case e == nil:
 		case e.end != 0:
-			j.release(*e)
+			if e.start != 0 {
+				done.mark(j, int(e.start))
+			}
+			done.mark(j, int(e.end))
 			sh.t.del(k)
 		case e.start != 0:
-			e.early = true
+			// Confirmed before its end was journalled: the entry, with
+			// no record now, stands for that until the end.
+			done.mark(j, int(e.start))
+			*e = entry{}
 		}
 	}
+	done.flush(j)
 }

@@ -50,15 +50,13 @@ func TestEndRecordTakesWhatTheStartRecordHolds(t *testing.T) {
 					StartTime: start, EndTime: start.Add(time.Second),
 					Attributes: []attribute.KeyValue{attribute.String("omni.phase", "exec")},
 				}.Snapshot()
-				st := spanData{typ: recStart, sc: ro.SpanContext(), parent: ro.Parent(), kind: ro.SpanKind(), name: ro.Name(),
+				st := spanData{typ: recStart, span: ctxOf(ro.SpanContext()), parent: ctxOf(ro.Parent()), kind: ro.SpanKind(), name: ro.Name(),
 					start: ro.StartTime(), attrs: ro.Attributes(), scope: 3, res: 4}
-				st.ts, st.pts = traceStates(st.sc, st.parent)
 				startRec := encodeT(t, &st)
 
-				full := spanData{typ: recEnd, sc: ro.SpanContext(), parent: ro.Parent(), kind: ro.SpanKind(), name: ro.Name(),
+				full := spanData{typ: recEnd, span: ctxOf(ro.SpanContext()), parent: ctxOf(ro.Parent()), kind: ro.SpanKind(), name: ro.Name(),
 					start: ro.StartTime(), end: ro.EndTime(), attrs: ro.Attributes(), scope: 3, res: 4}
-				full.ts, full.pts = traceStates(full.sc, full.parent)
-				read := spanData{typ: recEnd, sc: ro.SpanContext(), name: ro.Name(), end: ro.EndTime(), attrs: ro.Attributes(), scope: 3, res: 4}
+				read := spanData{typ: recEnd, span: ctxOf(ro.SpanContext()), name: ro.Name(), end: ro.EndTime(), attrs: ro.Attributes(), scope: 3, res: 4}
 				if got := startFields(startRec[:prefixSize], &read); got != c.read {
 					t.Errorf("%s, kind %v, start %v: startFields = %v, want %v", c.name, kind, start, got, c.read)
 					continue
@@ -74,14 +72,14 @@ func TestEndRecordTakesWhatTheStartRecordHolds(t *testing.T) {
 	}
 	// A record of another span, or an end record, is not read.
 	ro := tracetest.SpanStub{Name: "x", SpanContext: sc(9, trace.TraceState{}), StartTime: time.Unix(1, 0)}.Snapshot()
-	st := spanData{typ: recStart, sc: ro.SpanContext(), name: "x", start: ro.StartTime()}
+	st := spanData{typ: recStart, span: ctxOf(ro.SpanContext()), name: "x", start: ro.StartTime()}
 	rec := encodeT(t, &st)
-	if startFields(rec[:prefixSize], &spanData{sc: sc(8, trace.TraceState{})}) {
+	if startFields(rec[:prefixSize], &spanData{span: ctxOf(sc(8, trace.TraceState{}))}) {
 		t.Error("the start record of another span id was read")
 	}
 	st.typ = recEnd
 	rec = encodeT(t, &st)
-	if startFields(rec[:prefixSize], &spanData{sc: ro.SpanContext()}) {
+	if startFields(rec[:prefixSize], &spanData{span: ctxOf(ro.SpanContext())}) {
 		t.Error("an end record was read as a start record")
 	}
 }

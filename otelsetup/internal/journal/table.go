@@ -8,9 +8,16 @@ package journal
 // that updates the entry probes once, and its slots are one array the
 // garbage collector scans in one go; assigning an entry costs no bulk
 // write barrier. Callers hold the shard's lock.
+//
+// A table grows as entries are put, and shrinks only when trimmed (once a
+// heartbeat): it keeps the size its most entries since the last trim
+// needed, so that a table emptied by each confirmed batch is not shrunk
+// and grown again, each time allocating its slots anew, with the next
+// spans; a burst of open spans leaves no big table past the next trim.
 type table struct {
 	slots []slot // a power of two long
 	n     int
+	peak  int // the most entries since the last trim
 }
 
 type slot struct {
@@ -42,6 +49,13 @@ func (t *table) get(k uint64) *entry {
 // put returns the entry of k, made zero when k is new.
 // k must not be 0.
 func (t *table) put(k uint64) *entry {
+	e, _ := t.insert(k)
+	return e
+}
+
+// insert returns the entry of k, made zero when k is new, and whether it
+// was. k must not be 0.
+func (t *table) insert(k uint64) (*entry, bool) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(max(minTable, len(t.slots)*2))
 	}
@@ -49,13 +63,14 @@ func (t *table) put(k uint64) *entry {
 	for i := hashKey(k) >> 32 & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.key == k {
-			return &s.e
+			return &s.e, false
 		}
 		if s.key == 0 {
 			s.key = k
 			s.e = entry{}
 			t.n++
-			return &s.e
+			t.peak = max(t.peak, t.n)
+			return &s.e, true
 		}
 	}
 }
@@ -84,9 +99,19 @@ func (t *table) del(k uint64) {
 	}
 	t.slots[i] = slot{}
 	t.n--
-	if len(t.slots) > minTable*4 && t.n*8 < len(t.slots) {
-		t.resize(len(t.slots) / 2) // a burst of open spans leaves no big table
+}
+
+// trim shrinks the table to the size its most entries since the last trim
+// needed, and starts counting them again.
+func (t *table) trim() {
+	size := len(t.slots)
+	for size > minTable && t.peak*8 < size {
+		size /= 2
 	}
+	if size < len(t.slots) {
+		t.resize(size)
+	}
+	t.peak = t.n
 }
 
 func (t *table) resize(size int) {
