@@ -45,13 +45,6 @@ var costRequests = func() []otelomni.RequestInfo {
 	return out
 }()
 
-// processCPU is the CPU time the process has used, all its threads.
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // costMix is a bijection of the uint64s (splitmix64's finalizer): the
 // cycle's ids are distinct.
 func costMix(x uint64) uint64 {
