@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,25 +21,6 @@ import (
 	"github.com/otelomni/otelomni/otelsetup/internal/journal"
 	"github.com/otelomni/otelomni/spans"
 )
-
-var benchInfo = otelomni.RequestInfo{ID: "chatcmpl-ac59cea85b422f04", Model: "Qwen/Qwen-Image"}
-
-// benchRequest is otelomni's BenchmarkRequest/otelomni request: its span
-// and five diffusion phases, started and ended around the engine's calls.
-func benchRequest(in *otelomni.Instrumenter) {
-	_, req := in.Start(context.Background(), benchInfo)
-	p := req.StartPhase(context.Background(), spans.Preprocess)
-	p.End(nil)
-	exec := req.StartPhase(context.Background(), spans.Exec)
-	q := req.StartPhase(context.Background(), spans.QueueWait)
-	q.End(nil)
-	exec.End(nil)
-	w := req.StartPhase(context.Background(), spans.OutputReadyWait)
-	w.End(nil)
-	post := req.StartPhase(context.Background(), spans.Postprocess)
-	post.End(nil)
-	req.End(nil)
-}
 
 // benchTelemetry is Setup with an exporter that discards and a batch
 // processor that waits rather than drops (every span of every iteration
@@ -60,99 +39,12 @@ func benchTelemetry(b *testing.B, dir string) (*otelsetup.Telemetry, *otelomni.I
 	return tel, otelomni.New(otelomni.WithTracerProvider(tel.TracerProvider()))
 }
 
-// BenchmarkJournalRequest measures otelomni's sampled live path, a request
-// of six spans on the provider otelsetup builds, without and with the
-// crash journal, side by side: one request on each in turn, the order
-// alternating, so that the load of a shared machine falls on both alike.
-// It reports each one's time a request and their ratio. The journal is
-// on a disk directory (JOURNAL_BENCH_DIR, say /dev/shm/..., to choose),
-// its default size, gone once round its ring first, as a running
-// engine's has: its pages are in memory.
-func BenchmarkJournalRequest(b *testing.B) {
-	clearBenchEnv(b)
-	dir := b.TempDir()
-	if d := os.Getenv("JOURNAL_BENCH_DIR"); d != "" {
-		dir = d
-	}
-	plainTel, plain := benchTelemetry(b, "")
-	journalTel, journalled := benchTelemetry(b, dir)
-	ins := [2]*otelomni.Instrumenter{plain, journalled}
-	// About 12 records of 150 bytes a request: once round the ring.
-	for range journal.DefaultSize / (12 * 150) {
-		benchRequest(journalled)
-	}
-	for range 1000 {
-		benchRequest(plain)
-	}
-	_ = plainTel.ForceFlush(context.Background())
-	_ = journalTel.ForceFlush(context.Background())
-	b.ReportAllocs()
-	// The request goroutine keeps its thread, so that the thread's CPU
-	// time is the requests' own: time spent waiting for a core on a busy
-	// machine is not counted, time in the kernel (a page fault) is.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	b.ResetTimer()
-	var spent, cpu [2]time.Duration
-	var wallRatios, cpuRatios []float64
-	for i := 0; b.Loop(); i++ {
-		// A block of requests on each provider in turn, the order
-		// alternating, so that neither always follows the other's garbage;
-		// each pair of blocks gives a ratio.
-		var blockWall, blockCPU [2]time.Duration
-		for k := range 2 {
-			w := (i + k) % 2
-			t0, c0 := time.Now(), threadCPU()
-			for range benchBlock {
-				benchRequest(ins[w])
-			}
-			blockCPU[w] = threadCPU() - c0
-			blockWall[w] = time.Since(t0)
-			spent[w] += blockWall[w]
-			cpu[w] += blockCPU[w]
-		}
-		wallRatios = append(wallRatios, float64(blockWall[1])/float64(blockWall[0]))
-		if blockCPU[0] > 0 {
-			cpuRatios = append(cpuRatios, float64(blockCPU[1])/float64(blockCPU[0]))
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N) * benchBlock
-	b.ReportMetric(float64(spent[0].Nanoseconds())/n, "nojournal-ns/req")
-	b.ReportMetric(float64(spent[1].Nanoseconds())/n, "journal-ns/req")
-	b.ReportMetric(float64(cpu[0].Nanoseconds())/n, "nojournal-cpu-ns/req")
-	b.ReportMetric(float64(cpu[1].Nanoseconds())/n, "journal-cpu-ns/req")
-	b.ReportMetric(median(wallRatios), "median-ratio")
-	b.ReportMetric(median(cpuRatios), "median-cpu-ratio")
-}
-
-// benchBlock is how many requests run on one provider before the other's
-// turn: enough that reading the clocks costs nothing next to them.
-const benchBlock = 32
-
 // processCPU is the CPU time of the process, every thread's (user and
 // system), to the microsecond.
 func processCPU() time.Duration {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// threadCPU is the CPU time of the calling thread (user and system), to
-// the nanosecond.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return time.Duration(ts.Nano())
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	return xs[len(xs)/2]
 }
 
 // clearBenchEnv unsets the variables that would change what Setup builds.
@@ -192,42 +84,6 @@ func (readOnly) OnEnd(s sdktrace.ReadOnlySpan) {
 func (readOnly) Shutdown(context.Context) error   { return nil }
 func (readOnly) ForceFlush(context.Context) error { return nil }
 
-// BenchmarkJournalReadFloor measures, as BenchmarkJournalRequest does
-// (paired blocks, thread CPU), otelomni's request on an SDK provider with
-// a batcher over an exporter that discards, without and with a processor
-// that only reads each span as the journal does: what the journal cannot
-// save however it writes its records.
-func BenchmarkJournalReadFloor(b *testing.B) {
-	provider := func(ps ...sdktrace.SpanProcessor) *otelomni.Instrumenter {
-		var opts []sdktrace.TracerProviderOption
-		for _, p := range ps {
-			opts = append(opts, sdktrace.WithSpanProcessor(p))
-		}
-		tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithBatcher(nilExporter{}, sdktrace.WithBlocking()))...)
-		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-		return otelomni.New(otelomni.WithTracerProvider(tp))
-	}
-	ins := [2]*otelomni.Instrumenter{provider(), provider(readOnly{})}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cpuRatios []float64
-	for i := 0; b.Loop(); i++ {
-		var blockCPU [2]time.Duration
-		for k := range 2 {
-			w := (i + k) % 2
-			c0 := threadCPU()
-			for range benchBlock {
-				benchRequest(ins[w])
-			}
-			blockCPU[w] = threadCPU() - c0
-		}
-		if blockCPU[0] > 0 {
-			cpuRatios = append(cpuRatios, float64(blockCPU[1])/float64(blockCPU[0]))
-		}
-	}
-	b.ReportMetric(median(cpuRatios), "median-cpu-ratio")
-}
-
 // journalCycle is how many distinct requests BenchmarkJournal cycles
 // through, as otelomni's BenchmarkRequest does: no request repeats soon
 // enough for a cache to keep it.
@@ -246,7 +102,7 @@ var journalRequests = func() []otelomni.RequestInfo {
 	for i := range out {
 		size := sizes[i%len(sizes)]
 		out[i] = otelomni.RequestInfo{
-			ID: fmt.Sprintf("chatcmpl-%016x", splitmix64(uint64(i))), Model: benchInfo.Model, Modality: attrs.ModalityImage,
+			ID: fmt.Sprintf("chatcmpl-%016x", splitmix64(uint64(i))), Model: "Qwen/Qwen-Image", Modality: attrs.ModalityImage,
 			NumInferenceSteps: steps[i%len(steps)], GuidanceScale: &journalGuidance[i/len(steps)%len(journalGuidance)],
 			Height: size[0], Width: size[1],
 			Stage: otelomni.StageInfo{ID: 0, Name: "dit", Type: attrs.StageDiffusion, ReplicaID: "dit-0"},
@@ -289,7 +145,7 @@ func cycleRequest(in *otelomni.Instrumenter, info *otelomni.RequestInfo) {
 //   - nojournal, journal: the provider otelsetup builds, without and with
 //     the crash journal (in JOURNAL_BENCH_DIR, else a temporary
 //     directory; its default size, gone once round its ring first, as a
-//     running engine's has);
+//     running engine's has, the provider without it warmed the same way);
 //   - sdk, sdk+read: an SDK provider with a batcher, without and with a
 //     processor that only reads each span as the journal does: what the
 //     journal cannot save however it writes its records.
@@ -309,9 +165,20 @@ func BenchmarkJournal(b *testing.B) {
 		}
 		b.ReportMetric(float64(processCPU()-c0)/float64(b.N), "cpu-ns/op")
 	}
+	// Both variants first make as many requests as take a journal once
+	// round its ring (about 12 records of 150 bytes a request), so that
+	// the journal's pages are in memory, as a running engine's are, and
+	// both processes' heaps have seen the same work.
+	warm := func(tel *otelsetup.Telemetry, in *otelomni.Instrumenter) {
+		for i := range journal.DefaultSize / (12 * 150) {
+			cycleRequest(in, &journalRequests[i%len(journalRequests)])
+		}
+		_ = tel.ForceFlush(context.Background())
+	}
 	b.Run("nojournal", func(b *testing.B) {
 		clearBenchEnv(b)
-		_, in := benchTelemetry(b, "")
+		tel, in := benchTelemetry(b, "")
+		warm(tel, in)
 		run(b, in)
 	})
 	b.Run("journal", func(b *testing.B) {
@@ -321,11 +188,7 @@ func BenchmarkJournal(b *testing.B) {
 			dir = d
 		}
 		tel, in := benchTelemetry(b, dir)
-		// About 12 records of 150 bytes a request: once round the ring.
-		for i := range journal.DefaultSize / (12 * 150) {
-			cycleRequest(in, &journalRequests[i%len(journalRequests)])
-		}
-		_ = tel.ForceFlush(context.Background())
+		warm(tel, in)
 		run(b, in)
 	})
 	sdk := func(b *testing.B, ps ...sdktrace.SpanProcessor) *otelomni.Instrumenter {
