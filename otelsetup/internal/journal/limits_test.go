@@ -6,6 +6,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -129,7 +130,10 @@ func TestTheLivePathAllocatesNothing(t *testing.T) {
 }
 
 // Confirming an exported batch allocates nothing once the journal has
-// seen a batch that large: its scratch space is kept.
+// seen a batch that large: its scratch space is kept. AllocsPerRun counts
+// the allocations of every goroutine of the process (a timer of another
+// test's provider, the heartbeat's trim of the tables), so the figure is
+// the least over ten batches: an allocation of confirm's own is in each.
 func TestConfirmingABatchAllocatesNothing(t *testing.T) {
 	j := openT(t, t.TempDir())
 	defer j.Close()
@@ -146,10 +150,10 @@ func TestConfirmingABatchAllocatesNothing(t *testing.T) {
 		return ended
 	}
 	j.confirm(batch())
-	var allocs float64
-	for range 5 {
+	allocs := math.Inf(1)
+	for range 10 {
 		ss := batch()
-		allocs = max(allocs, testing.AllocsPerRun(1, func() { j.confirm(ss) }))
+		allocs = min(allocs, testing.AllocsPerRun(1, func() { j.confirm(ss) }))
 	}
 	if allocs != 0 {
 		t.Errorf("confirming a batch of 512 spans: %.0f allocations", allocs)
