@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,5 +205,133 @@ func TestRacesOfEndsConfirmationsCompactionAndTrimMatchAModel(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("files left after the recovery: %v", left)
+	}
+}
+
+// tableSlots is the slots of every shard's table.
+func (j *Journal) tableSlots() int {
+	n := 0
+	for i := range j.shards {
+		sh := &j.shards[i]
+		sh.mu.Lock()
+		n += len(sh.t.slots)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// A burst of 100 000 open spans grows the tables; once they end and are
+// confirmed, the next heartbeats' trims leave the tables as small as
+// before the burst. While the collector is down, the ended spans awaiting
+// their confirmation keep what they need, no more: each a live record.
+func TestABurstOfOpenSpansLeavesNoBigTable(t *testing.T) {
+	const burst = 100_000
+	for _, confirmed := range []bool{true, false} {
+		dir := t.TempDir()
+		j := openT(t, dir, WithHeartbeat(maxInterval)) // the test trims
+		p := j.SpanProcessor()
+		spans := make([]sdktrace.ReadOnlySpan, burst)
+		for i := range spans {
+			s := modelSpan(uint64(i+1), i%nShards, 0)
+			spans[i] = s
+			p.OnStart(context.Background(), s)
+		}
+		grown := j.tableSlots()
+		if grown < burst {
+			t.Fatalf("%d slots for %d open spans", grown, burst)
+		}
+		for _, s := range spans {
+			p.OnEnd(s)
+		}
+		if confirmed {
+			for i := 0; i < burst; i += 512 {
+				j.confirm(spans[i:min(i+512, burst)])
+			}
+		}
+		j.trimTables()
+		j.trimTables()
+		slots := j.tableSlots()
+		awaiting := 0
+		if !confirmed {
+			awaiting = burst - nShards*logCap // what the logs cannot hold
+		}
+		// A trimmed table holds at most 8 slots an entry, at least minTable.
+		if top := max(nShards*minTable, 8*awaiting+nShards*minTable); slots > top {
+			t.Errorf("confirmed %v: %d slots after two trims (%d at the burst), want at most %d", confirmed, slots, grown, top)
+		}
+		if st := j.Stats(); st.Dropped+st.Evicted != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		j.die()
+		rep, _ := recoverT(t, dir)
+		if want := burst - len(spans)*boolInt(confirmed); rep.Ended != want {
+			t.Errorf("confirmed %v: report %+v, want %d ended", confirmed, rep, want)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A shard's log at its capacity, one past it and ten times it, confirmed
+// in order, in reverse and shuffled, with every fifth span's batch failed
+// and confirmations of spans the journal never saw among the others: a
+// death leaves exactly the spans not confirmed, whether they waited in
+// the log or moved to the table.
+func TestALogAtAndPastItsCapacity(t *testing.T) {
+	for _, n := range []int{logCap - 1, logCap, logCap + 1, 10 * logCap} {
+		for _, order := range []string{"in order", "reversed", "shuffled"} {
+			dir := t.TempDir()
+			j := openT(t, dir, WithHeartbeat(maxInterval))
+			p := j.SpanProcessor()
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(len(order))))
+			spans := make([]fakeSpan, n)
+			for i := range spans {
+				spans[i] = modelSpan(uint64(i+1), 5, 0) // one shard
+				p.OnStart(context.Background(), spans[i])
+				p.OnEnd(spans[i])
+			}
+			if k := liveKey(spans[0].SpanContext().SpanID()); j.shard(k).log.n != min(n, logCap) {
+				t.Fatalf("%d spans: the log holds %d", n, j.shard(k).log.n)
+			}
+			var confirmed []sdktrace.ReadOnlySpan
+			unconfirmed := map[[8]byte]bool{}
+			for i, s := range spans {
+				if i%5 == 2 {
+					unconfirmed[[8]byte(s.SpanContext().SpanID())] = true
+					continue
+				}
+				confirmed = append(confirmed, s)
+				if i%9 == 0 {
+					confirmed = append(confirmed, modelSpan(uint64(n+1+i), 5, 0)) // never seen
+				}
+			}
+			switch order {
+			case "reversed":
+				slices.Reverse(confirmed)
+			case "shuffled":
+				rng.Shuffle(len(confirmed), func(a, b int) { confirmed[a], confirmed[b] = confirmed[b], confirmed[a] })
+			}
+			for len(confirmed) > 0 {
+				size := min(len(confirmed), 1+rng.IntN(2*logCap))
+				j.confirm(confirmed[:size])
+				confirmed = confirmed[size:]
+			}
+			j.die()
+			rep, exp := recoverT(t, dir)
+			got := byID(t, exp.stubs())
+			if rep.Ended != len(unconfirmed) || len(got) != len(unconfirmed) {
+				t.Errorf("%d spans %s: report %+v, want the %d not confirmed", n, order, rep, len(unconfirmed))
+			}
+			for id := range got {
+				if !unconfirmed[id] {
+					t.Errorf("%d spans %s: confirmed span %x recovered", n, order, id)
+				}
+			}
+		}
 	}
 }
