@@ -120,7 +120,7 @@ func sameKVs(a, b []attribute.KeyValue) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Key != b[i].Key || a[i].Value.Emit() != b[i].Value.Emit() {
+		if a[i].Key != b[i].Key || a[i].Value.String() != b[i].Value.String() {
 			return false
 		}
 	}

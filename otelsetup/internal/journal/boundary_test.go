@@ -41,8 +41,7 @@ func boundaryStrings(limit int) []string {
 // it, at a rune boundary: what a recovered span holds of it.
 func cutStub(w tracetest.SpanStub, limit int) tracetest.SpanStub {
 	c := func(s string) string { return s[:cutLen(s, limit)] }
-	var kvs func([]attribute.KeyValue) []attribute.KeyValue
-	kvs = func(in []attribute.KeyValue) []attribute.KeyValue {
+	kvs := func(in []attribute.KeyValue) []attribute.KeyValue {
 		out := make([]attribute.KeyValue, len(in))
 		for i, kv := range in {
 			out[i].Key = attribute.Key(c(string(kv.Key)))
