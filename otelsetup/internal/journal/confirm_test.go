@@ -5,9 +5,11 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -216,5 +218,70 @@ func TestCleanCloseKeepsWhatWasNotConfirmed(t *testing.T) {
 	rep, exp := recoverT(t, dir)
 	if rep.Ended != 10 || rep.Open != 0 || len(exp.stubs()) != 10 {
 		t.Errorf("report %+v: want the 10 ended spans the exporter refused, and no open one", rep)
+	}
+}
+
+// A death between a confirmation's marks of a span's start and of its end
+// (the at-least-once window) sends the span again as it ended, with the
+// attributes its end left to its start record: the same span, not one
+// without its attributes.
+func TestADeathBetweenAConfirmationsMarksSendsTheWholeSpanAgain(t *testing.T) {
+	dir := t.TempDir()
+	j := openT(t, dir)
+	s := newFakeSpan(1)
+	p := j.SpanProcessor()
+	p.OnStart(context.Background(), s)
+	p.OnEnd(s)
+	k := liveKey(s.SpanContext().SpanID())
+	start, end, ok := j.records(k)
+	if !ok || start == 0 || end == 0 {
+		t.Fatalf("records %d %d %v: want the end to leave the attributes to the start", start, end, ok)
+	}
+	j.confirm([]sdktrace.ReadOnlySpan{s})
+	// The death came after the start's mark, before the end's.
+	sh := j.shard(k)
+	sh.mu.Lock()
+	*j.word32(int(end) + recState) = stateLive
+	sh.mu.Unlock()
+	j.die()
+	rep, exp := recoverT(t, dir)
+	got := exp.stubs()
+	if len(got) != 1 || rep.Ended != 1 {
+		t.Fatalf("report %+v, %d spans: want the span sent again", rep, len(got))
+	}
+	if want := append(s.Attributes(), RecoveredKey.Bool(true)); !sameAttrs(got[0].Attributes, want) {
+		t.Errorf("attributes %v, want %v", got[0].Attributes, want)
+	}
+}
+
+// A recovery that dies after marking some of a batch's records (one write
+// a record) leaves no ended span to be sent again as open: it marks a
+// span's start before its end.
+func TestARecoveryDyingAmidItsMarksSendsNoEndedSpanAsOpen(t *testing.T) {
+	dir := t.TempDir()
+	j := openT(t, dir)
+	s := newFakeSpan(1)
+	p := j.SpanProcessor()
+	p.OnStart(context.Background(), s)
+	p.OnEnd(s)
+	j.die()
+	errDied := errors.New("died")
+	func() {
+		defer func() {
+			if r := recover(); r != errDied {
+				panic(r)
+			}
+		}()
+		afterMark = func() { panic(errDied) }
+		defer func() { afterMark = nil }()
+		_, _ = Recover(context.Background(), dir, &memExporter{})
+	}()
+	rep, exp := recoverT(t, dir)
+	got := exp.stubs()
+	if len(got) != 1 || rep.Ended != 1 || got[0].Status.Code == codes.Error {
+		t.Fatalf("report %+v, %+v: want the span sent again as it ended", rep, got)
+	}
+	if want := append(s.Attributes(), RecoveredKey.Bool(true)); !sameAttrs(got[0].Attributes, want) {
+		t.Errorf("attributes %v, want %v", got[0].Attributes, want)
 	}
 }

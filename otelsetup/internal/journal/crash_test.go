@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,10 +97,19 @@ func runChild(mode string) {
 	if err != nil {
 		panic(err)
 	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(j.SpanProcessor()),
-		sdktrace.WithBatcher(j.WrapExporter(backend{f, mode == "window"}), sdktrace.WithBatchTimeout(time.Millisecond), sdktrace.WithMaxExportBatchSize(64)),
-	)
+	journalled := sdktrace.WithSpanProcessor(j.SpanProcessor())
+	queue := sdktrace.DefaultMaxQueueSize
+	if mode == "after" || mode == "drop" {
+		queue = 16 // the batcher drops spans
+	}
+	batched := sdktrace.WithBatcher(j.WrapExporter(backend{f, mode == "window"}), sdktrace.WithBatchTimeout(time.Millisecond), sdktrace.WithMaxExportBatchSize(min(64, queue)), sdktrace.WithMaxQueueSize(queue))
+	opts := []sdktrace.TracerProviderOption{journalled, batched}
+	if mode == "after" {
+		// The journal after the batcher: a span's export may be confirmed
+		// before its end reaches the journal.
+		opts = []sdktrace.TracerProviderOption{batched, journalled}
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
 	tr := tp.Tracer("child", trace.WithInstrumentationVersion("v1"))
 	say := func(what string, s trace.Span) {
 		_, _ = os.Stdout.WriteString(what + " " + s.SpanContext().SpanID().String() + "\n")
@@ -186,7 +196,7 @@ func runChildProcess(t *testing.T, dir, mode string, seed uint64, killAt int, en
 		}
 		// A killed child is killed after killAt lines or once done; the
 		// others die by themselves after DONE.
-		if (killAt > 0 && lines >= killAt) || (line == "DONE" && (mode == "kill" || mode == "stage")) || line == "W" {
+		if (killAt > 0 && lines >= killAt) || (line == "DONE" && (mode == "kill" || mode == "stage" || mode == "after" || mode == "drop")) || line == "W" {
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			break
 		}
@@ -433,5 +443,49 @@ func TestTwoProcessesInOneDirectory(t *testing.T) {
 		if !alive.started[s.SpanContext.SpanID().String()] {
 			t.Errorf("span %s recovered twice or from elsewhere", s.SpanContext.SpanID())
 		}
+	}
+}
+
+// Children killed at random points with the journal registered after the
+// batcher (a span's export may be confirmed before its end reaches the
+// journal), and with a batcher whose queue is full (the spans it drops are
+// never confirmed, and the confirmations after them pass them over): every
+// span started is at the backend or recovered, only the last batch both;
+// each recovered span carries the attributes it started with (the copy a
+// kill in the window sends again among them), and nothing is left in the
+// directory.
+func TestSpansSurviveSIGKILLWhateverTheProcessorsOrder(t *testing.T) {
+	for _, mode := range []string{"after", "drop"} {
+		t.Run(mode, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+			total, windows := 0, 0
+			for round := range 2 * crashRounds() {
+				dir := t.TempDir()
+				seed := rng.Uint64()
+				killAt := 1 + rng.IntN(400)
+				c := runChildProcess(t, dir, mode, seed, killAt)
+				if len(c.started) == 0 {
+					t.Fatalf("round %d: the child started nothing (stderr: %s)", round, c.stderr)
+				}
+				got, window := checkRecovery(t, dir, c)
+				for _, s := range got {
+					key := attribute.Key("i")
+					if s.Name != "omni.diffusion.phase" {
+						key = "omni.request.id"
+					}
+					if !slices.ContainsFunc(s.Attributes, func(kv attribute.KeyValue) bool { return kv.Key == key }) {
+						t.Errorf("span %s (%s) recovered without its attribute %s: %v", s.SpanContext.SpanID(), s.Name, key, s.Attributes)
+					}
+				}
+				total += len(got)
+				if window > 0 {
+					windows++
+				}
+				if t.Failed() {
+					t.Fatalf("round %d (seed %d, kill after %d lines): %d started, %d recovered", round, seed, killAt, len(c.started), len(got))
+				}
+			}
+			t.Logf("%d kills, %d spans recovered; %d kills fell between a batch's export and its confirmation", 2*crashRounds(), total, windows)
+		})
 	}
 }

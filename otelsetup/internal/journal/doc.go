@@ -81,7 +81,10 @@
 // span's dropped counts). Strings that are not valid UTF-8 are kept as
 // they are in the file; [Recover] makes them valid (each invalid sequence
 // becomes U+FFFD), as otelsetup's exporter does for live spans, so that
-// no exporter refuses a batch of recovered spans for one of them. At most 256 distinct resources and scopes are told apart.
+// no exporter refuses a batch of recovered spans for one of them. A string
+// to be cut is first made valid, as that exporter does before it cuts: a
+// recovered string holds what the live path sends of it, never more than
+// the limit. At most 256 distinct resources and scopes are told apart.
 //
 // When the ring runs short of free segments, a background goroutine
 // compacts the segment with the fewest live records: it copies them into

@@ -155,6 +155,81 @@ func cutLen(s string, max int) int {
 	return n
 }
 
+// keptLen is how many bytes a record keeps of s, longer than max: what
+// otelsetup's exporter sends of it (each sequence that is not UTF-8
+// replaced by U+FFFD, then cut at a rune boundary within max), and whether
+// those are s's own first bytes, as they are unless s is not valid UTF-8
+// there. A string within the limit is kept as it is, and repaired at
+// recovery: repaired after the cut, a string that is not UTF-8 would keep
+// less of itself than the live path sends, or more than max bytes.
+func keptLen(s string, max int) (n int, own bool) {
+	c := cutLen(s, max)
+	if utf8.ValidString(s[:c]) {
+		if c == max {
+			return c, true
+		}
+		// Bytes up to max continue the rune at c: a rune that does not fit.
+		if r, w := utf8.DecodeRuneInString(s[c:]); (r != utf8.RuneError || w > 1) && c+w > max {
+			return c, true
+		}
+	}
+	return repairCut(nil, s, max), false
+}
+
+// repairCut writes into b (nil: nowhere) s repaired and cut to max bytes
+// as otelsetup's exporter does (internal/sanitize.String), without
+// allocating, and returns its length. Of a string that is not valid UTF-8
+// that exporter repairs the first 4*max+4 bytes only.
+func repairCut(b []byte, s string, max int) int {
+	if len(s) > 4*max+4 {
+		s = s[:4*max+4]
+	}
+	n := 0
+	invalid := false // the last byte was not UTF-8: a run takes one U+FFFD
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if n+1 > max {
+				break
+			}
+			if b != nil {
+				b[n] = c
+			}
+			n++
+			i++
+			invalid = false
+			continue
+		}
+		_, w := utf8.DecodeRuneInString(s[i:])
+		if w == 1 {
+			i++
+			if invalid {
+				continue
+			}
+			invalid = true
+			if n+len(replacement) > max {
+				break
+			}
+			if b != nil {
+				copy(b[n:], replacement)
+			}
+			n += len(replacement)
+			continue
+		}
+		invalid = false
+		if n+w > max {
+			break
+		}
+		if b != nil {
+			copy(b[n:], s[i:i+w])
+		}
+		n += w
+		i += w
+	}
+	return n
+}
+
+const replacement = "\uFFFD"
+
 func uvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {
@@ -169,7 +244,7 @@ func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 func (z *sizer) str(s string) int {
 	n := len(s)
 	if n > z.value {
-		n = cutLen(s, z.value)
+		n, _ = keptLen(s, z.value)
 		z.cut++
 	}
 	return uvarintLen(uint64(n)) + n
@@ -362,8 +437,15 @@ func (w *enc) str(s string) {
 		return
 	}
 	if n > w.value {
-		n = cutLen(s, w.value)
 		w.cut++
+		var own bool
+		if n, own = keptLen(s, w.value); !own {
+			w.uvarint(uint64(n))
+			if w.room(n) {
+				w.n += repairCut(w.b[w.n:w.n+n], s, w.value)
+			}
+			return
+		}
 	}
 	w.uvarint(uint64(n))
 	if w.room(n) {

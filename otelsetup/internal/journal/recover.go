@@ -406,6 +406,8 @@ func (r *recovery) spans(hb [2]time.Duration) error {
 	window := beat.Add(2 * hb[1])
 	ends := map[spanKey]int{}
 	starts := map[spanKey]int{}
+	// Live ends that leave their attributes to their start record.
+	leaning := map[spanKey]bool{}
 	torn := 0
 	for _, s := range segs {
 		b := r.read(buf, r.geo.segOff(s.i))
@@ -431,10 +433,39 @@ func (r *recovery) spans(hb [2]time.Duration) error {
 			if _, dup := m[k]; !dup {
 				m[k] = base + loc
 			}
+			if p[pType] == recEnd && p[pFlags]&flagAttrsAtStart != 0 {
+				leaning[k] = true
+			}
 		})
 	}
 	r.rep.Torn += torn
 	r.death = latest
+	// A death between the marks of a confirmed span's start and of its end
+	// (the start is marked first) leaves its end live and its start done:
+	// the span is sent again, with the attributes its start record holds.
+	for k := range leaning {
+		if _, ok := starts[k]; ok {
+			delete(leaning, k)
+		}
+	}
+	doneStarts := map[spanKey]int{}
+	for _, s := range segs {
+		if len(leaning) == len(doneStarts) {
+			break
+		}
+		b := r.read(buf, r.geo.segOff(s.i))
+		base := r.geo.segOff(s.i)
+		scan(b, segHeaderSize, uint32(s.gen), maxPayload, func(loc int, p []byte, live bool) {
+			if live || len(p) < prefixSize || p[pType] != recStart {
+				return
+			}
+			if k := recordKey(p); leaning[k] {
+				if _, dup := doneStarts[k]; !dup {
+					doneStarts[k] = base + loc
+				}
+			}
+		})
+	}
 
 	// Pass 2: export.
 	for _, s := range segs {
@@ -466,18 +497,26 @@ func (r *recovery) spans(hb [2]time.Duration) error {
 				return
 			}
 			sr, derr := decodeSpan(p)
-			if derr == nil && sr.attrsAtStart && started {
-				derr = r.startAttrs(&sr, sl, b, base)
+			if derr == nil && sr.attrsAtStart {
+				if started {
+					derr = r.startAttrs(&sr, sl, b, base)
+				} else if dl, ok := doneStarts[k]; ok {
+					derr = r.startAttrs(&sr, dl, b, base)
+				}
 			}
 			if derr != nil {
 				r.rep.Corrupt++
 				r.mark(loc)
 				return
 			}
-			r.add(sr, loc)
 			if sr.typ == recEnd && started {
+				// The start is marked before the end, as the live journal
+				// does: a death between the two leaves the end, which is
+				// sent again as it ended, never the start alone, which
+				// would be sent as open.
 				r.marks = append(r.marks, sl)
 			}
+			r.add(sr, loc)
 			if len(r.batch) >= BatchSize {
 				err = r.flush()
 			}
@@ -664,4 +703,10 @@ var doneWord = binary.LittleEndian.AppendUint32(nil, stateDone)
 // mark turns the record at loc done in the file.
 func (r *recovery) mark(loc int) {
 	_, _ = r.f.WriteAt(doneWord, int64(loc+recState))
+	if afterMark != nil {
+		afterMark()
+	}
 }
+
+// afterMark, set by tests, runs after each record a recovery marks.
+var afterMark func()
