@@ -27,10 +27,12 @@ demo:
 
 ## test: vet, staticcheck, every test under the race detector, and bounded
 ## fuzz runs of the record parser, the import's readers of every form and
-## its merge of several forms of one request, the import's spans against
+## its merge of several forms of one request, the import's span ids (one
+## id, one time), the import's spans against
 ## the record path's, the OTLP/JSON reader, the trace-tree builders and the
 ## table, diff's critical path and comparison, the string bounding, the
-## import's OTLP requests, and the crash journal's recovery and decoder.
+## import's OTLP requests, the crash journal's recovery, decoder and cut
+## of strings, and otelsetup's reading of every environment variable.
 test: lint unit fuzz
 
 lint: vet staticcheck
@@ -61,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/input
 	$(GO) test -run '^$$' -fuzz '^FuzzInput$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/input
 	$(GO) test -run '^$$' -fuzz '^FuzzMergeForms$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./omnitrace/internal/omnirecord/input
+	$(GO) test -run '^$$' -fuzz '^FuzzNoSpanIDHasTwoTimes$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/input
 	$(GO) test -run '^$$' -fuzz '^FuzzEmitMatchesTheRecordPath$$' -fuzztime $(FUZZTIME) ./omnitrace/internal/omnirecord/emit
 	$(GO) test -run '^$$' -fuzz '^FuzzReadOTLPJSON$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
 	$(GO) test -run '^$$' -fuzz '^FuzzTrees$$' -fuzztime $(FUZZTIME) ./omnitrace/traceview
@@ -71,6 +74,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLPSink$$' -fuzztime $(FUZZTIME) ./omnitrace
 	$(GO) test -run '^$$' -fuzz '^FuzzRecover$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
+	$(GO) test -run '^$$' -fuzz '^FuzzKeptIsWhatTheExporterSends$$' -fuzztime $(FUZZTIME) ./otelsetup/internal/journal
+	$(GO) test -run '^$$' -fuzz '^FuzzEnvironmentValue$$' -fuzztime $(FUZZTIME) ./otelsetup
 
 ## bench: otelomni's live path against the same spans and measurements
 ## written by hand, on every path, and the crash journal against the same
