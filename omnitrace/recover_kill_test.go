@@ -44,8 +44,8 @@ func TestRecoverKillChild(t *testing.T) {
 // at least once.
 func TestKillsAtRandomPointsOfRecoverLeaveNothingBehind(t *testing.T) {
 	clearEnv(t)
-	rounds := 60
-	if raceEnabled || testing.Short() {
+	rounds := 200
+	if testing.Short() {
 		rounds = 15
 	}
 	const requests = 1000 // of three spans each
