@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -74,12 +73,37 @@ func parseFailOn(s string) (*failOn, error) {
 		}
 		rest = v
 	}
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), "%"), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e6 {
-		return nil, fmt.Errorf("-fail-on %q: a percentage from 0 to 1000000, such as 10%%", sanitize.Display(s, 64))
+	num, pct := strings.CutSuffix(rest, "%")
+	if !pct || !plainDecimal(num) {
+		return nil, fmt.Errorf("-fail-on %q: a percentage from 0%% to 1000000%% in plain digits with its %% sign, such as 10%% or p99:2.5%%", sanitize.Display(s, 64))
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v > maxFailOn {
+		return nil, fmt.Errorf("-fail-on %q: a percentage from 0%% to 1000000%%", sanitize.Display(s, 64))
 	}
 	f.change = v / 100
 	return f, nil
+}
+
+// maxFailOn is the largest -fail-on, in percent.
+const maxFailOn = 1e6
+
+// plainDecimal reports whether s is ASCII digits with at most one decimal
+// point and at least one digit: no sign, exponent, hex, underscore or
+// space, which strconv.ParseFloat would take.
+func plainDecimal(s string) bool {
+	digits, points := 0, 0
+	for _, c := range []byte(s) {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			points++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && points <= 1
 }
 
 func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -246,6 +270,7 @@ func regressions(rep *tracediff.Report, f *failOn) []string {
 		if f.p99 {
 			c, q = r.ChangeP99(), "p99"
 		}
+		// A change from 0 is +Inf: beyond any -fail-on.
 		if c > f.change {
 			out = append(out, fmt.Sprintf("%s %s %+.2f%%", r.Key, q, 100*c))
 		}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/otelomni/otelomni/omnitrace/internal/tracediff"
 )
 
 // diffRun runs omnitrace diff in process.
@@ -139,5 +141,60 @@ func TestDiffRefusesToWriteOverAnInputAndReadsAFileOnce(t *testing.T) {
 	code, out, errOut := diffRun(t, "", otlp+","+otlp, otlp)
 	if code != 0 || !strings.Contains(out, "base: "+otlp+","+otlp+": 3 requests") || !strings.Contains(errOut, "is named twice: read once") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestFailOnTakesOnlyAPercentage: -fail-on is a number of percent from 0
+// to 1000000 written with its % sign, after p50: or p99: or nothing;
+// anything else is a usage error, never read as something else (a bare
+// 10 could be 10 % or ten times).
+func TestFailOnTakesOnlyAPercentage(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		p99  bool
+		want float64
+	}{
+		{"10%", false, 0.1},
+		{"0%", false, 0},
+		{"p50:2.5%", false, 0.025},
+		{"p99:10%", true, 0.1},
+		{"1000000%", false, 10000},
+		{".5%", false, 0.005},
+	} {
+		f, err := parseFailOn(tc.in)
+		if err != nil || f.p99 != tc.p99 || f.change != tc.want {
+			t.Errorf("%q: %+v, %v; want p99 %v, %v", tc.in, f, err, tc.p99, tc.want)
+		}
+	}
+	for _, in := range []string{
+		"10", "0", "0.1", // no % sign
+		" 10%", "10 %", "\t10%\n", "10%%", "%", "p99:", "p99:%", // padded, doubled, empty
+		"１０%", "1e309%", "1e3%", "NaN%", "inf%", "Inf%", "0x10p0%", "1_0%", "+10%", "-5%", "-0%", // not plain digits
+		"1000001%", "99999999999999999999999%", // beyond the range
+		"P99:10%", "p90:10%", "p50:p99:10%", ":10%",
+	} {
+		if f, err := parseFailOn(in); err == nil {
+			t.Errorf("%q: accepted as %+v", in, f)
+		}
+	}
+}
+
+// TestFailOnCatchesAPhaseThatWasZero: a row significantly slower from a
+// p50 of 0 is beyond any -fail-on, 1000000% included.
+func TestFailOnCatchesAPhaseThatWasZero(t *testing.T) {
+	rep := &tracediff.Report{Rows: []tracediff.Row{{
+		Key:      tracediff.Key{Modality: "image", Stage: "diffusion", Phase: "queue_wait"},
+		Base:     tracediff.Stats{P50: 0, P99: 0},
+		New:      tracediff.Stats{P50: 74.5, P99: 99},
+		Duration: tracediff.Test{Done: true, P: 1e-9, Adjusted: 1e-9, Significant: true},
+	}}}
+	for _, f := range []string{"0%", "1000000%", "p99:1000000%"} {
+		fail, err := parseFailOn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := regressions(rep, fail); len(got) != 1 {
+			t.Errorf("-fail-on %s: %q, want the row", f, got)
+		}
 	}
 }

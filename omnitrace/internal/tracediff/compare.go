@@ -142,18 +142,23 @@ type CriticalRow struct {
 // Significant reports whether any of the row's tests is.
 func (r *Row) Significant() bool { return r.Duration.Significant || r.Measured.Significant }
 
-// Change is the relative change of the p50, or NaN.
+// Change is the relative change of the p50: +Inf from 0 to more, NaN
+// when a side has no p50.
 func (r *Row) Change() float64 { return change(r.Base.P50, r.New.P50) }
 
-// ChangeP99 is the relative change of the p99, or NaN.
+// ChangeP99 is the relative change of the p99, as Change.
 func (r *Row) ChangeP99() float64 { return change(r.Base.P99, r.New.P99) }
 
 func change(a, b float64) float64 {
-	if a == 0 || math.IsNaN(a) || math.IsNaN(b) {
-		if a == b {
-			return 0
-		}
+	switch {
+	case math.IsNaN(a) || math.IsNaN(b):
 		return math.NaN()
+	case a == b:
+		return 0
+	case a == 0:
+		// From nothing (a phase measured as 0) to something: slower by
+		// more than any percentage.
+		return math.Inf(int(math.Copysign(1, b)))
 	}
 	return b/a - 1
 }

@@ -4,8 +4,12 @@
 package tracediff
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 )
 
 // TestUTestOfTinyTiedSamplesIsNotZero: the exact U distribution with
@@ -67,5 +71,38 @@ func TestShareTest(t *testing.T) {
 	}
 	if r := shareTest(5, 3, 1, 3); r.Done {
 		t.Errorf("more measured than requests: tested %+v", r)
+	}
+}
+
+// TestAChangeFromZeroIsInfinitelySlower: a phase measured as 0 on every
+// base request and as 50 to 99 ms on every new one is significantly
+// slower, by more than any percentage: its change is +Inf (so -fail-on
+// catches it), and the table says so rather than "?".
+func TestAChangeFromZeroIsInfinitelySlower(t *testing.T) {
+	b, n := NewSide(Settings{}), NewSide(Settings{})
+	for i := range 50 {
+		tid := fmt.Sprint(i)
+		b.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 200), sp(tid, "q", "r", "omni.diffusion.queue_wait", 0, 0)})
+		n.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 200), sp(tid, "q", "r", "omni.diffusion.queue_wait", 0, 50+float64(i))})
+	}
+	rep := Compare(b, n, Options{})
+	var row *Row
+	for i := range rep.Rows {
+		if rep.Rows[i].Phase == "queue_wait" {
+			row = &rep.Rows[i]
+		}
+	}
+	if row == nil || !row.Duration.Significant || !math.IsInf(row.Change(), 1) || !math.IsInf(row.ChangeP99(), 1) {
+		t.Fatalf("queue_wait: %+v, change %v, p99 change %v; want significant and +Inf", row, row.Change(), row.ChangeP99())
+	}
+	if got := row.durationChange(); !strings.HasPrefix(got, "+∞% (p=") {
+		t.Errorf("the table says %q", got)
+	}
+	// The reverse is -100 %, and nothing to nothing is no change.
+	if c := change(74.5, 0); c != -1 {
+		t.Errorf("74.5 to 0: %v, want -1", c)
+	}
+	if c := change(0, 0); c != 0 {
+		t.Errorf("0 to 0: %v, want 0", c)
 	}
 }

@@ -177,8 +177,13 @@ func (r *Row) durationChange() string {
 func (r *Row) Options() Options { return r.opts }
 
 func signedPct(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	switch {
+	case math.IsNaN(v):
 		return "?"
+	case math.IsInf(v, 1):
+		return "+∞%"
+	case math.IsInf(v, -1):
+		return "-∞%"
 	}
 	return fmt.Sprintf("%+.2f%%", 100*v)
 }
