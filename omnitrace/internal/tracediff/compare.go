@@ -323,9 +323,11 @@ func correct(tests []*Test, o Options) int {
 // critical path) on either side.
 func keys(a, b *Side, table int) []Key {
 	var out []Key
-	for _, s := range []*Side{a, b} {
+	for i, s := range []*Side{a, b} {
 		for _, r := range s.table(table) {
-			if r != nil && (s == a || a.row(table, r.key) == nil) {
+			// The second side adds the rows the first lacks (none when
+			// both are one side).
+			if r != nil && (i == 0 || a.row(table, r.key) == nil) {
 				out = append(out, r.key)
 			}
 		}

@@ -106,3 +106,34 @@ func TestAChangeFromZeroIsInfinitelySlower(t *testing.T) {
 		t.Errorf("0 to 0: %v, want 0", c)
 	}
 }
+
+// TestASideAgainstItselfHasEachRowOnce: Compare(s, s) is one row a key,
+// every test p = 1, nothing significant.
+func TestASideAgainstItselfHasEachRowOnce(t *testing.T) {
+	s := NewSide(Settings{})
+	for i := range 30 {
+		tid := fmt.Sprint(i)
+		s.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 200), sp(tid, "e", "r", "omni.diffusion.exec", 0, 50+float64(i))})
+	}
+	rep := Compare(s, s, Options{})
+	seen := map[Key]bool{}
+	for _, r := range rep.Rows {
+		if seen[r.Key] {
+			t.Errorf("row %s twice", r.Key)
+		}
+		seen[r.Key] = true
+		if r.Significant() {
+			t.Errorf("row %s significant against itself", r.Key)
+		}
+	}
+	clear(seen)
+	for _, r := range rep.Critical {
+		if seen[r.Key] {
+			t.Errorf("critical row %s twice", r.Key)
+		}
+		seen[r.Key] = true
+	}
+	if len(rep.Rows) != 3 || len(rep.Critical) != 2 {
+		t.Errorf("%d rows and %d critical rows, want 3 (request, unattributed, exec) and 2", len(rep.Rows), len(rep.Critical))
+	}
+}
