@@ -198,3 +198,61 @@ func TestFailOnCatchesAPhaseThatWasZero(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffFlagsOutOfRange: every setting out of its documented range is
+// a usage error (exit 2) that names it, before any input is read.
+func TestDiffFlagsOutOfRange(t *testing.T) {
+	in := filepath.Join(testdata, "vllm.log")
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-by", "Model"}, "-by"},
+		{[]string{"-by", "model,phase"}, "-by"},
+		{[]string{"-by", "modèle"}, "-by"},
+		{[]string{"-format", "JSON"}, "-format"},
+		{[]string{"-format", " csv"}, "-format"},
+		{[]string{"-correction", "Holm"}, "-correction"},
+		{[]string{"-correction", "bonferroni"}, "-correction"},
+		{[]string{"-alpha", "0"}, "-alpha"},
+		{[]string{"-alpha", "1"}, "-alpha"},
+		{[]string{"-alpha", "NaN"}, "-alpha"},
+		{[]string{"-alpha", "-0.05"}, "-alpha"},
+		{[]string{"-alpha", "1e309"}, "-alpha"},
+		{[]string{"-alpha", "5%"}, "-alpha"},
+		{[]string{"-samples", "1"}, "-samples"},
+		{[]string{"-samples", "-1"}, "-samples"},
+		{[]string{"-samples", "1048577"}, "-samples"},
+		{[]string{"-samples", "99999999999999999999"}, "-samples"},
+		{[]string{"-samples", "1e4"}, "-samples"},
+		{[]string{"-max-rows", "0"}, "-max-rows"},
+		{[]string{"-max-rows", "16385"}, "-max-rows"},
+		{[]string{"-max-spans", "0"}, "-max-spans"},
+		{[]string{"-limit", "0"}, "-limit"},
+		{[]string{"-service", "x"}, "-service"},
+		{[]string{"-jaeger", "http://127.0.0.1:1"}, "-service"},
+		{[]string{"-fail-on", "10"}, "-fail-on"},
+		{[]string{"-fail-on", "１０%"}, "-fail-on"},
+	} {
+		code, out, errOut := diffRun(t, "", append(tc.args, in, in)...)
+		if code != 2 || !strings.Contains(errOut, tc.says) || out != "" {
+			t.Errorf("%q: exit %d, want 2 naming %s\n%s", tc.args, code, tc.says, errOut)
+		}
+	}
+	for _, w := range [][2]string{
+		{"now-1h", "now"}, {"now/now-1h", "now-1h/now"}, {"now-1h/now", " now-1h/now"},
+		{"now-1h/now", "now-1h/now+1h"}, {"now-1h/now", "now-99999999999h/now"},
+		{"now-1h/now", "2026-01-05T10:00:00/now"}, {"now-1h/now", "２０２６-01-05T10:00:00Z/now"},
+		{"now-1h/now", "now-1h/now-1h"}, {"now-1h/now", "now-36525d/now"},
+	} {
+		code, _, errOut := diffRun(t, "", "-jaeger", "http://127.0.0.1:1", "-service", "s", w[0], w[1])
+		if code != 2 || !strings.Contains(errOut, "window") {
+			t.Errorf("windows %q: exit %d, want 2 naming the window\n%s", w, code, errOut)
+		}
+	}
+	for _, args := range [][]string{{in}, {in, in, in}, {}} {
+		if code, _, _ := diffRun(t, "", args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
