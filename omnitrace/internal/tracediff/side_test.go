@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -279,4 +280,27 @@ func TestASideKeepsNoLongStringOfItsInput(t *testing.T) {
 		t.Errorf("the side holds %d bytes more after reading %d bytes of names", grown, input)
 	}
 	runtime.KeepAlive(s)
+}
+
+// TestLongNamesAreCutAndShareARow: models that differ only past 64 bytes
+// make one row, whose name is valid UTF-8 of at most 64 bytes.
+func TestLongNamesAreCutAndShareARow(t *testing.T) {
+	s := NewSide(Settings{ByModel: true})
+	for i := range 3 {
+		tid := fmt.Sprint(i)
+		m := strings.Repeat("é", 100) + fmt.Sprint(i) + "\xff"
+		s.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 100, attribute.String("gen_ai.request.model", m)), sp(tid, "e", "r", "omni.diffusion.exec", 0, 90)})
+	}
+	rows := 0
+	for _, r := range s.rows {
+		if r != nil && r.key.Phase == "exec" {
+			rows++
+			if len(r.key.Model) > maxLabel || !utf8.ValidString(r.key.Model) || r.measured != 3 {
+				t.Errorf("model %q (%d bytes), %d measured", r.key.Model, len(r.key.Model), r.measured)
+			}
+		}
+	}
+	if rows != 1 {
+		t.Errorf("%d exec rows, want 1", rows)
+	}
 }
