@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -323,10 +324,17 @@ func readJaegerSide(ctx context.Context, fl *diffFlags, w [2]time.Time, side *tr
 	if err != nil {
 		return err
 	}
-	for _, tr := range traceview.ByTrace(ss) {
-		side.Add(tr)
-	}
+	addTraces(side, ss)
 	return nil
+}
+
+// addTraces adds the traces of ss to the side in the order of their ids,
+// whatever order they came in: the same traces keep the same sample.
+func addTraces(side *tracediff.Side, ss []traceview.Span) {
+	byTrace := traceview.ByTrace(ss)
+	for _, id := range slices.Sorted(maps.Keys(byTrace)) {
+		side.Add(byTrace[id])
+	}
 }
 
 // diffReader reads the files of one side into it.

@@ -7,12 +7,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelomni/otelomni/omnitrace/internal/tracediff"
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 )
 
 // diffRun runs omnitrace diff in process.
@@ -253,6 +257,35 @@ func TestDiffFlagsOutOfRange(t *testing.T) {
 	for _, args := range [][]string{{in}, {in, in, in}, {}} {
 		if code, _, _ := diffRun(t, "", args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestAJaegerSideKeepsTheSameSample: the same traces, answered in another
+// order, make the same sample of each row (a row of more values than
+// -samples keeps a seeded sample of the values in the order they are
+// added).
+func TestAJaegerSideKeepsTheSameSample(t *testing.T) {
+	var ss []traceview.Span
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		tid := fmt.Sprintf("%032x", i+1)
+		start := t0.Add(time.Duration(i) * time.Second)
+		ss = append(ss,
+			traceview.Span{TraceID: tid, SpanID: "0000000000000001", Name: "omni.request", Start: start, End: start.Add(time.Second)},
+			traceview.Span{TraceID: tid, SpanID: "0000000000000002", ParentID: "0000000000000001", Name: "omni.diffusion.exec", Start: start, End: start.Add(time.Duration(i+1) * time.Millisecond)})
+	}
+	set := tracediff.Settings{Samples: 10}
+	for round := range 5 {
+		a, b := tracediff.NewSide(set), tracediff.NewSide(set)
+		addTraces(a, slices.Clone(ss))
+		rev := slices.Clone(ss)
+		slices.Reverse(rev)
+		addTraces(b, rev)
+		for _, r := range tracediff.Compare(a, b, tracediff.Options{}).Rows {
+			if !slices.Equal(r.Base.Values, r.New.Values) {
+				t.Fatalf("round %d: %s: samples %v and %v of the same traces", round, r.Key, r.Base.Values, r.New.Values)
+			}
 		}
 	}
 }
