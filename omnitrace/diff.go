@@ -184,6 +184,14 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return 1
 		}
 	}
+	for i, s := range sides {
+		// Rows beyond the bound are neither shown nor tested: -fail-on
+		// cannot see them, which stdout alone (JSON for a script) would
+		// not say.
+		if n := s.Hidden(); n > 0 {
+			fmt.Fprintf(stderr, "omnitrace diff: %s: %d values of rows beyond -max-rows %d not kept, nor tested: raise -max-rows to see them\n", []string{"base", "new"}[i], n, fl.maxRows)
+		}
+	}
 	rep := tracediff.Compare(sides[0], sides[1], tracediff.Options{Alpha: fl.alpha, Correction: tracediff.Correction(fl.correction)})
 	// The report's file first: a reader of stdout that stops early (a
 	// pager, head) must not cost it.

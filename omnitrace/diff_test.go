@@ -289,3 +289,16 @@ func TestAJaegerSideKeepsTheSameSample(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffSaysRowsBeyondTheBound: rows beyond -max-rows are said on
+// stderr, whatever the format: -fail-on cannot test them.
+func TestDiffSaysRowsBeyondTheBound(t *testing.T) {
+	in := filepath.Join(testdata, "vllm.log")
+	code, _, errOut := diffRun(t, "", "-format", "json", "-max-rows", "2", in, in)
+	if code != 0 || !strings.Contains(errOut, "base: ") || !strings.Contains(errOut, "beyond -max-rows 2 not kept, nor tested") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if _, _, errOut := diffRun(t, "", in, in); strings.Contains(errOut, "-max-rows") {
+		t.Errorf("said at the default bound:\n%s", errOut)
+	}
+}
