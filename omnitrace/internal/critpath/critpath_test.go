@@ -258,3 +258,37 @@ func TestCriticalPathIsBoundedOnWideAndDeepTraces(t *testing.T) {
 		t.Errorf("the path covers %v of a request of %v", total, roots[0].Span.Duration())
 	}
 }
+
+// TestCriticalPathOfAChainOfAHundredThousandSpans: each span the parent
+// of the next, each a millisecond inside its parent at both ends: the
+// walk stops at a bounded depth (the rest is the deepest span's own
+// time), with no stack to overflow, and the path covers the request once.
+func TestCriticalPathOfAChainOfAHundredThousandSpans(t *testing.T) {
+	const depth = 100000
+	ss := []traceview.Span{sp("req", "", "omni.request", 0, 2*depth+2)}
+	parent := "req"
+	for i := range depth {
+		id := fmt.Sprint("c", i)
+		ss = append(ss, sp(id, parent, "omni.diffusion.exec", float64(i+1), float64(2*depth+1-i)))
+		parent = id
+	}
+	roots, _ := traceview.Trees(ss)
+	segs := New(roots).Path(roots[0])
+	var total time.Duration
+	deepest := 0
+	for _, s := range segs {
+		total += s.Duration()
+		var n int
+		if _, err := fmt.Sscanf(s.Node.Span.SpanID, "c%d", &n); err == nil {
+			deepest = max(deepest, n)
+		}
+	}
+	if total != roots[0].Span.Duration() {
+		t.Errorf("the path covers %v of a request of %v", total, roots[0].Span.Duration())
+	}
+	// traceview.Trees makes a span deeper than its bound a root, and the
+	// walk goes at most MaxDepth deep: the path ends in the chain above both.
+	if deepest == 0 || deepest >= MaxDepth {
+		t.Errorf("the path reaches span c%d, want one above c%d", deepest, MaxDepth)
+	}
+}
