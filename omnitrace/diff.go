@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -247,6 +248,8 @@ func (fl *diffFlags) check(fs *flag.FlagSet) (*failOn, error) {
 		bad = fmt.Sprintf("-max-rows is from 1 to %d", maxDiffRows)
 	case fl.maxSpans <= 0:
 		bad = "-max-spans is above 0"
+	case fl.jaeger != "" && !httpURL(fl.jaeger):
+		bad = fmt.Sprintf("-jaeger %q: the query API's http:// or https:// URL, such as http://127.0.0.1:16686", sanitize.Display(fl.jaeger, 256))
 	case fl.jaeger != "" && fl.service == "":
 		bad = "-service is needed with -jaeger"
 	case fl.jaeger == "" && fl.service != "":
@@ -258,6 +261,12 @@ func (fl *diffFlags) check(fs *flag.FlagSet) (*failOn, error) {
 		return nil, errors.New(bad)
 	}
 	return fail, nil
+}
+
+// httpURL reports whether s is an absolute http or https URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // Bounds of diff's settings: memory is their product (see
