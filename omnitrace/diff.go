@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -430,17 +431,25 @@ func (d *diffReader) isOTLP(name string) (bool, error) {
 	return looksOTLP(head[:n]), nil
 }
 
+// looksOTLP reports whether head begins a TracesData object: its first
+// key is resourceSpans, or it is Jaeger's {"result": {"resourceSpans":
+// ...}}. Where the key appears later (a record of the forms import reads
+// that holds a "result" or names resourceSpans in a value), it is not.
 func looksOTLP(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n")
-	if len(head) == 0 || head[0] != '{' {
-		return false
-	}
-	for _, k := range []string{`"resourceSpans"`, `"resource_spans"`, `"result"`} {
-		if bytes.Contains(head, []byte(k)) {
-			return true
+	dec := json.NewDecoder(bytes.NewReader(head))
+	firstKey := func() string {
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return ""
 		}
+		k, _ := dec.Token()
+		s, _ := k.(string)
+		return s
 	}
-	return false
+	k := firstKey()
+	if k == "result" {
+		k = firstKey()
+	}
+	return k == "resourceSpans" || k == "resource_spans"
 }
 
 // readOTLP reads one OTLP/JSON file into the side, each trace gathered in

@@ -309,3 +309,52 @@ func TestDiffSaysRowsBeyondTheBound(t *testing.T) {
 		t.Errorf("said at the default bound:\n%s", errOut)
 	}
 }
+
+// TestLooksOTLP: a file is read as OTLP/JSON when its object's first key
+// is resourceSpans (or Jaeger's result around one); a record of the forms
+// import reads is not, whatever keys and values it holds.
+func TestLooksOTLP(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"resourceSpans":[]}`:                                      true,
+		" \n{\n  \"resource_spans\": [":                             true,
+		`{"result":{"resourceSpans":[{"resource":{}`:                true,
+		`{"result": "ok", "request_id": "x"}`:                       false,
+		`{"type": "stage_request_stats", "result": 1}`:              false,
+		`{"request_id": "resourceSpans", "x": "\"resourceSpans\""}`: false,
+		`{"final_stage_id": {"*": 1}, "resourceSpans": []}`:         false,
+		`INFO 11-30 05:10:44 [stats.py:560] | "resourceSpans"`:      false,
+		`[{"resourceSpans":[]}]`:                                    false,
+		``:                                                          false,
+		`{"resourceSpans`:                                           false,
+	} {
+		if got := looksOTLP([]byte(in)); got != want {
+			t.Errorf("%q: %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestDiffReadsRecordsWithAResultKey: event records that carry a
+// "result" key are read as import reads them, not taken for Jaeger's
+// answer.
+func TestDiffReadsRecordsWithAResultKey(t *testing.T) {
+	orig := filepath.Join(testdata, "run", "events.jsonl")
+	b, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "{") {
+			line = `{"result": "ok", ` + line[1:]
+		}
+		lines = append(lines, line)
+	}
+	withResult := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(withResult, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := diffRun(t, "", orig, withResult)
+	if code != 0 || !strings.Contains(out, "new:  "+withResult+": 1 request in 1 trace") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
