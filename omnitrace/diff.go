@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -291,7 +292,11 @@ func regressions(rep *tracediff.Report, f *failOn) []string {
 		}
 		// A change from 0 is +Inf: beyond any -fail-on.
 		if c > f.change {
-			out = append(out, fmt.Sprintf("%s %s %+.2f%%", r.Key, q, 100*c))
+			by := fmt.Sprintf("%+.2f%%", 100*c)
+			if math.IsInf(c, 1) {
+				by = "+∞% (from 0)"
+			}
+			out = append(out, fmt.Sprintf("%s %s %s", r.Key, q, by))
 		}
 	}
 	return out

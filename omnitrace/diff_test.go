@@ -197,7 +197,7 @@ func TestFailOnCatchesAPhaseThatWasZero(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := regressions(rep, fail); len(got) != 1 {
+		if got := regressions(rep, fail); len(got) != 1 || !strings.HasSuffix(got[0], "+∞% (from 0)") {
 			t.Errorf("-fail-on %s: %q, want the row", f, got)
 		}
 	}
