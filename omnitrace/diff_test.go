@@ -358,3 +358,33 @@ func TestDiffReadsRecordsWithAResultKey(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestDiffSaysFileNamesAsATerminalShowsThem: a file name holding
+// control characters reaches stderr with them shown as '?', never as
+// escapes a terminal would run.
+func TestDiffSaysFileNamesAsATerminalShowsThem(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testdata, "vllm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "v\x1b[2J\x1b]0;owned\a.log")
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := diffRun(t, "", name, name)
+	if code != 0 || !strings.Contains(errOut, "is not seconds; skipped") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if strings.ContainsAny(out+errOut, "\x1b\a") {
+		t.Errorf("a control character reached the output:\n%q", errOut)
+	}
+	// An OTLP/JSON file of that name with a document that cannot be read.
+	otlp := name + ".json"
+	if err := os.WriteFile(otlp, []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"omni.request","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}`+"\n"+`{"resourceSpans":[{]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = diffRun(t, "", otlp, otlp)
+	if strings.ContainsAny(out+errOut, "\x1b\a") {
+		t.Errorf("exit %d: a control character reached the output:\n%q", code, out+errOut)
+	}
+}

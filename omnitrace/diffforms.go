@@ -69,7 +69,8 @@ type formsHandler struct {
 }
 
 func (h *formsHandler) readFile(ctx context.Context, name string) error {
-	h.name = sanitize.String(name, 256)
+	// The name is said on stderr: as a terminal shows it.
+	h.name = sanitize.Display(name, 256)
 	r := h.d.stdin
 	ref := time.Now().UTC()
 	var again io.ReaderAt
