@@ -10,6 +10,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -145,5 +147,26 @@ func xmlWellFormed(b []byte) error {
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// TestChartsDrawEveryValueRange: a side of more values than a chart is
+// drawn from gives the chart values spread over all of them, its least
+// and greatest included, in order.
+func TestChartsDrawEveryValueRange(t *testing.T) {
+	vals := make([]float64, 3*maxChartValues+7)
+	for i := range vals {
+		vals[i] = float64(i)
+	}
+	got := chartValues(vals)
+	if len(got) != maxChartValues || got[0] != 0 || got[len(got)-1] != vals[len(vals)-1] || !slices.IsSorted(got) {
+		t.Fatalf("%d values from %v to %v, want %d from 0 to %v", len(got), got[0], got[len(got)-1], maxChartValues, vals[len(vals)-1])
+	}
+	// Its median is the median of all, within a step.
+	if m, want := got[len(got)/2], vals[len(vals)/2]; math.Abs(m-want) > 4 {
+		t.Errorf("median %v, of all %v", m, want)
+	}
+	if short := vals[:10]; len(chartValues(short)) != 10 {
+		t.Error("a short side is not drawn whole")
 	}
 }
