@@ -181,7 +181,9 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 				}
 			}},
 		{name: "diff of two OTLP/JSON files", unit: 100, gen: genOTLP,
-			args: func(in, dir string) []string { return []string{"diff", "-samples", "500", "-max-spans", "3000", in, in} },
+			args: func(in, dir string) []string {
+				return []string{"diff", "-samples", "500", "-max-spans", "3000", in, in}
+			},
 			check: diffed},
 		{name: "diff of requests of distinct long models and phases", unit: 100, gen: genOTLPDistinct,
 			args: func(in, dir string) []string {
@@ -189,13 +191,15 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 			},
 			check: diffed},
 		{name: "diff of two vLLM logs", unit: 100, gen: genLog,
-			args: func(in, dir string) []string { return []string{"diff", "-samples", "500", in, in} },
+			args:  func(in, dir string) []string { return []string{"diff", "-samples", "500", in, in} },
 			check: diffed},
 		{name: "diff of one trace of many spans", unit: 200, gen: genOneTrace,
-			args: func(in, dir string) []string { return []string{"diff", "-max-spans", "5000", in, in} },
+			args:  func(in, dir string) []string { return []string{"diff", "-max-spans", "5000", in, in} },
 			check: diffed},
 		{name: "table -critical of one trace of many spans", unit: 200, gen: genOneTrace,
-			args: func(in, dir string) []string { return []string{"table", "-critical", "-max-spans", "5000", "-file", in} },
+			args: func(in, dir string) []string {
+				return []string{"table", "-critical", "-max-spans", "5000", "-file", in}
+			},
 			check: func(t *testing.T, n, code int, stderr string) {
 				if code != 0 {
 					t.Errorf("at %d: exit %d:\n%s", n, code, lastOf(stderr))
