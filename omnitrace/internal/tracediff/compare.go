@@ -163,7 +163,9 @@ func change(a, b float64) float64 {
 	return b/a - 1
 }
 
-// Compare compares base and new.
+// Compare compares base and new. It sorts their samples, which the
+// report then holds: a side added to after it keeps a uniform sample, not
+// the one it would have kept unsorted.
 func Compare(base, new *Side, o Options) *Report {
 	o = o.withDefaults()
 	rep := &Report{Options: o, Base: base.counts(), New: new.counts()}
@@ -237,13 +239,15 @@ func (s *Side) share(k Key, r *row) float64 {
 	return r.onPath / g.length
 }
 
+// sorted returns the row's sample, sorted in place: the report reads the
+// side's values, never a second copy of them (a sample is a set: its
+// order means nothing to the reservoir).
 func sorted(r *row) []float64 {
 	if r == nil {
 		return nil
 	}
-	v := slices.Clone(r.res.vals)
-	slices.Sort(v)
-	return v
+	slices.Sort(r.res.vals)
+	return r.res.vals
 }
 
 // uTest is benchmath's Mann–Whitney U test of two sorted samples. All

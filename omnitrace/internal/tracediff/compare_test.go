@@ -6,6 +6,8 @@ package tracediff
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,4 +138,44 @@ func TestASideAgainstItselfHasEachRowOnce(t *testing.T) {
 	if len(rep.Rows) != 3 || len(rep.Critical) != 2 {
 		t.Errorf("%d rows and %d critical rows, want 3 (request, unattributed, exec) and 2", len(rep.Rows), len(rep.Critical))
 	}
+}
+
+// TestCompareKeepsNoSecondCopyOfTheSamples: the report of two sides of
+// full samples holds far less than the samples themselves (it reads them
+// in place): memory stays the documented formula, not twice it.
+func TestCompareKeepsNoSecondCopyOfTheSamples(t *testing.T) {
+	set := Settings{Samples: 20000}
+	sides := [2]*Side{NewSide(set), NewSide(set)}
+	for si, s := range sides {
+		for i := range 3 * set.Samples {
+			tid := fmt.Sprint(i)
+			d := float64(i%997) + float64(si)
+			s.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 1000), sp(tid, "e", "r", "omni.diffusion.exec", 0, 100+d), sp(tid, "f", "r", "omni.diffusion.forward", 0, 50+d)})
+		}
+	}
+	kept := 0
+	for _, s := range sides {
+		for t := range 2 {
+			for _, r := range s.table(t) {
+				if r != nil {
+					kept += 8 * len(r.res.vals)
+				}
+			}
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rep := Compare(sides[0], sides[1], Options{})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := int64(after.HeapAlloc) - int64(before.HeapAlloc); got > int64(kept)/4 {
+		t.Errorf("the report holds %d bytes more, for samples of %d bytes", got, kept)
+	}
+	for _, r := range rep.Rows {
+		if !slices.IsSorted(r.Base.Values) || !slices.IsSorted(r.New.Values) {
+			t.Errorf("%s: values not sorted", r.Key)
+		}
+	}
+	runtime.KeepAlive(sides)
 }
