@@ -442,15 +442,28 @@ func (d *diffReader) isOTLP(name string) (bool, error) {
 // that holds a "result" or names resourceSpans in a value), it is not.
 func looksOTLP(head []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(head))
+	// firstKey reads the next object's first key: "" for no object, "}"
+	// for an empty one.
 	firstKey := func() string {
 		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 			return ""
 		}
-		k, _ := dec.Token()
-		s, _ := k.(string)
-		return s
+		switch k, _ := dec.Token(); k := k.(type) {
+		case string:
+			return k
+		case json.Delim:
+			if k == '}' {
+				return "}"
+			}
+		}
+		return ""
 	}
 	k := firstKey()
+	// Empty documents before the first one that holds anything (an
+	// export of nothing) say nothing.
+	for k == "}" {
+		k = firstKey()
+	}
 	if k == "result" {
 		k = firstKey()
 	}

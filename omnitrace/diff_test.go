@@ -324,6 +324,8 @@ func TestLooksOTLP(t *testing.T) {
 		`{"final_stage_id": {"*": 1}, "resourceSpans": []}`:         false,
 		`INFO 11-30 05:10:44 [stats.py:560] | "resourceSpans"`:      false,
 		`[{"resourceSpans":[]}]`:                                    false,
+		"{}\n{}\n{\"resourceSpans\":[]}":                            true,
+		"{}\n{\"request_id\": \"x\"}":                               false,
 		``:                                                          false,
 		`{"resourceSpans`:                                           false,
 	} {
