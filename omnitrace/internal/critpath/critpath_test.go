@@ -220,6 +220,14 @@ func TestCriticalPathOfHostileTraces(t *testing.T) {
 		},
 		want: []string{"req 0-60", "o 60-100"},
 	}, {
+		name: "links to spans not in the trace, and a span linking to itself",
+		ss: []traceview.Span{
+			sp("req", "", "omni.request", 0, 100),
+			sp("a", "req", "x", 10, 50, "missing", "a", ""),
+			sp("b", "req", "x", 60, 90, "a"),
+		},
+		want: []string{"req 0-10", "a 10-50", "req 50-60", "b 60-90", "req 90-100"},
+	}, {
 		name: "a shared span id",
 		ss: []traceview.Span{
 			sp("req", "", "omni.request", 0, 100),
