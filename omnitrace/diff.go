@@ -367,6 +367,10 @@ type diffReader struct {
 	stderr   io.Writer
 	maxSpans int
 	what     string
+	// opened are the files that cannot be opened twice (pipes, such as
+	// a shell's <(zcat run.json.gz)), opened once and buffered: what told
+	// their form is read again from the buffer.
+	opened map[string]*bufio.Reader
 }
 
 // read reads names: OTLP/JSON files gathered into traces as summary
@@ -387,6 +391,17 @@ func (d *diffReader) read(ctx context.Context, names []string) error {
 				continue
 			}
 			seen = append(seen, fi)
+			if !fi.Mode().IsRegular() && !fi.IsDir() {
+				f, err := os.Open(name)
+				if err != nil {
+					return fmt.Errorf("%s: %w", d.what, err)
+				}
+				defer f.Close()
+				if d.opened == nil {
+					d.opened = map[string]*bufio.Reader{}
+				}
+				d.opened[name] = bufio.NewReaderSize(f, sniffBytes)
+			}
 		}
 		otlp, err := d.isOTLP(name)
 		if err != nil {
@@ -414,6 +429,10 @@ const sniffBytes = 64 << 10
 // first bytes name resourceSpans (or Jaeger's result wrapper of one).
 // Stdin is buffered for its later reading.
 func (d *diffReader) isOTLP(name string) (bool, error) {
+	if br, ok := d.opened[name]; ok {
+		head, _ := br.Peek(sniffBytes)
+		return looksOTLP(head), nil
+	}
 	var r io.Reader
 	if name == "-" {
 		br := bufio.NewReaderSize(d.stdin, sniffBytes)
@@ -474,6 +493,9 @@ func looksOTLP(head []byte) bool {
 // a window of maxSpans spans.
 func (d *diffReader) readOTLP(name string) error {
 	src := source{file: name, maxSpans: d.maxSpans, stdin: d.stdin}
+	if br, ok := d.opened[name]; ok {
+		src.file, src.stdin = "-", br
+	}
 	w := newTraceWindow(d.maxSpans, d.side.Add)
 	err := src.readFile("diff", d.stderr, w.add)
 	w.flush()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,5 +389,45 @@ func TestDiffSaysFileNamesAsATerminalShowsThem(t *testing.T) {
 	code, out, errOut = diffRun(t, "", otlp, otlp)
 	if strings.ContainsAny(out+errOut, "\x1b\a") {
 		t.Errorf("exit %d: a control character reached the output:\n%q", code, out+errOut)
+	}
+}
+
+// TestDiffReadsPipes: a side named by a pipe (a shell's <(zcat
+// run.json.gz)), which can be read once, is read whole: the start read to
+// tell its form is not lost.
+func TestDiffReadsPipes(t *testing.T) {
+	otlp := filepath.Join(t.TempDir(), "t.json")
+	// The log holds a line import skips (exit 1); its requests are written.
+	run(context.Background(), []string{"import", "-out", otlp, filepath.Join(testdata, "vllm.log")}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	for _, in := range []string{otlp, filepath.Join(testdata, "vllm.log")} {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fifo := filepath.Join(t.TempDir(), "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skipf("no named pipes here: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				done <- err
+				return
+			}
+			_, err = f.Write(b)
+			f.Close()
+			done <- err
+		}()
+		code, out, errOut := diffRun(t, "", fifo, in)
+		// Should diff not have opened the pipe, open it so the writer
+		// ends.
+		if f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-done
+		if code != 0 || !strings.Contains(out, "base: "+fifo+": 3 requests in 3 traces") || !strings.Contains(out, "new:  "+in+": 3 requests in 3 traces") {
+			t.Errorf("%s through a pipe: exit %d\n%s\n%s", in, code, out, errOut)
+		}
 	}
 }

@@ -74,7 +74,9 @@ func (h *formsHandler) readFile(ctx context.Context, name string) error {
 	r := h.d.stdin
 	ref := time.Now().UTC()
 	var again io.ReaderAt
-	if name == "-" {
+	if br, ok := h.d.opened[name]; ok {
+		r = br // a pipe, opened once: read on from what told its form
+	} else if name == "-" {
 		h.name = "stdin"
 	} else {
 		f, err := os.Open(name)
