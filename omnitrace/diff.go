@@ -7,11 +7,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -74,12 +77,37 @@ func parseFailOn(s string) (*failOn, error) {
 		}
 		rest = v
 	}
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), "%"), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e6 {
-		return nil, fmt.Errorf("-fail-on %q: a percentage from 0 to 1000000, such as 10%%", sanitize.Display(s, 64))
+	num, pct := strings.CutSuffix(rest, "%")
+	if !pct || !plainDecimal(num) {
+		return nil, fmt.Errorf("-fail-on %q: a percentage from 0%% to 1000000%% in plain digits with its %% sign, such as 10%% or p99:2.5%%", sanitize.Display(s, 64))
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v > maxFailOn {
+		return nil, fmt.Errorf("-fail-on %q: a percentage from 0%% to 1000000%%", sanitize.Display(s, 64))
 	}
 	f.change = v / 100
 	return f, nil
+}
+
+// maxFailOn is the largest -fail-on, in percent.
+const maxFailOn = 1e6
+
+// plainDecimal reports whether s is ASCII digits with at most one decimal
+// point and at least one digit: no sign, exponent, hex, underscore or
+// space, which strconv.ParseFloat would take.
+func plainDecimal(s string) bool {
+	digits, points := 0, 0
+	for _, c := range []byte(s) {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			points++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && points <= 1
 }
 
 func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -159,6 +187,14 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return 1
 		}
 	}
+	for i, s := range sides {
+		// Rows beyond the bound are neither shown nor tested: -fail-on
+		// cannot see them, which stdout alone (JSON for a script) would
+		// not say.
+		if n := s.Hidden(); n > 0 {
+			fmt.Fprintf(stderr, "omnitrace diff: %s: %d values of rows beyond -max-rows %d not kept, nor tested: raise -max-rows to see them\n", []string{"base", "new"}[i], n, fl.maxRows)
+		}
+	}
 	rep := tracediff.Compare(sides[0], sides[1], tracediff.Options{Alpha: fl.alpha, Correction: tracediff.Correction(fl.correction)})
 	// The report's file first: a reader of stdout that stops early (a
 	// pager, head) must not cost it.
@@ -214,6 +250,8 @@ func (fl *diffFlags) check(fs *flag.FlagSet) (*failOn, error) {
 		bad = fmt.Sprintf("-max-rows is from 1 to %d", maxDiffRows)
 	case fl.maxSpans <= 0:
 		bad = "-max-spans is above 0"
+	case fl.jaeger != "" && !httpURL(fl.jaeger):
+		bad = fmt.Sprintf("-jaeger %q: the query API's http:// or https:// URL, such as http://127.0.0.1:16686", sanitize.Display(fl.jaeger, 256))
 	case fl.jaeger != "" && fl.service == "":
 		bad = "-service is needed with -jaeger"
 	case fl.jaeger == "" && fl.service != "":
@@ -225,6 +263,12 @@ func (fl *diffFlags) check(fs *flag.FlagSet) (*failOn, error) {
 		return nil, errors.New(bad)
 	}
 	return fail, nil
+}
+
+// httpURL reports whether s is an absolute http or https URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // Bounds of diff's settings: memory is their product (see
@@ -246,8 +290,13 @@ func regressions(rep *tracediff.Report, f *failOn) []string {
 		if f.p99 {
 			c, q = r.ChangeP99(), "p99"
 		}
+		// A change from 0 is +Inf: beyond any -fail-on.
 		if c > f.change {
-			out = append(out, fmt.Sprintf("%s %s %+.2f%%", r.Key, q, 100*c))
+			by := fmt.Sprintf("%+.2f%%", 100*c)
+			if math.IsInf(c, 1) {
+				by = "+∞% (from 0)"
+			}
+			out = append(out, fmt.Sprintf("%s %s %s", r.Key, q, by))
 		}
 	}
 	return out
@@ -298,10 +347,17 @@ func readJaegerSide(ctx context.Context, fl *diffFlags, w [2]time.Time, side *tr
 	if err != nil {
 		return err
 	}
-	for _, tr := range traceview.ByTrace(ss) {
-		side.Add(tr)
-	}
+	addTraces(side, ss)
 	return nil
+}
+
+// addTraces adds the traces of ss to the side in the order of their ids,
+// whatever order they came in: the same traces keep the same sample.
+func addTraces(side *tracediff.Side, ss []traceview.Span) {
+	byTrace := traceview.ByTrace(ss)
+	for _, id := range slices.Sorted(maps.Keys(byTrace)) {
+		side.Add(byTrace[id])
+	}
 }
 
 // diffReader reads the files of one side into it.
@@ -311,6 +367,10 @@ type diffReader struct {
 	stderr   io.Writer
 	maxSpans int
 	what     string
+	// opened are the files that cannot be opened twice (pipes, such as
+	// a shell's <(zcat run.json.gz)), opened once and buffered: what told
+	// their form is read again from the buffer.
+	opened map[string]*bufio.Reader
 }
 
 // read reads names: OTLP/JSON files gathered into traces as summary
@@ -331,6 +391,17 @@ func (d *diffReader) read(ctx context.Context, names []string) error {
 				continue
 			}
 			seen = append(seen, fi)
+			if !fi.Mode().IsRegular() && !fi.IsDir() {
+				f, err := os.Open(name)
+				if err != nil {
+					return fmt.Errorf("%s: %w", d.what, err)
+				}
+				defer f.Close()
+				if d.opened == nil {
+					d.opened = map[string]*bufio.Reader{}
+				}
+				d.opened[name] = bufio.NewReaderSize(f, sniffBytes)
+			}
 		}
 		otlp, err := d.isOTLP(name)
 		if err != nil {
@@ -358,6 +429,10 @@ const sniffBytes = 64 << 10
 // first bytes name resourceSpans (or Jaeger's result wrapper of one).
 // Stdin is buffered for its later reading.
 func (d *diffReader) isOTLP(name string) (bool, error) {
+	if br, ok := d.opened[name]; ok {
+		head, _ := br.Peek(sniffBytes)
+		return looksOTLP(head), nil
+	}
 	var r io.Reader
 	if name == "-" {
 		br := bufio.NewReaderSize(d.stdin, sniffBytes)
@@ -380,23 +455,47 @@ func (d *diffReader) isOTLP(name string) (bool, error) {
 	return looksOTLP(head[:n]), nil
 }
 
+// looksOTLP reports whether head begins a TracesData object: its first
+// key is resourceSpans, or it is Jaeger's {"result": {"resourceSpans":
+// ...}}. Where the key appears later (a record of the forms import reads
+// that holds a "result" or names resourceSpans in a value), it is not.
 func looksOTLP(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n")
-	if len(head) == 0 || head[0] != '{' {
-		return false
-	}
-	for _, k := range []string{`"resourceSpans"`, `"resource_spans"`, `"result"`} {
-		if bytes.Contains(head, []byte(k)) {
-			return true
+	dec := json.NewDecoder(bytes.NewReader(head))
+	// firstKey reads the next object's first key: "" for no object, "}"
+	// for an empty one.
+	firstKey := func() string {
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return ""
 		}
+		switch k, _ := dec.Token(); k := k.(type) {
+		case string:
+			return k
+		case json.Delim:
+			if k == '}' {
+				return "}"
+			}
+		}
+		return ""
 	}
-	return false
+	k := firstKey()
+	// Empty documents before the first one that holds anything (an
+	// export of nothing) say nothing.
+	for k == "}" {
+		k = firstKey()
+	}
+	if k == "result" {
+		k = firstKey()
+	}
+	return k == "resourceSpans" || k == "resource_spans"
 }
 
 // readOTLP reads one OTLP/JSON file into the side, each trace gathered in
 // a window of maxSpans spans.
 func (d *diffReader) readOTLP(name string) error {
 	src := source{file: name, maxSpans: d.maxSpans, stdin: d.stdin}
+	if br, ok := d.opened[name]; ok {
+		src.file, src.stdin = "-", br
+	}
 	w := newTraceWindow(d.maxSpans, d.side.Add)
 	err := src.readFile("diff", d.stderr, w.add)
 	w.flush()

@@ -69,11 +69,14 @@ type formsHandler struct {
 }
 
 func (h *formsHandler) readFile(ctx context.Context, name string) error {
-	h.name = sanitize.String(name, 256)
+	// The name is said on stderr: as a terminal shows it.
+	h.name = sanitize.Display(name, 256)
 	r := h.d.stdin
 	ref := time.Now().UTC()
 	var again io.ReaderAt
-	if name == "-" {
+	if br, ok := h.d.opened[name]; ok {
+		r = br // a pipe, opened once: read on from what told its form
+	} else if name == "-" {
 		h.name = "stdin"
 	} else {
 		f, err := os.Open(name)

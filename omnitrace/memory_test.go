@@ -180,6 +180,31 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 					t.Errorf("at %d: exit %d:\n%s", n, code, lastOf(stderr))
 				}
 			}},
+		{name: "diff of two OTLP/JSON files", unit: 100, gen: genOTLP,
+			args: func(in, dir string) []string {
+				return []string{"diff", "-samples", "500", "-max-spans", "3000", in, in}
+			},
+			check: diffed},
+		{name: "diff of requests of distinct long models and phases", unit: 100, gen: genOTLPDistinct,
+			args: func(in, dir string) []string {
+				return []string{"diff", "-by", "model", "-samples", "500", "-max-rows", "50", "-max-spans", "3000", in, in}
+			},
+			check: diffed},
+		{name: "diff of two vLLM logs", unit: 100, gen: genLog,
+			args:  func(in, dir string) []string { return []string{"diff", "-samples", "500", in, in} },
+			check: diffed},
+		{name: "diff of one trace of many spans", unit: 200, gen: genOneTrace,
+			args:  func(in, dir string) []string { return []string{"diff", "-max-spans", "5000", in, in} },
+			check: diffed},
+		{name: "table -critical of one trace of many spans", unit: 200, gen: genOneTrace,
+			args: func(in, dir string) []string {
+				return []string{"table", "-critical", "-max-spans", "5000", "-file", in}
+			},
+			check: func(t *testing.T, n, code int, stderr string) {
+				if code != 0 {
+					t.Errorf("at %d: exit %d:\n%s", n, code, lastOf(stderr))
+				}
+			}},
 		{name: "table of one trace of many spans", unit: 200, gen: genOneTrace,
 			args: func(in, dir string) []string { return []string{"table", "-max-spans", "5000", "-file", in} },
 			check: func(t *testing.T, n, code int, stderr string) {
@@ -206,6 +231,14 @@ func TestPeakMemoryDoesNotGrowWithTheInput(t *testing.T) {
 				t.Errorf("peak RSS %d KiB at 100 times the input, %d KiB at 10 times: grows with the input (limit %d KiB)", peaks[2], peaks[1], limit)
 			}
 		})
+	}
+}
+
+// diffed checks a run of diff: a report written, nothing beyond -fail-on.
+func diffed(t *testing.T, n, code int, stderr string) {
+	t.Helper()
+	if code != 0 {
+		t.Errorf("at %d: exit %d:\n%s", n, code, lastOf(stderr))
 	}
 }
 
@@ -431,6 +464,33 @@ func genOTLP(w io.Writer, n int) {
 		batch = append(batch, otlpSpan(trace, root, 0, "omni.request", t0, t0+5e6,
 			fmt.Sprintf(`{"key":"omni.request.id","value":{"stringValue":"chatcmpl-%016x"}},{"key":"omni.stage.name","value":{"stringValue":"dit"}},{"key":"omni.stage.type","value":{"stringValue":"diffusion"}},{"key":"omni.diffusion.num_inference_steps","value":{"intValue":"50"}},`, i)))
 		if len(batch) >= 500 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+// genOTLPDistinct writes n single-stage requests as genOTLP does, each
+// of its own model (1 KiB names) with a phase of its own name (1 KiB):
+// far more rows than a diff keeps.
+func genOTLPDistinct(w io.Writer, n int) {
+	var batch []string
+	flush := func() {
+		fmt.Fprintf(w, `{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}`+"\n", strings.Join(batch, ","))
+		batch = batch[:0]
+	}
+	long := strings.Repeat("m", 1<<10)
+	for i := range n {
+		trace := uint64(i + 1)
+		t0 := int64(1796000000000000000) + int64(i)*1e7
+		root := trace<<8 | 1
+		batch = append(batch, otlpSpan(trace, trace<<8|2, root, "omni.diffusion.exec", t0, t0+3e6, ""))
+		batch = append(batch, otlpSpan(trace, trace<<8|3, root, fmt.Sprintf("phase-%d-%s", i, long), t0+1e6, t0+2e6, ""))
+		batch = append(batch, otlpSpan(trace, root, 0, "omni.request", t0, t0+5e6,
+			fmt.Sprintf(`{"key":"gen_ai.request.model","value":{"stringValue":"model-%d-%s"}},{"key":"omni.output.modality","value":{"stringValue":"image-%d-%s"}},`, i, long, i, long)))
+		if len(batch) >= 300 {
 			flush()
 		}
 	}

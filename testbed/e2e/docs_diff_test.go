@@ -37,11 +37,16 @@ func runDiffExample(t *testing.T, s *docSession, c string) {
 }
 
 // decodeSlower matches a row of both first stages' llm.decode found
-// significantly slower.
-var decodeSlower = regexp.MustCompile(`(?m)^(audio|image) +llm 0 (thinker|ar) +llm\.decode .*│ \+\d+\.\d+% \(`)
+// significantly slower; stageSlower and requestSlower, the rows of those
+// stages and of their requests.
+var (
+	decodeSlower  = regexp.MustCompile(`(?m)^(audio|image) +llm 0 (thinker|ar) +llm\.decode .*│ \+\d+\.\d+% \(`)
+	stageSlower   = regexp.MustCompile(`(?m)^(audio|image) +llm 0 (thinker|ar) +stage .*│ \+\d+\.\d+% \(`)
+	requestSlower = regexp.MustCompile(`(?m)^(audio|image) +- +request .*│ \+\d+\.\d+% \(`)
+)
 
-// runDiffOmni: both first stages' decode found slower, on 40 requests a
-// side.
+// runDiffOmni: both first stages' decode found slower, and their stages
+// and requests with them, on 40 requests a side, as the page says.
 func runDiffOmni(t *testing.T, s *docSession, c string) {
 	out, _ := otRun(t, s, c)
 	for _, want := range []string{"base: base.json: 40 requests in 40 traces\n", "new:  new.json: 40 requests in 40 traces\n", "Holm's correction"} {
@@ -49,8 +54,10 @@ func runDiffOmni(t *testing.T, s *docSession, c string) {
 			t.Errorf("%s: no %q:\n%s", c, want, out)
 		}
 	}
-	if got := decodeSlower.FindAllString(out, -1); len(got) != 2 {
-		t.Errorf("%s: the first stages' llm.decode found slower in %d rows, want 2 (audio and image):\n%s", c, len(got), out)
+	for what, re := range map[string]*regexp.Regexp{"llm.decode": decodeSlower, "stage": stageSlower, "request": requestSlower} {
+		if got := re.FindAllString(out, -1); len(got) != 2 {
+			t.Errorf("%s: the first stages' %s found slower in %d rows, want 2 (audio and image):\n%s", c, what, len(got), out)
+		}
 	}
 }
 
@@ -115,6 +122,7 @@ func runDiffJSON(t *testing.T, s *docSession, c string) {
 		}
 	}
 	s.state["diff.significant"] = sig
+	s.state["diff.rows"] = len(d.Rows) + len(d.Critical)
 }
 
 // runDiffCSV: a header and a line a row.
@@ -133,6 +141,10 @@ func runDiffCSV(t *testing.T, s *docSession, c string) {
 		if r[0] != "duration" && r[0] != "critical" {
 			t.Errorf("%s: a line of table %q", c, r[0])
 		}
+	}
+	// A line a row of either table: as many as the JSON report's rows.
+	if rows, _ := s.state["diff.rows"].(int); len(recs)-1 != rows {
+		t.Errorf("%s: %d lines of rows, the JSON report has %d rows", c, len(recs)-1, rows)
 	}
 }
 

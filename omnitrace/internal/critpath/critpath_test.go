@@ -220,6 +220,14 @@ func TestCriticalPathOfHostileTraces(t *testing.T) {
 		},
 		want: []string{"req 0-60", "o 60-100"},
 	}, {
+		name: "links to spans not in the trace, and a span linking to itself",
+		ss: []traceview.Span{
+			sp("req", "", "omni.request", 0, 100),
+			sp("a", "req", "x", 10, 50, "missing", "a", ""),
+			sp("b", "req", "x", 60, 90, "a"),
+		},
+		want: []string{"req 0-10", "a 10-50", "req 50-60", "b 60-90", "req 90-100"},
+	}, {
 		name: "a shared span id",
 		ss: []traceview.Span{
 			sp("req", "", "omni.request", 0, 100),
@@ -256,5 +264,39 @@ func TestCriticalPathIsBoundedOnWideAndDeepTraces(t *testing.T) {
 	}
 	if total != roots[0].Span.Duration() {
 		t.Errorf("the path covers %v of a request of %v", total, roots[0].Span.Duration())
+	}
+}
+
+// TestCriticalPathOfAChainOfAHundredThousandSpans: each span the parent
+// of the next, each a millisecond inside its parent at both ends: the
+// walk stops at a bounded depth (the rest is the deepest span's own
+// time), with no stack to overflow, and the path covers the request once.
+func TestCriticalPathOfAChainOfAHundredThousandSpans(t *testing.T) {
+	const depth = 100000
+	ss := []traceview.Span{sp("req", "", "omni.request", 0, 2*depth+2)}
+	parent := "req"
+	for i := range depth {
+		id := fmt.Sprint("c", i)
+		ss = append(ss, sp(id, parent, "omni.diffusion.exec", float64(i+1), float64(2*depth+1-i)))
+		parent = id
+	}
+	roots, _ := traceview.Trees(ss)
+	segs := New(roots).Path(roots[0])
+	var total time.Duration
+	deepest := 0
+	for _, s := range segs {
+		total += s.Duration()
+		var n int
+		if _, err := fmt.Sscanf(s.Node.Span.SpanID, "c%d", &n); err == nil {
+			deepest = max(deepest, n)
+		}
+	}
+	if total != roots[0].Span.Duration() {
+		t.Errorf("the path covers %v of a request of %v", total, roots[0].Span.Duration())
+	}
+	// traceview.Trees makes a span deeper than its bound a root, and the
+	// walk goes at most MaxDepth deep: the path ends in the chain above both.
+	if deepest == 0 || deepest >= MaxDepth {
+		t.Errorf("the path reaches span c%d, want one above c%d", deepest, MaxDepth)
 	}
 }

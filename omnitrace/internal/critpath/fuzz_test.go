@@ -38,7 +38,8 @@ func fuzzTrace(b []byte) []traceview.Span {
 // FuzzCriticalPath: whatever the trace (shared ids, loops of parents and
 // of links, spans that end before they start, children outside their
 // parent), each request's path covers it from its start to its end once,
-// in order, and every segment lies within the request.
+// in order, and every segment lies within the request and within the
+// span that held it.
 func FuzzCriticalPath(f *testing.F) {
 	f.Add([]byte{0, 64, 0, 0, 100, 64, 1, 0, 3, 10, 50, 2, 2, 0, 4, 20, 60, 1})
 	f.Add([]byte{0, 1, 0, 0, 100, 1, 1, 0, 0, 5, 90, 0, 1, 0, 1, 50, 250, 0})
@@ -67,6 +68,9 @@ func FuzzCriticalPath(f *testing.F) {
 			for _, s := range segs {
 				if !s.Start.Equal(at) || !s.End.After(s.Start) {
 					t.Fatalf("segment %v-%v of %s: the path is at %v", s.Start, s.End, s.Node.Span.SpanID, at)
+				}
+				if s.Start.Before(s.Node.Span.Start) || s.End.After(s.Node.Span.End) {
+					t.Fatalf("segment %v-%v held by %s, which runs %v-%v", s.Start, s.End, s.Node.Span.SpanID, s.Node.Span.Start, s.Node.Span.End)
 				}
 				at = s.End
 			}

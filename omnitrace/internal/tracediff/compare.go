@@ -142,23 +142,30 @@ type CriticalRow struct {
 // Significant reports whether any of the row's tests is.
 func (r *Row) Significant() bool { return r.Duration.Significant || r.Measured.Significant }
 
-// Change is the relative change of the p50, or NaN.
+// Change is the relative change of the p50: +Inf from 0 to more, NaN
+// when a side has no p50.
 func (r *Row) Change() float64 { return change(r.Base.P50, r.New.P50) }
 
-// ChangeP99 is the relative change of the p99, or NaN.
+// ChangeP99 is the relative change of the p99, as Change.
 func (r *Row) ChangeP99() float64 { return change(r.Base.P99, r.New.P99) }
 
 func change(a, b float64) float64 {
-	if a == 0 || math.IsNaN(a) || math.IsNaN(b) {
-		if a == b {
-			return 0
-		}
+	switch {
+	case math.IsNaN(a) || math.IsNaN(b):
 		return math.NaN()
+	case a == b:
+		return 0
+	case a == 0:
+		// From nothing (a phase measured as 0) to something: slower by
+		// more than any percentage.
+		return math.Inf(int(math.Copysign(1, b)))
 	}
 	return b/a - 1
 }
 
-// Compare compares base and new.
+// Compare compares base and new. It sorts their samples, which the
+// report then holds: a side added to after it keeps a uniform sample, not
+// the one it would have kept unsorted.
 func Compare(base, new *Side, o Options) *Report {
 	o = o.withDefaults()
 	rep := &Report{Options: o, Base: base.counts(), New: new.counts()}
@@ -232,13 +239,15 @@ func (s *Side) share(k Key, r *row) float64 {
 	return r.onPath / g.length
 }
 
+// sorted returns the row's sample, sorted in place: the report reads the
+// side's values, never a second copy of them (a sample is a set: its
+// order means nothing to the reservoir).
 func sorted(r *row) []float64 {
 	if r == nil {
 		return nil
 	}
-	v := slices.Clone(r.res.vals)
-	slices.Sort(v)
-	return v
+	slices.Sort(r.res.vals)
+	return r.res.vals
 }
 
 // uTest is benchmath's Mann–Whitney U test of two sorted samples. All
@@ -318,9 +327,11 @@ func correct(tests []*Test, o Options) int {
 // critical path) on either side.
 func keys(a, b *Side, table int) []Key {
 	var out []Key
-	for _, s := range []*Side{a, b} {
+	for i, s := range []*Side{a, b} {
 		for _, r := range s.table(table) {
-			if r != nil && (s == a || a.row(table, r.key) == nil) {
+			// The second side adds the rows the first lacks (none when
+			// both are one side).
+			if r != nil && (i == 0 || a.row(table, r.key) == nil) {
 				out = append(out, r.key)
 			}
 		}

@@ -4,8 +4,14 @@
 package tracediff
 
 import (
+	"fmt"
 	"math"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/otelomni/otelomni/omnitrace/traceview"
 )
 
 // TestUTestOfTinyTiedSamplesIsNotZero: the exact U distribution with
@@ -68,4 +74,108 @@ func TestShareTest(t *testing.T) {
 	if r := shareTest(5, 3, 1, 3); r.Done {
 		t.Errorf("more measured than requests: tested %+v", r)
 	}
+}
+
+// TestAChangeFromZeroIsInfinitelySlower: a phase measured as 0 on every
+// base request and as 50 to 99 ms on every new one is significantly
+// slower, by more than any percentage: its change is +Inf (so -fail-on
+// catches it), and the table says so rather than "?".
+func TestAChangeFromZeroIsInfinitelySlower(t *testing.T) {
+	b, n := NewSide(Settings{}), NewSide(Settings{})
+	for i := range 50 {
+		tid := fmt.Sprint(i)
+		b.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 200), sp(tid, "q", "r", "omni.diffusion.queue_wait", 0, 0)})
+		n.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 200), sp(tid, "q", "r", "omni.diffusion.queue_wait", 0, 50+float64(i))})
+	}
+	rep := Compare(b, n, Options{})
+	var row *Row
+	for i := range rep.Rows {
+		if rep.Rows[i].Phase == "queue_wait" {
+			row = &rep.Rows[i]
+		}
+	}
+	if row == nil || !row.Duration.Significant || !math.IsInf(row.Change(), 1) || !math.IsInf(row.ChangeP99(), 1) {
+		t.Fatalf("queue_wait: %+v, change %v, p99 change %v; want significant and +Inf", row, row.Change(), row.ChangeP99())
+	}
+	if got := row.durationChange(); !strings.HasPrefix(got, "+∞% (p=") {
+		t.Errorf("the table says %q", got)
+	}
+	// The reverse is -100 %, and nothing to nothing is no change.
+	if c := change(74.5, 0); c != -1 {
+		t.Errorf("74.5 to 0: %v, want -1", c)
+	}
+	if c := change(0, 0); c != 0 {
+		t.Errorf("0 to 0: %v, want 0", c)
+	}
+}
+
+// TestASideAgainstItselfHasEachRowOnce: Compare(s, s) is one row a key,
+// every test p = 1, nothing significant.
+func TestASideAgainstItselfHasEachRowOnce(t *testing.T) {
+	s := NewSide(Settings{})
+	for i := range 30 {
+		tid := fmt.Sprint(i)
+		s.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 200), sp(tid, "e", "r", "omni.diffusion.exec", 0, 50+float64(i))})
+	}
+	rep := Compare(s, s, Options{})
+	seen := map[Key]bool{}
+	for _, r := range rep.Rows {
+		if seen[r.Key] {
+			t.Errorf("row %s twice", r.Key)
+		}
+		seen[r.Key] = true
+		if r.Significant() {
+			t.Errorf("row %s significant against itself", r.Key)
+		}
+	}
+	clear(seen)
+	for _, r := range rep.Critical {
+		if seen[r.Key] {
+			t.Errorf("critical row %s twice", r.Key)
+		}
+		seen[r.Key] = true
+	}
+	if len(rep.Rows) != 3 || len(rep.Critical) != 2 {
+		t.Errorf("%d rows and %d critical rows, want 3 (request, unattributed, exec) and 2", len(rep.Rows), len(rep.Critical))
+	}
+}
+
+// TestCompareKeepsNoSecondCopyOfTheSamples: the report of two sides of
+// full samples holds far less than the samples themselves (it reads them
+// in place): memory stays the documented formula, not twice it.
+func TestCompareKeepsNoSecondCopyOfTheSamples(t *testing.T) {
+	set := Settings{Samples: 20000}
+	sides := [2]*Side{NewSide(set), NewSide(set)}
+	for si, s := range sides {
+		for i := range 3 * set.Samples {
+			tid := fmt.Sprint(i)
+			d := float64(i%997) + float64(si)
+			s.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 1000), sp(tid, "e", "r", "omni.diffusion.exec", 0, 100+d), sp(tid, "f", "r", "omni.diffusion.forward", 0, 50+d)})
+		}
+	}
+	kept := 0
+	for _, s := range sides {
+		for t := range 2 {
+			for _, r := range s.table(t) {
+				if r != nil {
+					kept += 8 * len(r.res.vals)
+				}
+			}
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rep := Compare(sides[0], sides[1], Options{})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := int64(after.HeapAlloc) - int64(before.HeapAlloc); got > int64(kept)/4 {
+		t.Errorf("the report holds %d bytes more, for samples of %d bytes", got, kept)
+	}
+	for _, r := range rep.Rows {
+		if !slices.IsSorted(r.Base.Values) || !slices.IsSorted(r.New.Values) {
+			t.Errorf("%s: values not sorted", r.Key)
+		}
+	}
+	runtime.KeepAlive(sides)
 }

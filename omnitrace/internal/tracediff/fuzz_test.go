@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,9 @@ func fuzzTraces(b []byte) [][]traceview.Span {
 }
 
 // FuzzCompare: any traces on either side make a report in every format,
-// the JSON valid, within the side's bounds.
+// the JSON valid, within the side's bounds: p-values in [0, 1],
+// intervals ordered, "~" exactly when not significant, shares of the
+// critical path in [0, 1].
 func FuzzCompare(f *testing.F) {
 	f.Add([]byte{0, 0, 32, 0, 0, 100, 1, 0, 1, 0, 1, 0, 50, 0}, []byte{1, 0, 32, 0, 0, 90, 1})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
@@ -82,8 +85,26 @@ func FuzzCompare(f *testing.F) {
 		}
 		for _, r := range rep.Rows {
 			for _, t2 := range []Test{r.Duration, r.Measured} {
-				if t2.Done && (t2.P < 0 || t2.P > 1 || t2.Adjusted < t2.P) {
+				if t2.Done && (t2.P < 0 || t2.P > 1 || t2.Adjusted < t2.P || t2.Adjusted > 1) {
 					t.Fatalf("%s: p %v adjusted %v", r.Key, t2.P, t2.Adjusted)
+				}
+			}
+			for _, st := range []Stats{r.Base, r.New} {
+				if st.Measured > st.Requests || st.Samples > set.Samples {
+					t.Fatalf("%s: %d measured of %d requests, %d values kept", r.Key, st.Measured, st.Requests, st.Samples)
+				}
+				if st.Samples > 0 && !(st.P50Lo <= st.P50 && st.P50 <= st.P50Hi && st.P99Lo <= st.P99 && st.P99 <= st.P99Hi) {
+					t.Fatalf("%s: intervals out of order: %+v", r.Key, st)
+				}
+			}
+			if r.Duration.Done && strings.HasPrefix(r.durationChange(), "~") == r.Duration.Significant {
+				t.Fatalf("%s: %q, significant %v", r.Key, r.durationChange(), r.Duration.Significant)
+			}
+		}
+		for _, c := range rep.Critical {
+			for _, v := range append(slices.Clone(c.Base), c.New...) {
+				if v < 0 || v > 1 {
+					t.Fatalf("critical %s: a share of %v", c.Key, v)
 				}
 			}
 		}

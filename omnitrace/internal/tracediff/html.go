@@ -85,10 +85,7 @@ func boxes(unit string, base, new []float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Y.Label.Text = unit
 	for i, vals := range [][]float64{base, new} {
-		if len(vals) > maxChartValues {
-			vals = vals[:maxChartValues]
-		}
-		b, err := plotter.NewBoxPlot(vg.Points(40), float64(i), plotter.Values(vals))
+		b, err := plotter.NewBoxPlot(vg.Points(40), float64(i), plotter.Values(chartValues(vals)))
 		if err != nil {
 			return nil, err
 		}
@@ -97,6 +94,21 @@ func boxes(unit string, base, new []float64) (*plot.Plot, error) {
 	}
 	p.NominalX("base", "new")
 	return p, nil
+}
+
+// chartValues is at most maxChartValues of the sorted vals, evenly spread
+// over them, the least and the greatest included: a box drawn from them is
+// the box of all (a prefix would be of the smallest only).
+func chartValues(vals []float64) []float64 {
+	n := len(vals)
+	if n <= maxChartValues {
+		return vals
+	}
+	out := make([]float64, maxChartValues)
+	for i := range out {
+		out[i] = vals[i*(n-1)/(maxChartValues-1)]
+	}
+	return out
 }
 
 func bars(base, new float64) (*plot.Plot, error) {

@@ -6,6 +6,7 @@ package tracediff
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/otelomni/otelomni/internal/plan"
@@ -398,12 +399,20 @@ func (s *Side) self(id int32) int32 {
 	return s.intern(k, rank{s.ranks[id].stage, 1})
 }
 
+// rawLabel is how much of a stage's type or name its label is made of:
+// display reads at most maxLabel+1 characters of at most 4 bytes.
+const rawLabel = 4 * (maxLabel + 2)
+
 // stageLabel names a stage ("llm 0 thinker") or hand-over ("transfer
-// 0->1").
+// 0->1"). The labels remembered keep copies of at most rawLabel bytes of
+// the trace's strings, never the strings themselves: a side must not hold
+// its input.
 func (s *Side) stageLabel(r stageRaw) string {
+	r.typ, r.name = r.typ[:min(len(r.typ), rawLabel)], r.name[:min(len(r.name), rawLabel)]
 	if l, ok := s.labels[r]; ok {
 		return l
 	}
+	r.typ, r.name = strings.Clone(r.typ), strings.Clone(r.name)
 	var l string
 	if r.transfer {
 		l = fmt.Sprintf("transfer %d->%s", r.id, r.name)

@@ -6,9 +6,11 @@ package tracediff
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -247,5 +249,58 @@ func TestByModelSplitsRows(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "\nmodel ") || !strings.Contains(b.String(), "black-forest-labs/FLUX.1  image") {
 		t.Errorf("the table does not name the models:\n%s", b.String())
+	}
+}
+
+// TestASideKeepsNoLongStringOfItsInput: requests whose stage names and
+// types are 256 KiB each, every one different, leave the side holding
+// none of them: its memory stays that of its settings once the traces
+// are gone.
+func TestASideKeepsNoLongStringOfItsInput(t *testing.T) {
+	const traces, long = 200, 256 << 10
+	s := NewSide(Settings{})
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range traces {
+		tid := fmt.Sprint(i)
+		name := fmt.Sprintf("%d%s", i, strings.Repeat("n", long))
+		typ := fmt.Sprintf("%d%s", i, strings.Repeat("t", long))
+		s.Add([]traceview.Span{
+			sp(tid, "r", "", "omni.request", 0, 100),
+			sp(tid, "s", "r", "omni.stage", 0, 90, attribute.Int("omni.stage.id", 0), attribute.String("omni.stage.name", name), attribute.String("omni.stage.type", typ)),
+			sp(tid, "p", "s", "omni.llm.prefill", 0, 50),
+		})
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if input := int64(traces * 2 * long); grown > input/10 {
+		t.Errorf("the side holds %d bytes more after reading %d bytes of names", grown, input)
+	}
+	runtime.KeepAlive(s)
+}
+
+// TestLongNamesAreCutAndShareARow: models that differ only past 64 bytes
+// make one row, whose name is valid UTF-8 of at most 64 bytes.
+func TestLongNamesAreCutAndShareARow(t *testing.T) {
+	s := NewSide(Settings{ByModel: true})
+	for i := range 3 {
+		tid := fmt.Sprint(i)
+		m := strings.Repeat("é", 100) + fmt.Sprint(i) + "\xff"
+		s.Add([]traceview.Span{sp(tid, "r", "", "omni.request", 0, 100, attribute.String("gen_ai.request.model", m)), sp(tid, "e", "r", "omni.diffusion.exec", 0, 90)})
+	}
+	rows := 0
+	for _, r := range s.rows {
+		if r != nil && r.key.Phase == "exec" {
+			rows++
+			if len(r.key.Model) > maxLabel || !utf8.ValidString(r.key.Model) || r.measured != 3 {
+				t.Errorf("model %q (%d bytes), %d measured", r.key.Model, len(r.key.Model), r.measured)
+			}
+		}
+	}
+	if rows != 1 {
+		t.Errorf("%d exec rows, want 1", rows)
 	}
 }

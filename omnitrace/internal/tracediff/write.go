@@ -177,8 +177,13 @@ func (r *Row) durationChange() string {
 func (r *Row) Options() Options { return r.opts }
 
 func signedPct(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	switch {
+	case math.IsNaN(v):
 		return "?"
+	case math.IsInf(v, 1):
+		return "+∞%"
+	case math.IsInf(v, -1):
+		return "-∞%"
 	}
 	return fmt.Sprintf("%+.2f%%", 100*v)
 }
@@ -298,8 +303,20 @@ func (r *Report) WriteJSON(w io.Writer, names Names) error {
 	return enc.Encode(out)
 }
 
+// textCell is a row's name (modality, model, stage, phase) for a CSV
+// cell: one that a spreadsheet would read as a formula (it begins with
+// =, +, - or @) is written after a ', which spreadsheets show as text;
+// the "-" of no value stays as it is.
+func textCell(s string) string {
+	if s != stageNone && s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
 // WriteCSV writes one line a row, durations then the critical path, with
-// a header; cells that do not apply are empty.
+// a header; cells that do not apply are empty. Names that begin as a
+// spreadsheet formula are written after a ' (see textCell).
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	f := func(v float64) string {
@@ -328,7 +345,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		return err
 	}
 	for _, row := range r.Rows {
-		rec := []string{"duration", row.Modality, row.Model, row.Stage, row.Phase}
+		rec := []string{"duration", textCell(row.Modality), textCell(row.Model), textCell(row.Stage), textCell(row.Phase)}
 		rec = append(rec, side(row.Base)...)
 		rec = append(rec, side(row.New)...)
 		rec = append(rec, f(row.Change()))
@@ -340,7 +357,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		}
 	}
 	for _, c := range r.Critical {
-		rec := []string{"critical", c.Modality, c.Model, c.Stage, c.Phase}
+		rec := []string{"critical", textCell(c.Modality), textCell(c.Model), textCell(c.Stage), textCell(c.Phase)}
 		rec = append(rec, make([]string, 16)...)
 		rec = append(rec, "")
 		rec = append(rec, t(c.Share)...)
