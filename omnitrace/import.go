@@ -635,9 +635,11 @@ func (im *importer) reportAtLocked(name string, line int, err error, outcome str
 	if im.problems > maxProblemLines {
 		return
 	}
-	where := name
+	// The name is said as a terminal shows it: its control characters as
+	// '?', never as escapes the terminal would run.
+	where := sanitize.Display(name, 256)
 	if line > 0 {
-		where = fmt.Sprintf("%s:%d", name, line)
+		where = fmt.Sprintf("%s:%d", where, line)
 	}
 	fmt.Fprintf(im.stderr, "%s: %s%s\n", where, sanitize.Display(err.Error(), 512), outcome)
 }
@@ -706,7 +708,7 @@ func (im *importer) noteStats(in *input.Input) {
 	im.late += late
 	im.dropped += dropped
 	if im.problems > maxProblemLines {
-		fmt.Fprintf(im.stderr, "%s: %d more problems not shown\n", im.name, im.problems-maxProblemLines)
+		fmt.Fprintf(im.stderr, "%s: %d more problems not shown\n", sanitize.Display(im.name, 256), im.problems-maxProblemLines)
 	}
 }
 

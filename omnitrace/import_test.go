@@ -436,3 +436,25 @@ func TestFollowOfAFileReplacedWhileStoppedSaysSo(t *testing.T) {
 		t.Errorf("stderr:\n%s", f.stderr)
 	}
 }
+
+// TestImportSaysFileNamesAsATerminalShowsThem: the problems of a file
+// whose name holds control characters name it with them shown as '?',
+// never as escapes a terminal would run.
+func TestImportSaysFileNamesAsATerminalShowsThem(t *testing.T) {
+	b, err := os.ReadFile(fixturePath("vllm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "v\x1b[2J\x1b]0;owned\a.log")
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The log has a line it skips: the import says so, naming the file.
+	_, stderr, _ := importOut(t, name)
+	if !strings.Contains(stderr, "v?[2J?]0;owned?.log:48: ") {
+		t.Fatalf("want the file's skipped line under its name shown as a terminal shows it:\n%q", stderr)
+	}
+	if strings.ContainsAny(stderr, "\x1b\a") {
+		t.Errorf("a control character reached stderr:\n%q", stderr)
+	}
+}

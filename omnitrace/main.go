@@ -141,6 +141,9 @@ func (s *source) check() error {
 	if s.maxSpans <= 0 {
 		return usageError{"-max-spans is above 0"}
 	}
+	if s.jaegerURL != "" && !httpURL(s.jaegerURL) {
+		return usageError{fmt.Sprintf("-jaeger %q: the query API's http:// or https:// URL, such as http://127.0.0.1:16686", sanitize.Display(s.jaegerURL, 256))}
+	}
 	return nil
 }
 

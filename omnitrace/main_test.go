@@ -381,3 +381,22 @@ func TestOutIsNeverAnInput(t *testing.T) {
 		}
 	}
 }
+
+// TestTableAndSummaryRefuseAJaegerThatIsNotAURL: -jaeger is the query
+// API's http:// or https:// URL with a host; anything else is a usage error
+// (exit 2) before any request is made, named on stderr as a terminal shows
+// it.
+func TestTableAndSummaryRefuseAJaegerThatIsNotAURL(t *testing.T) {
+	for _, url := range []string{"notaurl", "127.0.0.1:16686", "ftp://127.0.0.1:16686", "http://", "http://user:pw@127.0.0.1:16686", " http://127.0.0.1:16686", "http://\x1b[2J"} {
+		for _, args := range [][]string{{"table", "-jaeger", url, "0102030405060708090a0b0c0d0e0f10"}, {"summary", "-jaeger", url, "-service", "s"}} {
+			code, _, stderr := runCmd(t, "", args...)
+			first, _, _ := strings.Cut(stderr, "\n")
+			if code != 2 || !strings.Contains(first, "-jaeger") || !strings.Contains(first, "URL") {
+				t.Errorf("%s -jaeger %q: exit %d, want 2 with an error naming -jaeger:\n%s", args[0], url, code, stderr)
+			}
+			if strings.ContainsAny(stderr, "\x1b") {
+				t.Errorf("%s -jaeger %q: a control character reached stderr: %q", args[0], url, stderr)
+			}
+		}
+	}
+}
