@@ -1,8 +1,0 @@
-//go:build !race
-
-// Copyright The otelomni Authors
-// SPDX-License-Identifier: Apache-2.0
-
-package otelsetup_test
-
-const raceEnabled = false
