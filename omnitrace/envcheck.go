@@ -5,7 +5,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelomni/otelomni/internal/otelenv"
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
@@ -64,7 +64,6 @@ const (
 	maxSpanQueue   = 1 << 17
 	maxValueLength = 1 << 16
 	maxCount       = 1 << 10
-	maxFileSize    = 1 << 20
 )
 
 // defaultOTLPTimeout is the OTLP clients' own timeout, in milliseconds.
@@ -121,7 +120,7 @@ var envVars = func() []envVar {
 	vs := []envVar{
 		envSwitch("OTEL_SDK_DISABLED"),
 		{name: "OTEL_SERVICE_NAME", check: isText, using: is("omnitrace")},
-		{name: "OTEL_RESOURCE_ATTRIBUTES", list: true, check: isResourceAttributes, using: is("no attributes")},
+		{name: "OTEL_RESOURCE_ATTRIBUTES", list: true, check: otelenv.CheckResourceAttributes, using: is("no attributes")},
 		{name: "OTEL_TRACES_EXPORTER", check: oneOf("otlp", "console", "none"), using: func(c *envCommand) string {
 			if endpointSet() {
 				return "otlp"
@@ -154,9 +153,9 @@ var envVars = func() []envVar {
 			otlp(s, "COMPRESSION", envVar{check: oneOf("gzip", "none"), using: is("none")}),
 			otlp(s, "INSECURE", envSwitch("")),
 			otlp(s, "HEADERS", envVar{list: true, check: isHeaders, using: is("no headers")}),
-			otlp(s, "CERTIFICATE", envVar{check: isCertificate, using: is("the system's roots")}),
-			otlp(s, "CLIENT_CERTIFICATE", envVar{check: isFile, using: is("no client certificate")}),
-			otlp(s, "CLIENT_KEY", envVar{check: isFile, using: is("no client certificate")}),
+			otlp(s, "CERTIFICATE", envVar{check: otelenv.CheckCertificate, using: is("the system's roots")}),
+			otlp(s, "CLIENT_CERTIFICATE", envVar{check: otelenv.CheckFile, using: is("no client certificate")}),
+			otlp(s, "CLIENT_KEY", envVar{check: otelenv.CheckFile, using: is("no client certificate")}),
 		)
 	}
 	return vs
@@ -530,67 +529,6 @@ func isHeaders(v string) error {
 			if c < 0x20 || c > 0x7e {
 				return errors.New("a decoded value holds a character other than printable ASCII, which gRPC does not carry (a control character, or a non-ASCII letter)")
 			}
-		}
-	}
-	return nil
-}
-
-// isFile checks a file read whole: a regular file of at most maxFileSize
-// bytes, readable.
-func isFile(v string) error {
-	st, err := os.Stat(v)
-	switch {
-	case err != nil:
-		return errors.New("cannot read the file")
-	case st.IsDir():
-		return errors.New("is a folder, not a file")
-	case !st.Mode().IsRegular():
-		return errors.New("not a regular file")
-	case st.Size() > maxFileSize:
-		return fmt.Errorf("larger than %d bytes", maxFileSize)
-	}
-	f, err := os.Open(v)
-	if err != nil {
-		return errors.New("cannot read the file")
-	}
-	return f.Close()
-}
-
-// isCertificate checks a file of PEM certificates.
-func isCertificate(v string) error {
-	if err := isFile(v); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(v)
-	if err != nil {
-		return errors.New("cannot read the file")
-	}
-	if !x509.NewCertPool().AppendCertsFromPEM(b) {
-		return errors.New("holds no PEM certificate")
-	}
-	return nil
-}
-
-// isResourceAttributes checks key=value pairs separated by commas, values
-// percent-encoded, every key and decoded value valid UTF-8, each key once.
-func isResourceAttributes(v string) error {
-	seen := map[string]bool{}
-	for _, pair := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(pair, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return errors.New("want key=value pairs separated by commas")
-		}
-		if seen[k] {
-			return fmt.Errorf("key %s given twice", sanitize.String(k, 32))
-		}
-		seen[k] = true
-		d, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil {
-			return errors.New("a value is not percent-encoded correctly")
-		}
-		if !utf8.ValidString(d) {
-			return errors.New("a decoded value is not valid UTF-8")
 		}
 	}
 	return nil

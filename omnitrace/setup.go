@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelomni/otelomni/internal/otelenv"
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/omnitrace/internal/omnirecord/emit"
 )
@@ -158,34 +158,9 @@ func describeExporter() string {
 // requests.
 func importResource() *resource.Resource {
 	kvs := []attribute.KeyValue{attribute.String("service.name", "omnitrace")}
-	kvs = append(kvs, resourceFromEnv()...)
+	kvs = append(kvs, otelenv.ResourceAttributes(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), valueLengthLimit)...)
 	if name := os.Getenv("OTEL_SERVICE_NAME"); name != "" {
 		kvs = append(kvs, attribute.String("service.name", name))
 	}
 	return resource.NewSchemaless(kvs...) // for a key given twice, the last
-}
-
-// resourceFromEnv is OTEL_RESOURCE_ATTRIBUTES as the SDK and otelsetup
-// read it: pairs separated by commas, key and value trimmed, the value
-// percent-decoded, kept as written when it does not decode; a pair
-// without '=' or without a key left out. Each value is made valid UTF-8
-// and bounded.
-func resourceFromEnv() []attribute.KeyValue {
-	v := strings.TrimSpace(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
-	if v == "" {
-		return nil
-	}
-	var kvs []attribute.KeyValue
-	for _, p := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(p, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			continue
-		}
-		d, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil {
-			d = val
-		}
-		kvs = append(kvs, attribute.String(strings.TrimSpace(k), sanitize.String(d, valueLengthLimit)))
-	}
-	return kvs
 }

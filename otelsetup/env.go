@@ -20,6 +20,7 @@ import (
 
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 
+	"github.com/otelomni/otelomni/internal/otelenv"
 	"github.com/otelomni/otelomni/internal/sanitize"
 )
 
@@ -86,8 +87,6 @@ const (
 	// maxSeries bounds the metric cardinality limit, the series an
 	// instrument holds.
 	maxSeries = 1 << 16
-	// maxFileSize bounds a certificate or key file: it is read whole.
-	maxFileSize = 1 << 20
 )
 
 // The defaults: the SDK's own, but for those otelsetup documents as its
@@ -166,7 +165,7 @@ var envVars = func() []envVar {
 		flag("OTEL_SDK_DISABLED"),
 		{name: "OTEL_PROPAGATORS", list: true, check: isPropagators, using: is("tracecontext,baggage")},
 		{name: "OTEL_SERVICE_NAME", check: isText, using: is("the program's name (WithServiceName), else unknown_service:<executable>")},
-		{name: "OTEL_RESOURCE_ATTRIBUTES", list: true, check: isResourceAttributes,
+		{name: "OTEL_RESOURCE_ATTRIBUTES", list: true, check: otelenv.CheckResourceAttributes,
 			using: is("as the SDK reads it, under every provider: each key=value pair, the others left out, a value that does not decode kept as written, invalid UTF-8 replaced")},
 		{name: "OTEL_TRACES_EXPORTER", check: oneOf("otlp", "console", "none"), using: is("otlp")},
 		{name: "OTEL_METRICS_EXPORTER", check: oneOf("otlp", "prometheus", "console", "none"), using: is("otlp")},
@@ -228,9 +227,9 @@ var envVars = func() []envVar {
 			otlp(s, "COMPRESSION", envVar{check: oneOf("gzip", "none"), using: is("none")}),
 			otlp(s, "INSECURE", flag("")),
 			otlp(s, "HEADERS", envVar{list: true, check: isHeaders, using: is("no headers")}),
-			otlp(s, "CERTIFICATE", envVar{check: isCertificate, using: is("the system's roots")}),
-			otlp(s, "CLIENT_CERTIFICATE", envVar{check: isFile, using: is("no client certificate")}),
-			otlp(s, "CLIENT_KEY", envVar{check: isFile, using: is("no client certificate")}),
+			otlp(s, "CERTIFICATE", envVar{check: otelenv.CheckCertificate, using: is("the system's roots")}),
+			otlp(s, "CLIENT_CERTIFICATE", envVar{check: otelenv.CheckFile, using: is("no client certificate")}),
+			otlp(s, "CLIENT_KEY", envVar{check: otelenv.CheckFile, using: is("no client certificate")}),
 		)
 	}
 	return vs
@@ -765,67 +764,4 @@ func headers(v string) map[string]string {
 		h[strings.TrimSpace(k)] = strings.TrimSpace(d)
 	}
 	return h
-}
-
-// isFile checks a file read whole: a regular file (not a device or a
-// pipe, which could block or never end) of at most maxFileSize bytes,
-// readable.
-func isFile(v string) error {
-	st, err := os.Stat(v)
-	switch {
-	case err != nil:
-		return errors.New("cannot read the file")
-	case st.IsDir():
-		return errors.New("is a folder, not a file")
-	case !st.Mode().IsRegular():
-		return errors.New("not a regular file")
-	case st.Size() > maxFileSize:
-		return fmt.Errorf("larger than %d bytes", maxFileSize)
-	}
-	f, err := os.Open(v)
-	if err != nil {
-		return errors.New("cannot read the file")
-	}
-	return f.Close()
-}
-
-// isCertificate checks a file of PEM certificates.
-func isCertificate(v string) error {
-	if err := isFile(v); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(v)
-	if err != nil {
-		return errors.New("cannot read the file")
-	}
-	if !x509.NewCertPool().AppendCertsFromPEM(b) {
-		return errors.New("holds no PEM certificate")
-	}
-	return nil
-}
-
-// isResourceAttributes checks key=value pairs separated by commas, values
-// percent-encoded, every key and decoded value valid UTF-8, each key once
-// (the SDK would keep the last).
-func isResourceAttributes(v string) error {
-	seen := map[string]bool{}
-	for _, pair := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(pair, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return errors.New("want key=value pairs separated by commas")
-		}
-		if seen[k] {
-			return fmt.Errorf("key %s given twice", sanitize.String(k, 32))
-		}
-		seen[k] = true
-		d, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil {
-			return errors.New("a value is not percent-encoded correctly")
-		}
-		if !utf8.ValidString(d) {
-			return errors.New("a decoded value is not valid UTF-8")
-		}
-	}
-	return nil
 }

@@ -6,7 +6,6 @@ package otelsetup
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/otelomni/otelomni/internal/otelenv"
 	"github.com/otelomni/otelomni/internal/sanitize"
 	"github.com/otelomni/otelomni/otelomni"
 )
@@ -360,7 +360,7 @@ func newResource(ctx context.Context, cfg *config, env *environ) (*resource.Reso
 	own = append(own,
 		attribute.String("telemetry.distro.name", "otelomni"),
 		attribute.String("telemetry.distro.version", otelomni.Version))
-	own = append(own, resourceFromEnv()...)
+	own = append(own, otelenv.ResourceAttributes(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), defaultAttributeValueLengthLimit)...)
 	if name := env.str("OTEL_SERVICE_NAME"); name != "" {
 		own = append(own, attribute.String("service.name", name))
 	}
@@ -388,29 +388,4 @@ func newResource(ctx context.Context, cfg *config, env *environ) (*resource.Reso
 		res = resource.Default()
 	}
 	return res, err
-}
-
-// resourceFromEnv is OTEL_RESOURCE_ATTRIBUTES as the SDK reads it (and
-// merges it, whatever otelsetup makes of it): pairs separated by commas,
-// key and value trimmed, the value percent-decoded, kept as written when
-// it does not decode; a pair without '=' left out; for a key given twice,
-// the last. Each value is made valid UTF-8 and bounded here.
-func resourceFromEnv() []attribute.KeyValue {
-	v := strings.TrimSpace(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
-	if v == "" {
-		return nil
-	}
-	var kvs []attribute.KeyValue
-	for _, p := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(p, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			continue
-		}
-		d, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil {
-			d = val
-		}
-		kvs = append(kvs, attribute.String(strings.TrimSpace(k), sanitize.String(d, defaultAttributeValueLengthLimit)))
-	}
-	return kvs
 }
